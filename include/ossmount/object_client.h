@@ -1,0 +1,152 @@
+// ObjectClient: the asynchronous object-store interface everything above src/object uses.
+//
+// Two implementations live in src/object: OSS (signature V1 or V4) and S3 (AWS SigV4).
+// Tests use FakeObjectClient / FailingObjectClient (tests/support) instead of a network.
+//
+// Contract for every method:
+//   - It returns at once; the work happens on the client's io_context.
+//   - The completion handler is called exactly once, never from inside the call that
+//     started the operation (it is always posted), on one of the io_context's threads.
+//   - Transient failures (5xx, throttling, connection errors, short bodies, CRC mismatches)
+//     are retried inside the client with exponential backoff and jitter, within the
+//     configured attempt and time budget. A handler sees an error only once retries are
+//     exhausted or the error is not retryable; Status::retryable() then says whether a
+//     later retry by the caller might succeed.
+//   - Keys are raw UTF-8 object keys relative to the bucket (no leading '/', no URL
+//     encoding). The client encodes them on the wire and decodes keys in listings.
+//   - Buffers passed in (GetTarget::data) must stay valid until the handler runs.
+//
+// Thread-safety: all methods may be called concurrently from any thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ossmount/status.h"
+
+namespace ossmount {
+
+// Metadata of one object, as a listing or a HEAD reports it.
+struct ObjectInfo {
+  std::string key;              // raw, decoded
+  uint64_t size = 0;
+  std::string etag;             // as sent, including the quotes
+  int64_t mtime_sec = 0;        // Last-Modified, Unix seconds
+  std::optional<uint64_t> crc64;  // x-oss-hash-crc64ecma, when the server sent it
+  std::string storage_class;
+  std::string content_type;     // HEAD only
+};
+
+struct ListRequest {
+  std::string prefix;
+  std::string delimiter;           // "/" for one directory level, "" for a recursive listing
+  std::string continuation_token;  // empty for the first page
+  int max_keys = 1000;
+};
+
+struct ListPage {
+  std::vector<ObjectInfo> objects;          // in key order
+  std::vector<std::string> common_prefixes;  // decoded, each ends with the delimiter
+  bool truncated = false;
+  std::string next_continuation_token;  // set when truncated
+};
+
+// How urgently a request should be sent. On-demand reads outrank background prefetch:
+// when the in-flight cap is reached, queued kForeground requests go first.
+enum class Priority { kForeground = 0, kPrefetch = 1, kBackground = 2 };
+
+// Set cancelled to abandon a request. A queued request is dropped; an in-flight one is
+// aborted. Either way the handler is still called once, with ErrorCode::kCancelled.
+struct CancelFlag {
+  std::atomic<bool> cancelled{false};
+};
+
+struct GetRequest {
+  std::string key;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;  // nullopt: to the end of the object
+  std::string if_match;            // etag (with quotes) the object must still have; "" = any
+  Priority priority = Priority::kForeground;
+  std::shared_ptr<CancelFlag> cancel;  // optional
+  // When the whole object is read (offset 0, no length) and the server sends
+  // x-oss-hash-crc64ecma, the body is verified against it; a mismatch is retried.
+};
+
+// Where a GET writes its body: straight into caller memory, no intermediate copy.
+// Exactly one of the two forms is used:
+//   - fixed: data/capacity, a region the caller owns. A body longer than capacity is an
+//     error (kIntegrity: the object is not the size the caller expected).
+//   - growable: the body is appended to *growable (cleared first on every attempt).
+struct GetTarget {
+  char* data = nullptr;
+  size_t capacity = 0;
+  std::vector<char>* growable = nullptr;
+
+  static GetTarget Fixed(char* data, size_t capacity) { return {data, capacity, nullptr}; }
+  static GetTarget Growable(std::vector<char>* v) { return {nullptr, 0, v}; }
+};
+
+struct GetResult {
+  size_t bytes = 0;         // body bytes written to the target
+  uint64_t object_size = 0;  // total size of the object (from Content-Range or Content-Length)
+  std::string etag;
+  int64_t mtime_sec = 0;
+  std::optional<uint64_t> crc64;  // whole-object CRC the server reported
+};
+
+struct PartInfo {
+  int part_number = 0;
+  std::string etag;
+};
+
+struct PutResult {
+  std::string etag;
+  std::optional<uint64_t> crc64;
+};
+
+using ListHandler = std::function<void(Result<ListPage>)>;
+using HeadHandler = std::function<void(Result<ObjectInfo>)>;
+using GetHandler = std::function<void(Result<GetResult>)>;
+using PutHandler = std::function<void(Result<PutResult>)>;
+using InitiateHandler = std::function<void(Result<std::string>)>;  // upload id
+using PartHandler = std::function<void(Result<PartInfo>)>;
+using StatusHandler = std::function<void(Status)>;
+
+class ObjectClient {
+ public:
+  virtual ~ObjectClient() = default;
+
+  // One page of ListObjectsV2 (encoding-type=url, decoded before the handler sees it).
+  virtual void List(const ListRequest& request, ListHandler handler) = 0;
+
+  // HEAD key. A missing key is ErrorCode::kNotFound.
+  virtual void Head(const std::string& key, HeadHandler handler) = 0;
+
+  // GET key or a byte range of it. A range that starts at or past the end of the object
+  // is kInvalidRange; a range running past the end returns the bytes that exist.
+  virtual void Get(const GetRequest& request, GetTarget target, GetHandler handler) = 0;
+
+  // PUT key with the given body (its CRC-64 is checked against the server's reply).
+  virtual void Put(const std::string& key, std::shared_ptr<const std::string> body,
+                   PutHandler handler) = 0;
+
+  // Multipart upload.
+  virtual void InitiateMultipart(const std::string& key, InitiateHandler handler) = 0;
+  virtual void UploadPart(const std::string& key, const std::string& upload_id, int part_number,
+                          std::shared_ptr<const std::string> body, PartHandler handler) = 0;
+  // parts in ascending part_number order.
+  virtual void CompleteMultipart(const std::string& key, const std::string& upload_id,
+                                 std::vector<PartInfo> parts, PutHandler handler) = 0;
+  virtual void AbortMultipart(const std::string& key, const std::string& upload_id,
+                              StatusHandler handler) = 0;
+
+  // DELETE key. Deleting a missing key succeeds.
+  virtual void Delete(const std::string& key, StatusHandler handler) = 0;
+};
+
+}  // namespace ossmount

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Installs everything ossmount needs to build, test and benchmark on Debian 12.
+# Idempotent and non-interactive: safe to run on every CI start.
+#   scripts/install-deps.sh          build + test dependencies
+#   scripts/install-deps.sh --bench  also the peers the benchmark harness compares against
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+want_bench=0
+for arg in "$@"; do
+  case "$arg" in
+    --bench) want_bench=1 ;;
+    *) echo "install-deps.sh: unknown argument '$arg'" >&2; exit 2 ;;
+  esac
+done
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+
+packages=(
+  build-essential cmake pkg-config git ca-certificates curl openssl
+  libfuse3-dev fuse3
+  libboost-dev libboost-system-dev
+  libcurl4-openssl-dev libssl-dev
+  rapidjson-dev libcli11-dev libspdlog-dev catch2 libpugixml-dev
+  python3-torch python3-torchvision python3-pil python3-numpy
+  clang-format
+)
+if [ "$want_bench" -eq 1 ]; then
+  packages+=(s3fs rclone time)
+fi
+# Node.js for s3rver: keep an existing installation (it may come with its own npm).
+if ! command -v node >/dev/null 2>&1; then packages+=(nodejs); fi
+if ! command -v npm >/dev/null 2>&1; then packages+=(npm); fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+# s3rver, the third-party S3 server the S3 integration tests run against, pinned by
+# tests/s3rver/package-lock.json and installed into tests/s3rver/node_modules (ignored by git).
+if [ ! -x tests/s3rver/node_modules/.bin/s3rver ]; then
+  echo "install-deps: installing s3rver (npm)"
+  (cd tests/s3rver && npm ci --no-audit --no-fund --loglevel=error)
+fi
+echo "install-deps: ok"

@@ -1,0 +1,114 @@
+// Filesystem: POSIX semantics over an ObjectClient plus the metadata cache. Knows nothing of
+// FUSE: src/fuse translates FUSE requests into these calls and the results into replies,
+// so this layer is tested with a fake ObjectClient and no kernel.
+//
+// Contract for the asynchronous methods: they return at once; the callback is called
+// exactly once, on an io_context thread (never inline from inside the call), with either
+// a value or a non-OK Status whose ToErrno() is the errno to reply with.
+//
+// Inode lifetime follows the kernel's lookup count (as in libfuse's passthrough_hp):
+// every successful Lookup, and every entry a readdirplus reply actually hands to the
+// kernel (AddLookup), adds one; Forget(ino, n) subtracts n. An inode whose count reaches
+// zero and that is not the root may be dropped from the table.
+//
+// Thread-safety: every method may be called concurrently from any thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ossmount/status.h"
+
+namespace ossmount::fs {
+
+using InodeId = uint64_t;
+constexpr InodeId kRootInode = 1;  // FUSE_ROOT_ID
+
+struct Attributes {
+  InodeId ino = 0;
+  bool is_dir = false;
+  uint64_t size = 0;
+  int64_t mtime_sec = 0;
+  uint32_t mode = 0;  // full st_mode, including S_IFDIR / S_IFREG
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint32_t nlink = 1;
+};
+
+struct Entry {
+  Attributes attr;
+  double entry_timeout = 0;  // seconds the kernel may cache the name -> inode mapping
+  double attr_timeout = 0;   // seconds the kernel may cache the attributes
+};
+
+struct AttrReply {
+  Attributes attr;
+  double attr_timeout = 0;
+};
+
+struct DirEntry {
+  std::string name;
+  Entry entry;      // full attributes (readdirplus), ino valid
+  off_t next_offset = 0;  // the offset to pass to ReadDir to continue after this entry
+};
+
+struct OpenReply {
+  uint64_t fh = 0;
+  bool keep_cache = false;  // FOPEN_KEEP_CACHE: page cache from earlier opens is still valid
+};
+
+// Bytes for one read reply. `data` points into memory kept alive by `owner` (a cached
+// object or block), so the FUSE adapter can reply without copying.
+struct ReadReply {
+  const char* data = nullptr;
+  size_t size = 0;
+  std::shared_ptr<const void> owner;
+};
+
+struct StatFs {
+  uint64_t block_size = 4096;
+  uint64_t blocks = 0;
+  uint64_t blocks_free = 0;
+  uint64_t files = 0;
+  uint64_t files_free = 0;
+  uint32_t name_max = 255;
+};
+
+template <typename T>
+using Callback = std::function<void(Result<T>)>;
+
+class Filesystem {
+ public:
+  virtual ~Filesystem() = default;
+
+  virtual void Lookup(InodeId parent, std::string name, Callback<Entry> done) = 0;
+  virtual void Forget(InodeId ino, uint64_t nlookup) = 0;
+  // One more kernel reference to ino, for an entry a readdirplus reply handed out.
+  virtual void AddLookup(InodeId ino) = 0;
+  virtual void GetAttr(InodeId ino, Callback<AttrReply> done) = 0;
+
+  virtual void OpenDir(InodeId ino, Callback<uint64_t> done) = 0;
+  // Entries of the directory from `offset` on ("." and ".." included, at offsets 0 and 1
+  // are the adapter's choice: see src/fuse). Offsets are stable for the life of the
+  // handle: the same offset always names the same position, so rewinddir and repeated
+  // offsets work. An empty vector means the end.
+  virtual void ReadDir(InodeId ino, uint64_t dir_handle, off_t offset,
+                       Callback<std::vector<DirEntry>> done) = 0;
+  virtual void ReleaseDir(InodeId ino, uint64_t dir_handle) = 0;
+
+  // flags: the open(2) flags. Any write access is EROFS.
+  virtual void Open(InodeId ino, int flags, Callback<OpenReply> done) = 0;
+  // Up to `size` bytes at `offset`; fewer only at the end of the file.
+  virtual void Read(InodeId ino, uint64_t fh, off_t offset, size_t size,
+                    Callback<ReadReply> done) = 0;
+  virtual void Release(InodeId ino, uint64_t fh) = 0;
+
+  virtual StatFs GetStatFs() = 0;
+};
+
+}  // namespace ossmount::fs
