@@ -1,0 +1,249 @@
+"""Shared pieces of the mount tests: the object servers, the daemon, mounts.
+
+Every test starts its own servers on free loopback ports and mounts under a fresh temporary
+directory, with an unconditional unmount in cleanup, so a failing test never leaves a mount
+behind. Paths to the binaries come from the environment ctest sets (see CMakeLists.txt).
+"""
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+OSSMOUNT = os.environ.get("OSSMOUNT_BIN", "ossmount")
+TESTSERVER = os.environ.get("TESTSERVER_BIN", "ossmount-testserver")
+CLIENT = os.environ.get("CLIENT_BIN", "ossmount-client")
+S3RVER_JS = os.environ.get("S3RVER_JS", "")
+DATA_DIR = os.environ.get("TESTDATA_DIR", "")
+SOURCE_DIR = os.environ.get("SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
+
+AK = "test-access-key-id"
+SK = "test-access-key-secret-0123456789"
+REGION = "cn-test-1"
+
+
+def wait_for(predicate, timeout, what, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(interval)
+    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+
+
+def is_mounted(path):
+    path = os.path.realpath(path)
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            if line.split()[4] == path:
+                return True
+    return False
+
+
+def force_unmount(path):
+    if is_mounted(path):
+        subprocess.run(["fusermount3", "-u", "-z", path], stderr=subprocess.DEVNULL)
+    if is_mounted(path):
+        subprocess.run(["umount", "-l", path], stderr=subprocess.DEVNULL)
+
+
+class TestServer:
+    """The project's own OSS/S3 server (ossmount-testserver) over a directory of buckets."""
+
+    def __init__(self, root, bucket="bucket", args=(), auth=True):
+        self.root = root
+        self.bucket = bucket
+        cmd = [TESTSERVER, "--root", root, "--bucket", bucket, "--port", "0", "--region", REGION]
+        if auth:
+            cmd += ["--access-key-id", AK, "--access-key-secret", SK]
+        else:
+            cmd += ["--auth", "off"]
+        cmd += list(args)
+        self.log = tempfile.NamedTemporaryFile(prefix="testserver-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        line = self.proc.stdout.readline()
+        if "listening on" not in line:
+            self.proc.kill()
+            raise AssertionError("test server did not start: %r; log %s" % (line, self.log.name))
+        self.port = int(line.strip().rsplit(":", 1)[1])
+        self.endpoint = "http://127.0.0.1:%d" % self.port
+
+    def stats(self):
+        with urllib.request.urlopen(self.endpoint + "/_ossmount/stats", timeout=10) as r:
+            return json.loads(r.read())
+
+    def reset_stats(self):
+        req = urllib.request.Request(self.endpoint + "/_ossmount/reset", method="POST")
+        urllib.request.urlopen(req, timeout=10).read()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def client_args(self):
+        return ["--endpoint", self.endpoint, "--bucket", self.bucket, "--region", REGION,
+                "--path-style"]
+
+    def env(self):
+        e = dict(os.environ)
+        e["OSS_ACCESS_KEY_ID"] = AK
+        e["OSS_ACCESS_KEY_SECRET"] = SK
+        return e
+
+
+class S3rver:
+    """s3rver, the third-party S3 server (npm), on a free port with its own directory."""
+
+    KEY = "S3RVER"
+
+    def __init__(self, bucket="bucket"):
+        if not S3RVER_JS or not os.path.exists(S3RVER_JS):
+            raise AssertionError("s3rver is not installed (run scripts/install-deps.sh)")
+        self.dir = tempfile.mkdtemp(prefix="s3rver-")
+        self.bucket = bucket
+        self.port = free_port()
+        self.log = open(os.path.join(self.dir, "s3rver.log"), "w")
+        self.proc = subprocess.Popen(
+            ["node", "--openssl-legacy-provider", S3RVER_JS, "--directory", self.dir + "/data",
+             "--address", "127.0.0.1", "--port", str(self.port), "--no-vhost-buckets", "--silent",
+             "--configure-bucket", bucket],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        self.endpoint = "http://127.0.0.1:%d" % self.port
+        import socket
+
+        def up():
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), 0.2):
+                return True
+            return False
+        wait_for(up, 30, "s3rver to listen")
+
+    def client_args(self):
+        return ["--endpoint", self.endpoint, "--bucket", self.bucket, "--region", "us-east-1",
+                "--protocol", "s3", "--path-style"]
+
+    def env(self):
+        e = dict(os.environ)
+        e["AWS_ACCESS_KEY_ID"] = self.KEY
+        e["AWS_SECRET_ACCESS_KEY"] = self.KEY
+        for k in ("OSS_ACCESS_KEY_ID", "OSS_ACCESS_KEY_SECRET"):
+            e.pop(k, None)
+        return e
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def client(server, *args, check=True, input_bytes=None):
+    """Runs ossmount-client against a server; returns the CompletedProcess."""
+    cmd = [CLIENT] + server.client_args() + list(args)
+    r = subprocess.run(cmd, env=server.env(), capture_output=True, input=input_bytes, timeout=600)
+    if check and r.returncode != 0:
+        raise AssertionError("%s failed (%d): %s" % (" ".join(cmd), r.returncode, r.stderr.decode()))
+    return r
+
+
+class Mount:
+    """ossmount in the foreground (-f) as a child process, mounted on a fresh directory."""
+
+    def __init__(self, server, args=(), bucket_spec=None, env=None, mountpoint=None):
+        self.mountpoint = mountpoint or tempfile.mkdtemp(prefix="ossmount-mnt-")
+        spec = bucket_spec or server.bucket
+        self.cmd = [OSSMOUNT, spec, self.mountpoint] + server.client_args()[4:] + \
+            ["--endpoint", server.endpoint, "-f"] + list(args)
+        # client_args()[4:] drops --endpoint/--bucket and keeps region/protocol/path-style.
+        self.log = tempfile.NamedTemporaryFile(prefix="ossmount-", suffix=".log", delete=False)
+        self.proc = subprocess.Popen(self.cmd, env=env or server.env(), stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+        try:
+            wait_for(lambda: is_mounted(self.mountpoint) or self.proc.poll() is not None, 60,
+                     "the mount")
+        except AssertionError:
+            self.close()
+            raise
+        if self.proc.poll() is not None:
+            raise AssertionError("ossmount exited %s before mounting: %s" %
+                                 (self.proc.returncode, self.output()))
+
+    def output(self):
+        with open(self.log.name, errors="replace") as f:
+            return f.read()
+
+    def path(self, *parts):
+        return os.path.join(self.mountpoint, *parts)
+
+    def unmount(self, timeout=30):
+        """fusermount3 -u, then wait for the daemon; returns its exit code."""
+        subprocess.run(["fusermount3", "-u", self.mountpoint], check=False)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError("ossmount did not exit within %ss of unmount" % timeout)
+
+    def close(self):
+        force_unmount(self.mountpoint)
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        with contextlib.suppress(OSError):
+            os.rmdir(self.mountpoint)
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(1 << 20)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
+
+
+def read_manifest(root):
+    out = {}
+    with open(os.path.join(root, "MANIFEST.tsv")) as f:
+        for line in f:
+            rel, size, digest = line.rstrip("\n").split("\t")
+            out[rel] = (int(size), digest)
+    return out
+
+
+def ensure_dataset(kind, name, *args):
+    """Generates a dataset once per build tree (scripts/gen_dataset.py) and returns its path."""
+    root = os.path.join(DATA_DIR, name)
+    if not os.path.exists(os.path.join(root, "MANIFEST.tsv")):
+        tmp = root + ".tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        subprocess.run(["/usr/bin/python3", os.path.join(SOURCE_DIR, "scripts", "gen_dataset.py"),
+                        kind, tmp] + list(args), check=True)
+        shutil.rmtree(root, ignore_errors=True)
+        os.rename(tmp, root)
+    return root
