@@ -39,14 +39,14 @@ struct CredentialSources {
   Protocol protocol = Protocol::kOss;
   std::string bucket;  // selects bucket:id:secret lines in a passwd file
   bool anonymous = false;
-  std::string access_key_id;      // explicit pair (command line or config file)
+  std::string access_key_id;  // explicit pair (command line or config file)
   std::string access_key_secret;
   std::string security_token;
-  std::string credentials_file;   // explicit path, or "" for the defaults above
-  std::string passwd_file;        // explicit path, or "" for the defaults above
-  std::string ram_role;           // role name, "auto" to discover it, "" = not used
+  std::string credentials_file;  // explicit path, or "" for the defaults above
+  std::string passwd_file;       // explicit path, or "" for the defaults above
+  std::string ram_role;          // role name, "auto" to discover it, "" = not used
   std::string ecs_metadata_url = "http://100.100.100.200";
-  HttpFetcher fetcher;            // required when ram_role is set
+  HttpFetcher fetcher;  // required when ram_role is set
 };
 
 // The provider for the first source that has credentials, or an error that lists what was

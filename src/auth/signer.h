@@ -6,6 +6,8 @@
 // Thread-safety: a Signer is immutable after construction; Sign() may run concurrently.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -58,6 +60,23 @@ std::unique_ptr<Signer> MakeOssV4Signer(std::string region, std::string product 
 // AWS SigV4 for a region and service ("s3"); sends x-amz-content-sha256: UNSIGNED-PAYLOAD
 // unless the request already carries that header.
 std::unique_ptr<Signer> MakeAwsSigV4Signer(std::string region, std::string service = "s3");
+
+// Presigned URLs (query-string authentication). Each returns the complete query to send:
+// request.query plus the authentication parameters. With anonymous credentials the query is
+// returned unchanged.
+// OSS V1 (OSS_PROTOCOL.md §2.4): adds Expires, OSSAccessKeyId, Signature and, with a token,
+// security-token. `expires_epoch` is the Unix time at which the URL stops being valid.
+Params PresignOssV1(const SignableRequest& request, const Credentials& creds,
+                    int64_t expires_epoch);
+// OSS V4 (§3.3, §3.5): adds x-oss-signature-version, x-oss-date, x-oss-expires,
+// x-oss-credential, x-oss-additional-headers (when request.additional_headers names present
+// headers), x-oss-security-token (with a token), then x-oss-signature.
+Params PresignOssV4(const SignableRequest& request, const Credentials& creds, SystemTime now,
+                    std::chrono::seconds expires, const std::string& region,
+                    const std::string& product = "oss");
+// The query string of a presigned URL: params sorted by name, names and values
+// percent-encoded (RFC 3986 unreserved kept), "name=value", a bare name for an empty value.
+std::string EncodePresignedQuery(const Params& params);
 
 // Server-side verification (used by the project's test server). `secret_for` returns the
 // secret of an access key id, or nullopt if the id is unknown. `now` is the server clock;
