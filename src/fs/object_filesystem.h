@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,9 +32,14 @@ struct FsOptions {
   uint32_t gid = 0;
   uint32_t file_mode = 0444;  // permission bits only
   uint32_t dir_mode = 0555;
+  // The steady clock TTLs are measured with; empty = std::chrono::steady_clock::now. Tests
+  // inject a controllable clock so expiry needs no sleeping.
+  std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
-// `io` runs the filesystem's work and the client's completions.
+// `io` runs the filesystem's work and the client's completions. The prefix is normalised
+// (a missing trailing '/' is added). Operations in flight hold a reference, so the filesystem
+// outlives them even if the caller drops its pointer.
 std::shared_ptr<Filesystem> MakeObjectFilesystem(boost::asio::io_context& io,
                                                  std::shared_ptr<ObjectClient> client,
                                                  FsOptions options);

@@ -1,0 +1,77 @@
+#include "fs/dir_lister.h"
+
+#include <spdlog/spdlog.h>
+
+namespace ossmount::fs {
+
+namespace {
+
+struct ListState : std::enable_shared_from_this<ListState> {
+  ListState(std::shared_ptr<ObjectClient> c, std::string p, ListingCallback d)
+      : client(std::move(c)), prefix(p), builder(std::move(p)), done(std::move(d)) {}
+
+  void FetchPage(std::string token) {
+    ListRequest request;
+    request.prefix = prefix;
+    request.delimiter = "/";
+    request.continuation_token = token;
+    request.max_keys = 1000;
+    ++pages;
+    client->List(request, [self = shared_from_this(), token](Result<ListPage> page) {
+      self->OnPage(token, std::move(page));
+    });
+  }
+
+  void OnPage(const std::string& token, Result<ListPage> page) {
+    if (!page.ok()) {
+      Status s = page.status();
+      s.Prefix("listing '" + prefix + "'");
+      done(s);
+      return;
+    }
+    builder.AddPage(*page);
+    if (page->truncated) {
+      if (page->next_continuation_token.empty() || page->next_continuation_token == token) {
+        done(Status(ErrorCode::kProtocol, "listing '" + prefix +
+                                              "': truncated page without a new continuation "
+                                              "token"));
+        return;
+      }
+      FetchPage(page->next_continuation_token);
+      return;
+    }
+    auto snapshot = std::make_shared<meta::DirSnapshot>();
+    snapshot->children = builder.Finish();
+    snapshot->hidden = builder.hidden();
+    if (snapshot->hidden.total() > 0) {
+      std::string examples;
+      for (const auto& k : builder.hidden_examples()) {
+        if (!examples.empty()) examples += ", ";
+        examples += "'" + k + "'";
+      }
+      spdlog::info(
+          "listing '{}': {} entries shown, {} keys hidden as invalid POSIX names (e.g. {}), {} "
+          "files hidden by a directory of the same name",
+          prefix, snapshot->children.size(), snapshot->hidden.invalid,
+          examples.empty() ? "none" : examples, snapshot->hidden.clashes);
+    }
+    done(std::shared_ptr<const meta::DirSnapshot>(std::move(snapshot)));
+  }
+
+  std::shared_ptr<ObjectClient> client;
+  std::string prefix;
+  meta::DirectoryBuilder builder;
+  ListingCallback done;
+  int pages = 0;
+};
+
+}  // namespace
+
+void ListDirectory(std::shared_ptr<ObjectClient> client, std::string list_prefix,
+                   ListingCallback done) {
+  auto state =
+      std::make_shared<ListState>(std::move(client), std::move(list_prefix), std::move(done));
+  state->FetchPage("");
+}
+
+}  // namespace ossmount::fs

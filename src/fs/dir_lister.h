@@ -1,0 +1,26 @@
+// ListDirectory: every page of one directory's delimiter listing, as a DirSnapshot.
+//
+// Sends ListObjectsV2 (prefix = the directory's key prefix, delimiter '/', max-keys 1000)
+// and follows continuation tokens to the last page; pages are requested one after another
+// (the token of each comes from the previous). Hidden keys are counted and logged once per
+// listing (spdlog info, with up to 3 examples). Any page failing fails the whole listing:
+// a partial directory is never returned.
+//
+// Thread-safety: a free function; `done` runs once, on the client's completion thread.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "meta/metadata_cache.h"
+#include "ossmount/object_client.h"
+
+namespace ossmount::fs {
+
+using ListingCallback = std::function<void(Result<std::shared_ptr<const meta::DirSnapshot>>)>;
+
+void ListDirectory(std::shared_ptr<ObjectClient> client, std::string list_prefix,
+                   ListingCallback done);
+
+}  // namespace ossmount::fs

@@ -1,0 +1,123 @@
+// ObjectFilesystem: the Filesystem over an ObjectClient (see object_filesystem.h for the
+// factory and filesystem.h for the contract). Exposed as a header only so tests can read
+// its internal counters (Stats); everyone else uses MakeObjectFilesystem.
+//
+// Requests per operation (the design goal is zero redundant ones):
+//   Lookup/GetAttr/Open of a name a fresh listing or lookup answered: none.
+//   Lookup of an unknown name: HEAD key + LIST 'key/' max-keys 1, concurrently, shared by
+//     concurrent lookups of the same path; none when the parent's listing is fresh.
+//   ReadDir: none when the handle or the cache has a fresh listing; else every page of the
+//     directory, shared by concurrent listings of the same directory.
+//   Read of a small file (<= small_file_threshold): one GET per (object version) while any
+//     handle holds it; of an empty file: none. Larger: one GET per 1 MiB chunk missed.
+//
+// Locks (all leaf locks: none is held while taking another, calling the client or running a
+// callback): InodeTable::mu_, MetadataCache::mu_, handles_mu_ here, the SingleFlight
+// mutexes, WholeObjectCache's and RangedReader's. Handle objects and buffers whose
+// destruction may take another lock are always released outside handles_mu_.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "fs/dir_lister.h"
+#include "fs/object_filesystem.h"
+#include "fs/ranged_reader.h"
+#include "fs/single_flight.h"
+#include "fs/whole_object_cache.h"
+#include "meta/inode_table.h"
+#include "meta/metadata_cache.h"
+
+namespace ossmount::fs {
+
+class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<ObjectFilesystem> {
+ public:
+  // Entries per ReadDir reply: roughly what fits in the kernel's readdirplus buffers.
+  static constexpr size_t kReadDirBatch = 128;
+
+  // REQUIRES: options.prefix is "" or ends in '/'. Create with std::make_shared.
+  ObjectFilesystem(boost::asio::io_context& io, std::shared_ptr<ObjectClient> client,
+                   FsOptions options);
+
+  void Lookup(InodeId parent, std::string name, Callback<Entry> done) override;
+  void Forget(InodeId ino, uint64_t nlookup) override;
+  void AddLookup(InodeId ino) override;
+  void GetAttr(InodeId ino, Callback<AttrReply> done) override;
+  void OpenDir(InodeId ino, Callback<uint64_t> done) override;
+  void ReadDir(InodeId ino, uint64_t dir_handle, off_t offset,
+               Callback<std::vector<DirEntry>> done) override;
+  void ReleaseDir(InodeId ino, uint64_t dir_handle) override;
+  void Open(InodeId ino, int flags, Callback<OpenReply> done) override;
+  void Read(InodeId ino, uint64_t fh, off_t offset, size_t size, Callback<ReadReply> done) override;
+  void Release(InodeId ino, uint64_t fh) override;
+  StatFs GetStatFs() override;
+
+  struct Stats {
+    size_t inodes = 0;
+    size_t dir_handles = 0;
+    size_t file_handles = 0;
+    size_t whole_objects = 0;  // small-file buffers alive or being fetched
+    size_t cached_entries = 0;
+    size_t cached_listings = 0;
+  };
+  Stats stats() const;
+  // The inode the table currently gives `path` ("" = root), for tests.
+  std::optional<InodeId> InodeOf(const std::string& path) const { return inodes_.Find(path); }
+
+ private:
+  struct DirHandle {
+    InodeId ino = 0;
+    std::string path;
+    std::shared_ptr<const meta::DirSnapshot> snapshot;  // attached by the first ReadDir
+  };
+  struct FileHandle {
+    InodeId ino = 0;
+    std::string path;
+    std::string key;
+    uint64_t size = 0;
+    std::string etag;  // pinned at open
+    bool small = false;
+    std::shared_ptr<const Blob> blob;      // small files, after the first read
+    std::shared_ptr<RangedReader> reader;  // large files
+  };
+  using ResolveCallback = std::function<void(Result<std::optional<meta::NodeAttr>>)>;
+
+  // What is known about `path`: from the cache while fresh, else from a probe (shared by
+  // concurrent callers). Caches the probe's answer unless it is an error. Never inline.
+  void Resolve(const std::string& path, ResolveCallback done);
+  // The listing of a directory: the fresh cached one, or a new one (single-flight) that is
+  // then cached. Never inline.
+  void GetListing(const std::string& path, ListingCallback done);
+  void ServeDir(const std::string& path, const std::shared_ptr<const meta::DirSnapshot>& snap,
+                off_t offset, Callback<std::vector<DirEntry>>& done);
+  void ReadSmall(const std::shared_ptr<FileHandle>& h, uint64_t offset, size_t size,
+                 Callback<ReadReply> done);
+
+  Attributes MakeAttributes(InodeId ino, const meta::NodeAttr& attr) const;
+  Entry MakeEntry(InodeId ino, const meta::NodeAttr& attr) const;
+  template <typename T>
+  void Post(Callback<T> done, Result<T> result);
+
+  boost::asio::io_context& io_;
+  const std::shared_ptr<ObjectClient> client_;
+  const FsOptions options_;
+  const int64_t mount_time_sec_;
+  meta::InodeTable inodes_;
+  meta::MetadataCache cache_;
+  SingleFlight<std::optional<meta::NodeAttr>> probes_;
+  SingleFlight<std::shared_ptr<const meta::DirSnapshot>> listings_;
+  WholeObjectCache whole_objects_;
+
+  // handles_mu_ guards the two handle maps, next_fh_, and DirHandle::snapshot and
+  // FileHandle::blob of every handle.
+  mutable std::mutex handles_mu_;
+  std::unordered_map<uint64_t, std::shared_ptr<DirHandle>> dir_handles_;
+  std::unordered_map<uint64_t, std::shared_ptr<FileHandle>> file_handles_;
+  uint64_t next_fh_ = 1;
+};
+
+}  // namespace ossmount::fs

@@ -1,0 +1,69 @@
+#include "meta/inode_table.h"
+
+namespace ossmount::meta {
+
+InodeTable::InodeTable() {
+  by_ino_[kRootInodeId] = Node{"", true, 1};
+  by_path_[""] = kRootInodeId;
+}
+
+InodeId InodeTable::Ensure(const std::string& path, bool is_dir, uint64_t lookups) {
+  std::lock_guard lock(mu_);
+  auto it = by_path_.find(path);
+  if (it != by_path_.end()) {
+    Node& node = by_ino_.at(it->second);
+    if (node.is_dir == is_dir || it->second == kRootInodeId) {
+      node.nlookup += lookups;
+      return it->second;
+    }
+    // Kind changed: detach the old inode (it stays until forgotten, or goes now if unused).
+    if (node.nlookup == 0) by_ino_.erase(it->second);
+    by_path_.erase(it);
+  }
+  InodeId ino = next_++;
+  by_ino_[ino] = Node{path, is_dir, lookups};
+  by_path_[path] = ino;
+  return ino;
+}
+
+bool InodeTable::AddLookup(InodeId ino) {
+  std::lock_guard lock(mu_);
+  auto it = by_ino_.find(ino);
+  if (it == by_ino_.end()) return false;
+  ++it->second.nlookup;
+  return true;
+}
+
+bool InodeTable::Forget(InodeId ino, uint64_t n) {
+  std::lock_guard lock(mu_);
+  auto it = by_ino_.find(ino);
+  if (it == by_ino_.end()) return false;
+  Node& node = it->second;
+  node.nlookup = n >= node.nlookup ? 0 : node.nlookup - n;
+  if (node.nlookup > 0 || ino == kRootInodeId) return false;
+  auto p = by_path_.find(node.path);
+  if (p != by_path_.end() && p->second == ino) by_path_.erase(p);
+  by_ino_.erase(it);
+  return true;
+}
+
+std::optional<InodeTable::Node> InodeTable::Get(InodeId ino) const {
+  std::lock_guard lock(mu_);
+  auto it = by_ino_.find(ino);
+  if (it == by_ino_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<InodeId> InodeTable::Find(const std::string& path) const {
+  std::lock_guard lock(mu_);
+  auto it = by_path_.find(path);
+  if (it == by_path_.end()) return std::nullopt;
+  return it->second;
+}
+
+size_t InodeTable::size() const {
+  std::lock_guard lock(mu_);
+  return by_ino_.size();
+}
+
+}  // namespace ossmount::meta

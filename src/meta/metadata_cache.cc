@@ -1,0 +1,85 @@
+#include "meta/metadata_cache.h"
+
+#include <algorithm>
+
+namespace ossmount::meta {
+
+const DirChild* DirSnapshot::Find(std::string_view name) const {
+  auto it = std::lower_bound(
+      children.begin(), children.end(), name,
+      [](const DirChild& c, std::string_view n) { return std::string_view(c.name) < n; });
+  if (it == children.end() || it->name != name) return nullptr;
+  return &*it;
+}
+
+MetadataCache::MetadataCache(TtlPolicy ttl) : ttl_(std::move(ttl)) {}
+
+MetadataCache::Answer MetadataCache::Find(const std::string& path) const {
+  const TimePoint now = ttl_.Now();
+  auto [parent, name] = SplitPath(path);
+  std::lock_guard lock(mu_);
+  Answer answer;
+  uint64_t best_seq = 0;
+  auto e = entries_.find(path);
+  if (e != entries_.end() && TtlPolicy::Fresh(e->second.expiry, now)) {
+    answer.state = e->second.present ? Answer::kPresent : Answer::kAbsent;
+    answer.attr = e->second.attr;
+    best_seq = e->second.seq;
+  }
+  auto l = listings_.find(std::string(parent));
+  if (l != listings_.end() && TtlPolicy::Fresh(l->second.expiry, now) && l->second.seq > best_seq) {
+    const DirChild* child = l->second.snapshot->Find(name);
+    if (child != nullptr) {
+      answer.state = Answer::kPresent;
+      answer.attr = child->attr;
+    } else {
+      answer.state = Answer::kAbsent;
+      answer.attr = NodeAttr();
+    }
+  }
+  return answer;
+}
+
+void MetadataCache::PutPresent(const std::string& path, NodeAttr attr) {
+  const TimePoint now = ttl_.Now();
+  std::lock_guard lock(mu_);
+  entries_[path] = Entry{true, std::move(attr), ttl_.PositiveExpiry(now), ++seq_};
+}
+
+void MetadataCache::PutAbsent(const std::string& path) {
+  const TimePoint now = ttl_.Now();
+  std::lock_guard lock(mu_);
+  entries_[path] = Entry{false, NodeAttr(), ttl_.NegativeExpiry(now), ++seq_};
+}
+
+void MetadataCache::Erase(const std::string& path) {
+  std::lock_guard lock(mu_);
+  entries_.erase(path);
+}
+
+void MetadataCache::PutListing(const std::string& dir_path,
+                               std::shared_ptr<const DirSnapshot> listing) {
+  const TimePoint now = ttl_.Now();
+  std::lock_guard lock(mu_);
+  listings_[dir_path] = Listing{std::move(listing), ttl_.PositiveExpiry(now), ++seq_};
+}
+
+std::shared_ptr<const DirSnapshot> MetadataCache::FreshListing(const std::string& dir_path) const {
+  const TimePoint now = ttl_.Now();
+  std::lock_guard lock(mu_);
+  auto l = listings_.find(dir_path);
+  if (l == listings_.end() || !TtlPolicy::Fresh(l->second.expiry, now)) return nullptr;
+  return l->second.snapshot;
+}
+
+size_t MetadataCache::entry_count() const {
+  std::lock_guard lock(mu_);
+  return entries_.size();
+}
+
+size_t MetadataCache::listing_count() const {
+  std::lock_guard lock(mu_);
+  return listings_.size();
+}
+
+}  // namespace ossmount::meta

@@ -1,0 +1,82 @@
+// MetadataCache: what is known about paths, and for how long.
+//
+// Two sources of knowledge, each stamped with an expiry (TtlPolicy) and a sequence number:
+//   - per-path entries from lookups (HEAD + LIST probes): present with attributes, or
+//     absent (negative, under negative_ttl);
+//   - directory listings (DirSnapshot, complete: every page was fetched): a fresh listing
+//     answers for every name in the directory, present or absent, with no request.
+// Find answers from the newest fresh source, so a listing taken after a probe overrides it
+// and vice versa. Stale knowledge is ignored (and replaced by the next Put).
+//
+// Listings are shared, immutable snapshots: a directory handle keeps the one it read from
+// even after the cache replaced it, so its offsets stay stable.
+//
+// Thread-safety: all methods are thread-safe; mu_ is a leaf lock.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "meta/key_mapping.h"
+#include "meta/ttl_policy.h"
+
+namespace ossmount::meta {
+
+// The children of one directory, sorted by name. Immutable once built.
+struct DirSnapshot {
+  std::vector<DirChild> children;
+  HiddenCounts hidden;
+  const DirChild* Find(std::string_view name) const;
+};
+
+class MetadataCache {
+ public:
+  explicit MetadataCache(TtlPolicy ttl);
+
+  struct Answer {
+    enum State { kUnknown, kPresent, kAbsent } state = kUnknown;
+    NodeAttr attr;  // when kPresent
+  };
+
+  // What is known about `path` ("" is the root, which callers handle themselves).
+  Answer Find(const std::string& path) const;
+  void PutPresent(const std::string& path, NodeAttr attr);
+  void PutAbsent(const std::string& path);
+  // Forgets the per-path entry (the next Find falls back to the listing, or kUnknown).
+  void Erase(const std::string& path);
+
+  void PutListing(const std::string& dir_path, std::shared_ptr<const DirSnapshot> listing);
+  // The cached listing of dir_path if still fresh, else null.
+  std::shared_ptr<const DirSnapshot> FreshListing(const std::string& dir_path) const;
+
+  const TtlPolicy& ttl() const { return ttl_; }
+  size_t entry_count() const;
+  size_t listing_count() const;
+
+ private:
+  struct Entry {
+    bool present = false;
+    NodeAttr attr;
+    TimePoint expiry;
+    uint64_t seq = 0;
+  };
+  struct Listing {
+    std::shared_ptr<const DirSnapshot> snapshot;
+    TimePoint expiry;
+    uint64_t seq = 0;
+  };
+
+  const TtlPolicy ttl_;
+  // mu_ guards entries_, listings_ and seq_.
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, Entry> entries_;
+  std::unordered_map<std::string, Listing> listings_;
+  uint64_t seq_ = 0;
+};
+
+}  // namespace ossmount::meta

@@ -1,0 +1,138 @@
+// FakeObjectClient: an in-memory bucket implementing ObjectClient, for unit tests of every
+// layer above src/object. It behaves like OSS with x-oss-range-behavior: standard:
+//   - List: ListObjectsV2 with prefix, delimiter, continuation tokens and max-keys (capped
+//     by set_page_limit, default 1000); objects and common prefixes share the key budget.
+//   - Head: kNotFound for a missing key.
+//   - Get: ranges (kInvalidRange at or past the end, short at the end), If-Match
+//     (kPreconditionFailed), fixed targets that are too small (kIntegrity).
+//   - Put / multipart / Delete change the bucket; every write gets a new etag.
+// Every call is counted per operation (before it completes), and completions are always
+// posted to the io_context, after an optional latency (a steady_timer, no thread blocked).
+// Pause() holds completions back until Resume(), so tests can make requests overlap
+// deterministically instead of relying on timing.
+//
+// Ownership: create it with std::make_shared (pending completions keep it alive).
+// Thread-safety: all methods may be called concurrently from any thread.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ossmount/object_client.h"
+
+namespace ossmount::testing {
+
+enum class Op { kList, kHead, kGet, kPut, kInitiate, kUploadPart, kComplete, kAbort, kDelete };
+constexpr int kOpCount = 9;
+const char* OpName(Op op);
+
+// One request as the fake saw it, for assertions on what was asked.
+struct RequestRecord {
+  Op op;
+  std::string key;  // key, or the prefix for List
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;
+  std::string if_match;
+  std::string delimiter;
+  int max_keys = 0;
+};
+
+class FakeObjectClient : public ObjectClient,
+                         public std::enable_shared_from_this<FakeObjectClient> {
+ public:
+  // `io` runs the completions and must outlive every pending request.
+  explicit FakeObjectClient(boost::asio::io_context& io);
+  ~FakeObjectClient() override;
+
+  // --- Bucket contents (take effect at once, also for requests already in flight). ---
+  // Creates or replaces an object; returns its new etag (quoted). mtime defaults to a
+  // fixed epoch plus a counter so tests are deterministic.
+  std::string PutObject(const std::string& key, std::string data,
+                        std::optional<int64_t> mtime_sec = std::nullopt);
+  void DeleteObject(const std::string& key);
+  bool HasObject(const std::string& key) const;
+  std::optional<ObjectInfo> Info(const std::string& key) const;
+  std::optional<std::string> Data(const std::string& key) const;
+  size_t ObjectCount() const;
+
+  // --- Behaviour knobs. ---
+  void set_latency(std::chrono::milliseconds latency);
+  // Caps max-keys of every List page (to exercise pagination with few keys).
+  void set_page_limit(int limit);
+  // Whether HEAD and whole-object GET report x-oss-hash-crc64ecma (default true).
+  void set_report_crc64(bool report);
+  // Holds every completion (including ones already scheduled) until Resume().
+  void Pause();
+  void Resume();
+
+  // --- Observation. ---
+  uint64_t count(Op op) const;
+  uint64_t total_count() const;
+  void ResetCounters();  // counters and the request log
+  std::vector<RequestRecord> requests() const;
+  // Requests started and not yet completed, and the most ever at once.
+  int in_flight() const;
+  int max_in_flight() const;
+
+  // --- ObjectClient. ---
+  void List(const ListRequest& request, ListHandler handler) override;
+  void Head(const std::string& key, HeadHandler handler) override;
+  void Get(const GetRequest& request, GetTarget target, GetHandler handler) override;
+  void Put(const std::string& key, std::shared_ptr<const std::string> body,
+           PutHandler handler) override;
+  void InitiateMultipart(const std::string& key, InitiateHandler handler) override;
+  void UploadPart(const std::string& key, const std::string& upload_id, int part_number,
+                  std::shared_ptr<const std::string> body, PartHandler handler) override;
+  void CompleteMultipart(const std::string& key, const std::string& upload_id,
+                         std::vector<PartInfo> parts, PutHandler handler) override;
+  void AbortMultipart(const std::string& key, const std::string& upload_id,
+                      StatusHandler handler) override;
+  void Delete(const std::string& key, StatusHandler handler) override;
+
+ private:
+  struct Object {
+    std::string data;
+    std::string etag;
+    int64_t mtime_sec = 0;
+    uint64_t crc64 = 0;
+  };
+  struct Upload {
+    std::string key;
+    std::map<int, std::string> parts;
+  };
+
+  // Counts and logs the request; REQUIRES mu_ held.
+  void RecordLocked(RequestRecord record);
+  // Runs `complete` on the io_context after the latency (or after Resume()).
+  void Finish(std::function<void()> complete);
+  void Dispatch(std::function<void()> complete);
+  std::string NewEtagLocked();
+  ObjectInfo InfoLocked(const std::string& key, const Object& obj, bool with_type) const;
+
+  boost::asio::io_context& io_;
+  // mu_ guards everything below; it is never held while a handler runs.
+  mutable std::mutex mu_;
+  std::map<std::string, Object> objects_;
+  std::map<std::string, Upload> uploads_;
+  uint64_t counters_[kOpCount] = {};
+  std::vector<RequestRecord> log_;
+  std::chrono::milliseconds latency_{0};
+  int page_limit_ = 1000;
+  bool report_crc64_ = true;
+  bool paused_ = false;
+  std::vector<std::function<void()>> held_;
+  int in_flight_ = 0;
+  int max_in_flight_ = 0;
+  uint64_t next_etag_ = 1;
+  int64_t next_mtime_ = 1700000000;
+};
+
+}  // namespace ossmount::testing

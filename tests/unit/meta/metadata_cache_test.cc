@@ -1,0 +1,107 @@
+#include <catch2/catch.hpp>
+#include <memory>
+
+#include "meta/metadata_cache.h"
+
+using namespace ossmount::meta;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct FakeClock {
+  std::shared_ptr<TimePoint> now = std::make_shared<TimePoint>(TimePoint() + 1000h);
+  ClockFn fn() const {
+    auto p = now;
+    return [p]() { return *p; };
+  }
+  void Advance(std::chrono::milliseconds d) { *now += d; }
+};
+
+NodeAttr File(uint64_t size) {
+  NodeAttr a;
+  a.size = size;
+  a.etag = "\"e\"";
+  return a;
+}
+
+std::shared_ptr<const DirSnapshot> Listing(std::vector<std::string> files) {
+  auto s = std::make_shared<DirSnapshot>();
+  for (auto& f : files) s->children.push_back({f, File(10)});
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("MetadataCache: positive entries live for the TTL, negative for the negative TTL") {
+  FakeClock clock;
+  MetadataCache cache(TtlPolicy(10s, 2s, clock.fn()));
+  cache.PutPresent("a", File(5));
+  cache.PutAbsent("b");
+  CHECK(cache.Find("a").state == MetadataCache::Answer::kPresent);
+  CHECK(cache.Find("a").attr.size == 5);
+  CHECK(cache.Find("b").state == MetadataCache::Answer::kAbsent);
+  CHECK(cache.Find("c").state == MetadataCache::Answer::kUnknown);
+  clock.Advance(1999ms);
+  CHECK(cache.Find("b").state == MetadataCache::Answer::kAbsent);
+  clock.Advance(1ms);
+  CHECK(cache.Find("b").state == MetadataCache::Answer::kUnknown);
+  CHECK(cache.Find("a").state == MetadataCache::Answer::kPresent);
+  clock.Advance(8s);
+  CHECK(cache.Find("a").state == MetadataCache::Answer::kUnknown);
+}
+
+TEST_CASE("MetadataCache: TTL 0 never answers, indefinite always does") {
+  FakeClock clock;
+  MetadataCache zero(TtlPolicy(0ms, 0ms, clock.fn()));
+  zero.PutPresent("a", File(1));
+  zero.PutListing("", Listing({"x"}));
+  CHECK(zero.Find("a").state == MetadataCache::Answer::kUnknown);
+  CHECK(zero.Find("x").state == MetadataCache::Answer::kUnknown);
+  CHECK(zero.FreshListing("") == nullptr);
+  CHECK(zero.ttl().KernelTimeout() == 0);
+
+  MetadataCache forever(TtlPolicy(std::nullopt, 5s, clock.fn()));
+  forever.PutPresent("a", File(1));
+  clock.Advance(24h * 365 * 10);
+  CHECK(forever.Find("a").state == MetadataCache::Answer::kPresent);
+  CHECK(forever.ttl().indefinite());
+  CHECK(forever.ttl().KernelTimeout() == kIndefiniteKernelTimeout);
+
+  MetadataCache sixty(TtlPolicy(60s, 5s, clock.fn()));
+  CHECK(sixty.ttl().KernelTimeout() == 60);
+}
+
+TEST_CASE("MetadataCache: a fresh listing answers every name of its directory") {
+  FakeClock clock;
+  MetadataCache cache(TtlPolicy(10s, 1s, clock.fn()));
+  cache.PutListing("d", Listing({"a", "c"}));
+  CHECK(cache.Find("d/a").state == MetadataCache::Answer::kPresent);
+  CHECK(cache.Find("d/b").state == MetadataCache::Answer::kAbsent);
+  CHECK(cache.Find("e/a").state == MetadataCache::Answer::kUnknown);
+  CHECK(cache.Find("d/a/x").state == MetadataCache::Answer::kUnknown);
+  CHECK(cache.FreshListing("d") != nullptr);
+  clock.Advance(10s);
+  CHECK(cache.Find("d/a").state == MetadataCache::Answer::kUnknown);
+  CHECK(cache.FreshListing("d") == nullptr);
+}
+
+TEST_CASE("MetadataCache: the newest source wins between a listing and a lookup") {
+  FakeClock clock;
+  MetadataCache cache(TtlPolicy(10s, 10s, clock.fn()));
+  cache.PutAbsent("d/new");
+  cache.PutListing("d", Listing({"new"}));  // listed later: present
+  CHECK(cache.Find("d/new").state == MetadataCache::Answer::kPresent);
+  cache.PutAbsent("d/new");  // probed later still: absent
+  CHECK(cache.Find("d/new").state == MetadataCache::Answer::kAbsent);
+  cache.Erase("d/new");
+  CHECK(cache.Find("d/new").state == MetadataCache::Answer::kPresent);
+}
+
+TEST_CASE("DirSnapshot::Find is exact") {
+  auto s = Listing({"a", "ab", "b"});
+  REQUIRE(s->Find("ab"));
+  CHECK(s->Find("ab")->name == "ab");
+  CHECK(!s->Find("a0"));
+  CHECK(!s->Find(""));
+  CHECK(!s->Find("c"));
+}
