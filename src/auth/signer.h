@@ -85,10 +85,20 @@ std::string EncodePresignedQuery(const Params& params);
 // kTokenExpired). Errors use the codes the real service would send:
 // kInvalidAccessKeyId, kSignatureDoesNotMatch, kRequestTimeTooSkewed, kAccessDenied
 // (missing Authorization), kTokenExpired.
+//
+// The verifiers also accept presigned (query-string) OSS requests: V1 (OSSAccessKeyId,
+// Expires, Signature) and V4 (x-oss-signature-version=OSS4-HMAC-SHA256 ...); an expired URL is
+// kAccessDenied. Only headers a signer signs are compared, so the server passes the request
+// as received: method, bucket, decoded key, decoded path (SigV4), decoded query, headers.
 struct VerifyOptions {
   std::function<std::optional<std::string>(std::string_view access_key_id)> secret_for;
+  // Called only when the request presents a token; unset = any token is accepted.
   std::function<Status(std::string_view access_key_id, std::string_view token)> check_token;
   SystemTime now;
+  // Allowed distance between the request time and `now`. Default: 15 minutes.
+  std::chrono::seconds max_skew{15 * 60};
+  // When set, a V4/SigV4 credential scope with another region is kAccessDenied.
+  std::string expected_region;
 };
 // Accepts OSS V1 ("OSS ak:sig") and OSS V4 ("OSS4-HMAC-SHA256 Credential=...") headers.
 Status VerifyOssRequest(const SignableRequest& request, const VerifyOptions& options);
