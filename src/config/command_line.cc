@@ -1,0 +1,498 @@
+// ParseCommandLine: CLI11 collects the raw option strings; the values are then checked
+// here, one by one, so that every error names its option and says what is accepted.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <array>
+#include <optional>
+
+#include "config/mount_config.h"
+#include "config/option_values.h"
+
+namespace ossmount::config {
+namespace {
+
+Status Error(std::string message) {
+  return Status(ErrorCode::kInvalidArgument, std::move(message));
+}
+
+// Raw strings as CLI11 saw them; empty optional = not given.
+struct RawOptions {
+  std::string source, mountpoint;
+  std::string endpoint, data_endpoint, region, data_region, protocol, signature_version;
+  bool path_style = false;
+  std::string credentials_file, passwd_file, ram_role, ecs_metadata_url;
+  bool anonymous = false;
+  std::string metadata_ttl = "60", negative_metadata_ttl = "5", small_file_threshold = "8MiB";
+  std::string uid, gid, file_mode, dir_mode;
+  bool allow_other = false, allow_root = false, nonempty = false, foreground = false;
+  std::string log_file, log_level;
+  bool debug = false;
+  std::string ca_bundle;
+  bool no_verify_tls = false;
+  std::string max_in_flight, connect_timeout, retries, io_threads;
+  bool version = false;
+};
+
+// Defines every option on `app`, bound to `r`. Returns the options that are flags (take
+// no value), which -o lists need to know.
+std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
+  std::vector<CLI::Option*> flags;
+  auto add_flag = [&](auto&&... args) {
+    CLI::Option* opt = app.add_flag(std::forward<decltype(args)>(args)...);
+    flags.push_back(opt);
+    return opt;
+  };
+  app.set_help_flag("-h,--help", "Print this help and exit");
+  add_flag("-V,--version", r.version, "Print the version and exit");
+  app.add_option("source", r.source,
+                 "BUCKET[:/PREFIX], oss://BUCKET/PREFIX/ or s3://BUCKET/PREFIX/");
+  app.add_option("mountpoint", r.mountpoint, "Existing empty directory to mount on");
+
+  auto* conn = "Connection";
+  app.add_option("--endpoint", r.endpoint,
+                 "Endpoint for listings and metadata (and data when no --data-endpoint), e.g. "
+                 "oss-cn-beijing-internal.aliyuncs.com or http://127.0.0.1:9000")
+      ->group(conn);
+  app.add_option("--data-endpoint", r.data_endpoint,
+                 "Endpoint for object data, e.g. the OSS Accelerator "
+                 "cn-beijing-internal.oss-data-acc.aliyuncs.com")
+      ->group(conn);
+  app.add_option("--region", r.region,
+                 "Signing region (OSS V4 / SigV4), e.g. cn-beijing; inferred from an "
+                 "aliyuncs.com endpoint")
+      ->group(conn);
+  app.add_option("--data-region", r.data_region,
+                 "Signing region for --data-endpoint (default: --region)")
+      ->group(conn);
+  app.add_option("--protocol", r.protocol, "oss (default) or s3")->group(conn);
+  add_flag("--path-style", r.path_style,
+           "Address the bucket as ENDPOINT/BUCKET/KEY instead of BUCKET.ENDPOINT/KEY")
+      ->group(conn);
+  app.add_option("--signature-version", r.signature_version,
+                 "OSS signature: v4 (default when a region is known) or v1")
+      ->group(conn);
+  app.add_option("--ca-bundle", r.ca_bundle, "PEM file of CAs to trust instead of the system's")
+      ->group(conn);
+  add_flag("--no-verify-tls", r.no_verify_tls,
+           "DANGEROUS: do not verify TLS certificates (testing only)")
+      ->group(conn);
+  app.add_option("--max-in-flight", r.max_in_flight,
+                 "Requests on the wire at once, all endpoints together (default 256)")
+      ->group(conn);
+  app.add_option("--connect-timeout", r.connect_timeout,
+                 "Connect timeout, e.g. 5s or 500ms (default 5s)")
+      ->group(conn);
+  app.add_option("--retries", r.retries,
+                 "Retries after a failed attempt for transient errors (default 4)")
+      ->group(conn);
+
+  auto* cred = "Credentials (the key pair comes from the environment or a file, never argv)";
+  app.add_option("--credentials-file", r.credentials_file,
+                 "JSON or INI credentials file (default ~/.alibabacloud/credentials)")
+      ->group(cred);
+  app.add_option("--passwd-file", r.passwd_file,
+                 "ossfs-style passwd file (bucket:id:secret or id:secret), mode 0600")
+      ->group(cred);
+  app.add_option("--ram-role", r.ram_role,
+                 "ECS RAM role name, or 'auto' to discover it from the metadata service")
+      ->group(cred);
+  app.add_option("--ecs-metadata-url", r.ecs_metadata_url,
+                 "ECS metadata service (default http://100.100.100.200)")
+      ->group(cred);
+  add_flag("--anonymous", r.anonymous, "Send unsigned requests (public buckets)")->group(cred);
+
+  auto* fs = "Filesystem";
+  app.add_option("--metadata-ttl", r.metadata_ttl,
+                 "How long listings and attributes stay valid: indefinite, SECONDS, or 0 "
+                 "(default 60)")
+      ->group(fs);
+  app.add_option("--negative-metadata-ttl", r.negative_metadata_ttl,
+                 "How long 'no such file' stays cached, SECONDS (default 5)")
+      ->group(fs);
+  app.add_option("--small-file-threshold", r.small_file_threshold,
+                 "Objects up to this size are fetched whole on first read (default 8MiB)")
+      ->group(fs);
+  app.add_option("--uid", r.uid, "Owner of every file (default: the daemon's user)")->group(fs);
+  app.add_option("--gid", r.gid, "Group of every file (default: the daemon's group)")->group(fs);
+  app.add_option("--file-mode", r.file_mode, "Permission bits of files, octal (default 0444)")
+      ->group(fs);
+  app.add_option("--dir-mode", r.dir_mode, "Permission bits of directories, octal (default 0555)")
+      ->group(fs);
+
+  auto* mnt = "Mount and daemon";
+  add_flag("--allow-other", r.allow_other,
+           "Let other users access the mount (needs user_allow_other in /etc/fuse.conf "
+           "unless root)")
+      ->group(mnt);
+  add_flag("--allow-root", r.allow_root, "Let root access the mount too")->group(mnt);
+  add_flag("--nonempty", r.nonempty, "Allow mounting over a non-empty directory")->group(mnt);
+  add_flag("-f,--foreground", r.foreground, "Stay in the foreground, log to stderr")->group(mnt);
+  app.add_option("--log-file", r.log_file,
+                 "Log to this file (default: stderr in the foreground, syslog otherwise)")
+      ->group(mnt);
+  app.add_option("--log-level", r.log_level, "trace, debug, info (default), warn or error")
+      ->group(mnt);
+  add_flag("-d,--debug", r.debug, "Log level debug and trace every FUSE request")->group(mnt);
+  app.add_option("--io-threads", r.io_threads, "Worker threads (default 4)")->group(mnt);
+
+  return flags;
+}
+
+bool IsIgnoredMountOption(const std::string& name) {
+  static constexpr std::array<std::string_view, 21> kIgnored = {
+      "rw",       "ro",      "dev",    "nodev",    "suid",
+      "nosuid",   "exec",    "noexec", "atime",    "noatime",
+      "relatime", "_netdev", "nofail", "auto",     "noauto",
+      "user",     "nouser",  "users",  "defaults", "default_permissions",
+      "comment"};
+  if (name.rfind("x-systemd.", 0) == 0 || name.rfind("x-", 0) == 0) return true;
+  return std::find(kIgnored.begin(), kIgnored.end(), name) != kIgnored.end();
+}
+
+// Expands every "-o a,b=c" (also "-oa,b=c") into "--a" "--b=c". Generic mount options are
+// dropped; names that are not ossmount options are errors.
+Result<std::vector<std::string>> ExpandMountOptions(const std::vector<std::string>& args,
+                                                    CLI::App& app,
+                                                    const std::vector<CLI::Option*>& flags,
+                                                    std::vector<std::string>* warnings) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    std::string list;
+    if (a == "-o") {
+      if (i + 1 >= args.size()) return Error("-o: missing the option list (-o opt1,opt2=value)");
+      list = args[++i];
+    } else if (a.size() > 2 && a.rfind("-o", 0) == 0) {
+      list = a.substr(2);
+    } else {
+      out.push_back(a);
+      continue;
+    }
+    size_t start = 0;
+    while (start <= list.size()) {
+      size_t comma = list.find(',', start);
+      if (comma == std::string::npos) comma = list.size();
+      std::string item = list.substr(start, comma - start);
+      start = comma + 1;
+      if (item.empty()) continue;
+      size_t eq = item.find('=');
+      std::string name = item.substr(0, eq);
+      if (IsIgnoredMountOption(name)) {
+        if (name == "rw") warnings->push_back("-o rw ignored: ossmount mounts are read-only");
+        continue;
+      }
+      std::string flag = name;
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      flag = "--" + flag;
+      CLI::Option* opt = app.get_option_no_throw(flag);
+      if (opt == nullptr || opt->get_positional() || flag == "--help" || flag == "--version") {
+        return Error("-o " + name + ": unknown option (see ossmount --help)");
+      }
+      bool is_flag = std::find(flags.begin(), flags.end(), opt) != flags.end();
+      if (eq == std::string::npos) {
+        if (!is_flag) {
+          return Error("-o " + name + ": needs a value (" + name + "=VALUE)");
+        }
+        out.push_back(flag);
+      } else {
+        if (is_flag) {
+          return Error("-o " + name + ": takes no value");
+        }
+        out.push_back(flag + "=" + item.substr(eq + 1));
+      }
+    }
+  }
+  return out;
+}
+
+// "host", "http://host:port", "https://host/": keeps the scheme, drops trailing slashes.
+Result<std::string> CheckEndpoint(const char* option, std::string endpoint) {
+  size_t scheme = endpoint.find("://");
+  size_t host_start = scheme == std::string::npos ? 0 : scheme + 3;
+  while (endpoint.size() > host_start && endpoint.back() == '/') endpoint.pop_back();
+  if (endpoint.empty()) return Error(std::string(option) + ": is empty");
+  std::string host = endpoint;
+  if (scheme != std::string::npos) {
+    std::string s = endpoint.substr(0, scheme);
+    if (s != "http" && s != "https") {
+      return Error(std::string(option) + ": '" + endpoint + "' has scheme '" + s +
+                   "'; use http://, https:// or a bare host name");
+    }
+    host = endpoint.substr(scheme + 3);
+  }
+  if (host.empty() || host.find_first_of(" /?#@") != std::string::npos) {
+    return Error(std::string(option) + ": '" + endpoint +
+                 "' is not an endpoint; expected a host[:port] with an optional http:// or "
+                 "https://, e.g. oss-cn-beijing.aliyuncs.com");
+  }
+  return endpoint;
+}
+
+Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
+  auto given = [&](const char* name) { return app.count(name) > 0; };
+  if (r.source.empty() || r.mountpoint.empty()) {
+    return Error(
+        "missing arguments: usage is ossmount BUCKET[:/PREFIX] MOUNTPOINT [options] "
+        "(see --help)");
+  }
+  auto source = ParseMountSource(r.source);
+  if (!source.ok()) return source.status();
+  c.daemon.source = r.source;
+  c.daemon.mountpoint = r.mountpoint;
+
+  // Protocol.
+  Protocol protocol = source->url_protocol.value_or(Protocol::kOss);
+  if (given("--protocol")) {
+    Protocol flag;
+    if (r.protocol == "oss") {
+      flag = Protocol::kOss;
+    } else if (r.protocol == "s3") {
+      flag = Protocol::kS3;
+    } else {
+      return Error("--protocol: '" + r.protocol + "' is not valid; expected oss or s3");
+    }
+    if (source->url_protocol && *source->url_protocol != flag) {
+      return Error("--protocol " + r.protocol + " contradicts the source '" + r.source +
+                   "'; drop one of them");
+    }
+    protocol = flag;
+  }
+  ClientOptions& client = c.client;
+  client.protocol = protocol;
+  client.bucket = source->bucket;
+  client.path_style = r.path_style;
+
+  // Endpoints and regions.
+  client.region = r.region;
+  if (given("--endpoint")) {
+    auto ep = CheckEndpoint("--endpoint", r.endpoint);
+    if (!ep.ok()) return ep.status();
+    client.endpoint = *ep;
+  }
+  if (client.region.empty() && !client.endpoint.empty()) {
+    client.region = RegionFromEndpoint(client.endpoint);
+  }
+  if (client.endpoint.empty()) {
+    if (client.region.empty()) {
+      return Error(
+          "--endpoint is required (e.g. --endpoint oss-cn-beijing-internal.aliyuncs.com), or "
+          "give --region to use the region's public endpoint");
+    }
+    client.endpoint = protocol == Protocol::kOss ? "https://oss-" + client.region + ".aliyuncs.com"
+                                                 : "https://s3." + client.region + ".amazonaws.com";
+  }
+  if (given("--data-endpoint")) {
+    auto ep = CheckEndpoint("--data-endpoint", r.data_endpoint);
+    if (!ep.ok()) return ep.status();
+    client.data_endpoint = *ep;
+  }
+  if (given("--data-region")) {
+    if (client.data_endpoint.empty()) {
+      return Error("--data-region needs --data-endpoint (it is the signing region for it)");
+    }
+    if (r.data_region.empty()) return Error("--data-region: is empty");
+    client.data_signing_region = r.data_region;
+  }
+
+  // Signing.
+  if (protocol == Protocol::kS3) {
+    if (given("--signature-version")) {
+      return Error("--signature-version applies to --protocol oss only (S3 always uses SigV4)");
+    }
+    if (client.region.empty()) client.region = "us-east-1";
+  } else {
+    if (given("--signature-version")) {
+      if (r.signature_version == "v1") {
+        client.oss_signature = OssSignatureVersion::kV1;
+      } else if (r.signature_version == "v4") {
+        if (client.region.empty()) {
+          return Error("--signature-version v4 needs --region (e.g. --region cn-beijing)");
+        }
+        client.oss_signature = OssSignatureVersion::kV4;
+      } else {
+        return Error("--signature-version: '" + r.signature_version +
+                     "' is not valid; expected v1 or v4");
+      }
+    } else {
+      client.oss_signature =
+          client.region.empty() ? OssSignatureVersion::kV1 : OssSignatureVersion::kV4;
+    }
+  }
+
+  // TLS and transport.
+  client.ca_bundle = r.ca_bundle;
+  if (given("--ca-bundle") && r.ca_bundle.empty()) return Error("--ca-bundle: is empty");
+  if (r.no_verify_tls) {
+    client.verify_tls = false;
+    c.warnings.push_back(
+        "--no-verify-tls: TLS certificates are NOT verified; anyone on the network path can "
+        "impersonate the server and read your credentials' signatures and data");
+  }
+  if (given("--max-in-flight")) {
+    auto v = ParseInteger("--max-in-flight", r.max_in_flight, 1, 4096);
+    if (!v.ok()) return v.status();
+    client.max_in_flight = static_cast<int>(*v);
+    client.max_connections_per_host = static_cast<int>(*v);
+  }
+  if (given("--connect-timeout")) {
+    auto v = ParseDuration("--connect-timeout", r.connect_timeout);
+    if (!v.ok()) return v.status();
+    if (v->count() == 0) return Error("--connect-timeout: must be more than 0");
+    client.timeouts.connect = *v;
+  }
+  if (given("--retries")) {
+    auto v = ParseInteger("--retries", r.retries, 0, 100);
+    if (!v.ok()) return v.status();
+    client.retry.max_attempts = static_cast<int>(*v) + 1;
+  }
+
+  // Credentials.
+  auth::CredentialSources& cred = c.credential_sources;
+  cred.protocol = protocol;
+  cred.bucket = source->bucket;
+  cred.anonymous = r.anonymous;
+  cred.credentials_file = r.credentials_file;
+  cred.passwd_file = r.passwd_file;
+  cred.ram_role = r.ram_role;
+  for (const char* name : {"--credentials-file", "--passwd-file", "--ram-role"}) {
+    if (given(name) && r.anonymous) {
+      return Error(std::string(name) + " contradicts --anonymous; drop one of them");
+    }
+  }
+  if (given("--credentials-file") && r.credentials_file.empty()) {
+    return Error("--credentials-file: is empty");
+  }
+  if (given("--passwd-file") && r.passwd_file.empty()) return Error("--passwd-file: is empty");
+  if (given("--ram-role") && r.ram_role.empty()) {
+    return Error("--ram-role: is empty (give a role name, or 'auto')");
+  }
+  if (given("--ecs-metadata-url")) {
+    if (r.ram_role.empty()) return Error("--ecs-metadata-url needs --ram-role");
+    auto url = CheckEndpoint("--ecs-metadata-url", r.ecs_metadata_url);
+    if (!url.ok()) return url.status();
+    cred.ecs_metadata_url = *url;
+  }
+
+  // Filesystem.
+  fs::FsOptions& fso = c.fs;
+  fso.prefix = source->prefix;
+  auto ttl = ParseTtl("--metadata-ttl", r.metadata_ttl);
+  if (!ttl.ok()) return ttl.status();
+  fso.metadata_ttl = *ttl;
+  auto neg = ParseDuration("--negative-metadata-ttl", r.negative_metadata_ttl);
+  if (!neg.ok()) return neg.status();
+  fso.negative_ttl = *neg;
+  auto small = ParseSize("--small-file-threshold", r.small_file_threshold);
+  if (!small.ok()) return small.status();
+  fso.small_file_threshold = *small;
+  fso.uid = static_cast<uint32_t>(geteuid());
+  fso.gid = static_cast<uint32_t>(getegid());
+  if (given("--uid")) {
+    auto v = ParseInteger("--uid", r.uid, 0, 4294967294LL);
+    if (!v.ok()) return v.status();
+    fso.uid = static_cast<uint32_t>(*v);
+  }
+  if (given("--gid")) {
+    auto v = ParseInteger("--gid", r.gid, 0, 4294967294LL);
+    if (!v.ok()) return v.status();
+    fso.gid = static_cast<uint32_t>(*v);
+  }
+  if (given("--file-mode")) {
+    auto v = ParseOctalMode("--file-mode", r.file_mode);
+    if (!v.ok()) return v.status();
+    fso.file_mode = *v;
+  }
+  if (given("--dir-mode")) {
+    auto v = ParseOctalMode("--dir-mode", r.dir_mode);
+    if (!v.ok()) return v.status();
+    fso.dir_mode = *v;
+  }
+
+  // Daemon.
+  DaemonSettings& d = c.daemon;
+  if (r.allow_other && r.allow_root) {
+    return Error(
+        "--allow-other contradicts --allow-root (allow_other already includes root); "
+        "drop one of them");
+  }
+  d.allow_other = r.allow_other;
+  d.allow_root = r.allow_root;
+  d.nonempty = r.nonempty;
+  d.foreground = r.foreground;
+  d.log_file = r.log_file;
+  if (given("--log-file") && r.log_file.empty()) return Error("--log-file: is empty");
+  if (r.debug) {
+    d.log_level = "debug";
+    d.fuse_debug = true;
+  }
+  if (given("--log-level")) {
+    static constexpr std::array<std::string_view, 5> kLevels = {"trace", "debug", "info", "warn",
+                                                                "error"};
+    if (std::find(kLevels.begin(), kLevels.end(), r.log_level) == kLevels.end()) {
+      return Error("--log-level: '" + r.log_level +
+                   "' is not valid; expected trace, debug, info, warn or error");
+    }
+    if (r.debug && r.log_level != "debug" && r.log_level != "trace") {
+      return Error("--log-level " + r.log_level + " contradicts --debug; drop one of them");
+    }
+    d.log_level = r.log_level;
+  }
+  if (given("--io-threads")) {
+    auto v = ParseInteger("--io-threads", r.io_threads, 1, 64);
+    if (!v.ok()) return v.status();
+    d.io_threads = static_cast<int>(*v);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string UsageText() {
+  CLI::App app{"ossmount: mount an Alibaba Cloud OSS bucket (or an S3 bucket) read-only",
+               "ossmount"};
+  RawOptions raw;
+  DefineOptions(app, raw);
+  app.footer(
+      "Forms:\n"
+      "  ossmount BUCKET[:/PREFIX] MOUNTPOINT [options]\n"
+      "  ossmount oss://BUCKET/PREFIX/ MOUNTPOINT [options]\n"
+      "  ossmount s3://BUCKET/PREFIX/ MOUNTPOINT [options]\n"
+      "  ossmount BUCKET MOUNTPOINT -o metadata_ttl=indefinite,allow_other   (fstab)\n"
+      "Credentials: OSS_ACCESS_KEY_ID/OSS_ACCESS_KEY_SECRET[/OSS_SESSION_TOKEN],\n"
+      "  ALIBABA_CLOUD_ACCESS_KEY_ID/..., AWS_ACCESS_KEY_ID/... (S3 mode), --credentials-file,\n"
+      "  --passwd-file, or --ram-role. Secrets are never accepted on the command line.\n"
+      "The mount is always read-only.");
+  return app.help();
+}
+
+Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& args) {
+  ParsedCommandLine parsed;
+  CLI::App app{"ossmount: mount an Alibaba Cloud OSS bucket (or an S3 bucket) read-only",
+               "ossmount"};
+  RawOptions raw;
+  std::vector<CLI::Option*> flags = DefineOptions(app, raw);
+
+  auto expanded = ExpandMountOptions(args, app, flags, &parsed.config.warnings);
+  if (!expanded.ok()) return expanded.status();
+  std::vector<std::string> reversed(expanded->rbegin(), expanded->rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    parsed.command = Command::kHelp;
+    parsed.text = UsageText();
+    return parsed;
+  } catch (const CLI::ParseError& e) {
+    return Error(e.what());
+  }
+  if (raw.version) {
+    parsed.command = Command::kVersion;
+    parsed.text = std::string("ossmount ") + OSSMOUNT_VERSION;
+    return parsed;
+  }
+  if (Status st = Validate(raw, app, parsed.config); !st.ok()) return st;
+  return parsed;
+}
+
+}  // namespace ossmount::config

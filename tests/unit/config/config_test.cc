@@ -1,0 +1,485 @@
+// config_test: the command-line parser is a pure function, so every form and every error
+// is checked here without a daemon.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "config/mount_config.h"
+#include "config/mountpoint_check.h"
+#include "config/option_values.h"
+
+using namespace ossmount;
+using namespace ossmount::config;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Parses "ossmount <args>" and REQUIREs success.
+MountConfig Ok(std::vector<std::string> args) {
+  auto r = ParseCommandLine(args);
+  INFO((r.ok() ? std::string("ok") : r.status().message()));
+  REQUIRE(r.ok());
+  REQUIRE(r->command == Command::kMount);
+  return r->config;
+}
+
+// Parses and REQUIREs an error whose message contains `needle`.
+std::string Fails(std::vector<std::string> args, const std::string& needle) {
+  std::string line;
+  for (const auto& a : args) line += a + " ";
+  INFO("ossmount " << line);
+  auto r = ParseCommandLine(args);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == ErrorCode::kInvalidArgument);
+  INFO(r.status().message());
+  CHECK(r.status().message().find(needle) != std::string::npos);
+  return r.status().message();
+}
+
+const std::vector<std::string> kBase = {"bucket1", "/mnt/x", "--endpoint", "http://127.0.0.1:9000"};
+
+std::vector<std::string> With(std::vector<std::string> extra) {
+  std::vector<std::string> v = kBase;
+  v.insert(v.end(), extra.begin(), extra.end());
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("ParseSize accepts bytes and binary suffixes") {
+  CHECK(*ParseSize("--x", "0") == 0);
+  CHECK(*ParseSize("--x", "100") == 100);
+  CHECK(*ParseSize("--x", "100B") == 100);
+  CHECK(*ParseSize("--x", "512K") == 512 * 1024);
+  CHECK(*ParseSize("--x", "512KiB") == 512 * 1024);
+  CHECK(*ParseSize("--x", "8M") == 8ull << 20);
+  CHECK(*ParseSize("--x", "8mib") == 8ull << 20);
+  CHECK(*ParseSize("--x", "8MiB") == 8ull << 20);
+  CHECK(*ParseSize("--x", "2G") == 2ull << 30);
+  CHECK(*ParseSize("--x", "2GiB") == 2ull << 30);
+  for (const char* bad :
+       {"", "M", "-1", "1.5M", "8TiB", "8 M", "abc", "99999999999999999999", "17179869184G"}) {
+    INFO(bad);
+    auto r = ParseSize("--small-file-threshold", bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find("--small-file-threshold") != std::string::npos);
+  }
+}
+
+TEST_CASE("ParseTtl: indefinite, seconds, zero, units") {
+  CHECK_FALSE(ParseTtl("--t", "indefinite")->has_value());
+  CHECK_FALSE(ParseTtl("--t", "Indefinite")->has_value());
+  CHECK_FALSE(ParseTtl("--t", "inf")->has_value());
+  CHECK(ParseTtl("--t", "0")->value() == 0ms);
+  CHECK(ParseTtl("--t", "60")->value() == 60s);
+  CHECK(ParseTtl("--t", "500ms")->value() == 500ms);
+  CHECK(ParseTtl("--t", "5m")->value() == 300s);
+  CHECK(ParseTtl("--t", "2h")->value() == 7200s);
+  for (const char* bad : {"", "-1", "1.5", "forevers", "10d", "s", "999999999999h"}) {
+    INFO(bad);
+    auto r = ParseTtl("--metadata-ttl", bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find("--metadata-ttl") != std::string::npos);
+    CHECK(r.status().message().find("indefinite") != std::string::npos);
+  }
+}
+
+TEST_CASE("ParseOctalMode bounds and syntax") {
+  CHECK(*ParseOctalMode("--m", "0444") == 0444);
+  CHECK(*ParseOctalMode("--m", "444") == 0444);
+  CHECK(*ParseOctalMode("--m", "0o755") == 0755);
+  CHECK(*ParseOctalMode("--m", "0") == 0);
+  CHECK(*ParseOctalMode("--m", "0777") == 0777);
+  for (const char* bad : {"", "1000", "4755", "0778", "rw", "0o", "-444", "0x1ff"}) {
+    INFO(bad);
+    auto r = ParseOctalMode("--file-mode", bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find("--file-mode") != std::string::npos);
+  }
+}
+
+TEST_CASE("ParseInteger range and syntax") {
+  CHECK(*ParseInteger("--n", "5", 0, 10) == 5);
+  CHECK_FALSE(ParseInteger("--n", "11", 0, 10).ok());
+  CHECK_FALSE(ParseInteger("--n", "-1", 0, 10).ok());
+  CHECK_FALSE(ParseInteger("--n", "5x", 0, 10).ok());
+  CHECK_FALSE(ParseInteger("--n", "", 0, 10).ok());
+  CHECK(ParseInteger("--retries", "x", 0, 10).status().message().find("--retries") !=
+        std::string::npos);
+}
+
+TEST_CASE("ParseMountSource forms") {
+  struct Case {
+    const char* text;
+    const char* bucket;
+    const char* prefix;
+    std::optional<Protocol> proto;
+  };
+  const Case cases[] = {
+      {"my-bucket", "my-bucket", "", std::nullopt},
+      {"my-bucket:", "my-bucket", "", std::nullopt},
+      {"my-bucket:/", "my-bucket", "", std::nullopt},
+      {"my-bucket:/imagenet", "my-bucket", "imagenet/", std::nullopt},
+      {"my-bucket:imagenet/train/", "my-bucket", "imagenet/train/", std::nullopt},
+      {"oss://my-bucket", "my-bucket", "", Protocol::kOss},
+      {"oss://my-bucket/", "my-bucket", "", Protocol::kOss},
+      {"oss://my-bucket/a/b/", "my-bucket", "a/b/", Protocol::kOss},
+      {"OSS://my-bucket/a", "my-bucket", "a/", Protocol::kOss},
+      {"s3://my.bucket/data", "my.bucket", "data/", Protocol::kS3},
+  };
+  for (const auto& c : cases) {
+    INFO(c.text);
+    auto r = ParseMountSource(c.text);
+    REQUIRE(r.ok());
+    CHECK(r->bucket == c.bucket);
+    CHECK(r->prefix == c.prefix);
+    CHECK(r->url_protocol == c.proto);
+  }
+  for (const char* bad :
+       {"", "ab", "My-Bucket", "bucket_1", "-bucket", "bucket-", "http://bucket/x", "oss://",
+        "oss:///x", "b12:/a//b", "b12:/a/../b", "b12:./a", "s3://b12/a/./b"}) {
+    INFO(bad);
+    CHECK_FALSE(ParseMountSource(bad).ok());
+  }
+  CHECK(ParseMountSource(std::string("b12:/") + std::string(256, 'x')).status().code() ==
+        ErrorCode::kInvalidArgument);
+}
+
+TEST_CASE("RegionFromEndpoint knows Alibaba Cloud endpoint shapes") {
+  CHECK(RegionFromEndpoint("oss-cn-beijing.aliyuncs.com") == "cn-beijing");
+  CHECK(RegionFromEndpoint("oss-cn-beijing-internal.aliyuncs.com") == "cn-beijing");
+  CHECK(RegionFromEndpoint("https://oss-cn-hangzhou.aliyuncs.com/") == "cn-hangzhou");
+  CHECK(RegionFromEndpoint("https://s3.oss-cn-hangzhou-internal.aliyuncs.com") == "cn-hangzhou");
+  CHECK(RegionFromEndpoint("cn-beijing-internal.oss-data-acc.aliyuncs.com") == "cn-beijing");
+  CHECK(RegionFromEndpoint("cn-shanghai.oss.aliyuncs.com") == "cn-shanghai");
+  CHECK(RegionFromEndpoint("oss-accelerate.aliyuncs.com") == "");
+  CHECK(RegionFromEndpoint("http://127.0.0.1:9000") == "");
+  CHECK(RegionFromEndpoint("s3.amazonaws.com") == "");
+}
+
+TEST_CASE("Defaults of a minimal command line") {
+  MountConfig c = Ok({"bucket1", "/mnt/x", "--endpoint", "oss-cn-beijing.aliyuncs.com"});
+  CHECK(c.client.protocol == Protocol::kOss);
+  CHECK(c.client.bucket == "bucket1");
+  CHECK(c.client.endpoint == "oss-cn-beijing.aliyuncs.com");
+  CHECK(c.client.region == "cn-beijing");
+  CHECK(c.client.oss_signature == OssSignatureVersion::kV4);
+  CHECK(c.client.data_endpoint.empty());
+  CHECK_FALSE(c.client.path_style);
+  CHECK(c.client.verify_tls);
+  CHECK(c.client.credentials == nullptr);
+  CHECK(c.fs.prefix.empty());
+  REQUIRE(c.fs.metadata_ttl.has_value());
+  CHECK(*c.fs.metadata_ttl == 60s);
+  CHECK(c.fs.negative_ttl == 5s);
+  CHECK(c.fs.small_file_threshold == 8ull << 20);
+  CHECK(c.fs.file_mode == 0444);
+  CHECK(c.fs.dir_mode == 0555);
+  CHECK(c.fs.uid == geteuid());
+  CHECK(c.fs.gid == getegid());
+  CHECK(c.daemon.mountpoint == "/mnt/x");
+  CHECK_FALSE(c.daemon.foreground);
+  CHECK_FALSE(c.daemon.allow_other);
+  CHECK(c.daemon.log_level == "info");
+  CHECK(c.credential_sources.bucket == "bucket1");
+  CHECK(c.credential_sources.protocol == Protocol::kOss);
+  CHECK_FALSE(c.credential_sources.anonymous);
+  CHECK(c.credential_sources.ecs_metadata_url == "http://100.100.100.200");
+  CHECK(c.warnings.empty());
+}
+
+TEST_CASE("The design's example command line") {
+  MountConfig c = Ok({"my-bucket:/imagenet", "/mnt/dataset", "--endpoint",
+                      "oss-cn-beijing-internal.aliyuncs.com", "--data-endpoint",
+                      "cn-beijing-h-internal.oss-data-acc.aliyuncs.com", "--region", "cn-beijing",
+                      "--metadata-ttl", "indefinite"});
+  CHECK(c.client.bucket == "my-bucket");
+  CHECK(c.fs.prefix == "imagenet/");
+  CHECK(c.client.region == "cn-beijing");
+  CHECK(c.client.data_endpoint == "cn-beijing-h-internal.oss-data-acc.aliyuncs.com");
+  CHECK(c.client.data_signing_region.empty());
+  CHECK_FALSE(c.fs.metadata_ttl.has_value());
+}
+
+TEST_CASE("Every option lands in the config") {
+  MountConfig c = Ok({"s3://data-bucket/train/",
+                      "mnt",
+                      "--endpoint",
+                      "http://127.0.0.1:4568/",
+                      "--data-endpoint",
+                      "http://127.0.0.1:4569",
+                      "--region",
+                      "eu-west-1",
+                      "--data-region",
+                      "eu-west-2",
+                      "--path-style",
+                      "--credentials-file",
+                      "/etc/creds.json",
+                      "--passwd-file",
+                      "/etc/pw",
+                      "--ram-role",
+                      "auto",
+                      "--ecs-metadata-url",
+                      "http://127.0.0.1:1",
+                      "--metadata-ttl",
+                      "0",
+                      "--negative-metadata-ttl",
+                      "0",
+                      "--small-file-threshold",
+                      "1MiB",
+                      "--uid",
+                      "1000",
+                      "--gid",
+                      "1001",
+                      "--file-mode",
+                      "0440",
+                      "--dir-mode",
+                      "750",
+                      "--allow-other",
+                      "--nonempty",
+                      "-f",
+                      "--log-file",
+                      "/tmp/l.log",
+                      "--log-level",
+                      "warn",
+                      "--ca-bundle",
+                      "/etc/ca.pem",
+                      "--max-in-flight",
+                      "64",
+                      "--connect-timeout",
+                      "2500ms",
+                      "--retries",
+                      "2",
+                      "--io-threads",
+                      "3"});
+  CHECK(c.client.protocol == Protocol::kS3);
+  CHECK(c.client.bucket == "data-bucket");
+  CHECK(c.fs.prefix == "train/");
+  CHECK(c.client.endpoint == "http://127.0.0.1:4568");
+  CHECK(c.client.data_endpoint == "http://127.0.0.1:4569");
+  CHECK(c.client.region == "eu-west-1");
+  CHECK(c.client.data_signing_region == "eu-west-2");
+  CHECK(c.client.path_style);
+  CHECK(c.client.ca_bundle == "/etc/ca.pem");
+  CHECK(c.client.max_in_flight == 64);
+  CHECK(c.client.timeouts.connect == 2500ms);
+  CHECK(c.client.retry.max_attempts == 3);
+  CHECK(c.credential_sources.protocol == Protocol::kS3);
+  CHECK(c.credential_sources.bucket == "data-bucket");
+  CHECK(c.credential_sources.credentials_file == "/etc/creds.json");
+  CHECK(c.credential_sources.passwd_file == "/etc/pw");
+  CHECK(c.credential_sources.ram_role == "auto");
+  CHECK(c.credential_sources.ecs_metadata_url == "http://127.0.0.1:1");
+  REQUIRE(c.fs.metadata_ttl.has_value());
+  CHECK(*c.fs.metadata_ttl == 0ms);
+  CHECK(c.fs.negative_ttl == 0ms);
+  CHECK(c.fs.small_file_threshold == 1ull << 20);
+  CHECK(c.fs.uid == 1000);
+  CHECK(c.fs.gid == 1001);
+  CHECK(c.fs.file_mode == 0440);
+  CHECK(c.fs.dir_mode == 0750);
+  CHECK(c.daemon.allow_other);
+  CHECK(c.daemon.nonempty);
+  CHECK(c.daemon.foreground);
+  CHECK(c.daemon.log_file == "/tmp/l.log");
+  CHECK(c.daemon.log_level == "warn");
+  CHECK(c.daemon.io_threads == 3);
+  CHECK(c.daemon.mountpoint == "mnt");
+}
+
+TEST_CASE("fstab -o form maps to the same config as flags") {
+  MountConfig flags =
+      Ok(With({"--metadata-ttl", "indefinite", "--allow-other", "--file-mode", "0440",
+               "--small-file-threshold", "2MiB", "--path-style", "--log-level", "debug"}));
+  for (std::vector<std::string> form :
+       {With({"-o",
+              "metadata_ttl=indefinite,allow_other,file_mode=0440,small_file_threshold=2MiB,"
+              "path_style,log_level=debug"}),
+        With({"-o", "metadata-ttl=indefinite,allow-other", "-o",
+              "file-mode=0440,small_file_threshold=2MiB,path_style,log_level=debug"}),
+        With({"-ometadata_ttl=indefinite,allow_other,file_mode=0440,small_file_threshold=2MiB,"
+              "path_style,log_level=debug"}),
+        std::vector<std::string>{"-o",
+                                 "rw,nodev,nosuid,_netdev,noauto,x-systemd.automount,"
+                                 "x-systemd.requires=network-online.target,defaults,user,"
+                                 "endpoint=http://127.0.0.1:9000,metadata_ttl=indefinite,"
+                                 "allow_other,file_mode=0440,small_file_threshold=2MiB,"
+                                 "path_style,log_level=debug",
+                                 "bucket1", "/mnt/x"}}) {
+    MountConfig c = Ok(form);
+    CHECK(c.client.endpoint == flags.client.endpoint);
+    CHECK(c.client.bucket == "bucket1");
+    CHECK(c.daemon.mountpoint == "/mnt/x");
+    CHECK(c.fs.metadata_ttl == flags.fs.metadata_ttl);
+    CHECK(c.daemon.allow_other == flags.daemon.allow_other);
+    CHECK(c.fs.file_mode == flags.fs.file_mode);
+    CHECK(c.fs.small_file_threshold == flags.fs.small_file_threshold);
+    CHECK(c.client.path_style == flags.client.path_style);
+    CHECK(c.daemon.log_level == flags.daemon.log_level);
+  }
+}
+
+TEST_CASE("fstab 'rw' is accepted with a warning, 'ro' silently") {
+  MountConfig rw = Ok(With({"-o", "rw"}));
+  REQUIRE(rw.warnings.size() == 1);
+  CHECK(rw.warnings[0].find("read-only") != std::string::npos);
+  CHECK(Ok(With({"-o", "ro,noatime,nofail,exec,suid,dev,auto,nouser,atime,noexec"}))
+            .warnings.empty());
+}
+
+TEST_CASE("fstab -o errors name the option") {
+  Fails(With({"-o", "bogus_option"}), "-o bogus_option: unknown option");
+  Fails(With({"-o", "metadata_ttl"}), "-o metadata_ttl: needs a value");
+  Fails(With({"-o", "allow_other=1"}), "-o allow_other: takes no value");
+  Fails(With({"-o"}), "-o: missing the option list");
+  Fails(With({"-o", "help"}), "-o help: unknown option");
+  Fails(With({"-o", "metadata_ttl=abc"}), "--metadata-ttl");
+  Fails(With({"-o", "access_key_secret=abc"}), "unknown option");
+}
+
+TEST_CASE("Help and version") {
+  for (const char* flag : {"--help", "-h"}) {
+    auto r = ParseCommandLine({flag});
+    REQUIRE(r.ok());
+    CHECK(r->command == Command::kHelp);
+    CHECK(r->text.find("--metadata-ttl") != std::string::npos);
+    CHECK(r->text.find("BUCKET[:/PREFIX]") != std::string::npos);
+  }
+  // Help wins even when the rest of the line is wrong.
+  auto h = ParseCommandLine({"bucket1", "/mnt", "--help", "--metadata-ttl", "bad"});
+  REQUIRE(h.ok());
+  CHECK(h->command == Command::kHelp);
+  auto v = ParseCommandLine({"--version"});
+  REQUIRE(v.ok());
+  CHECK(v->command == Command::kVersion);
+  CHECK(v->text == std::string("ossmount ") + OSSMOUNT_VERSION);
+}
+
+TEST_CASE("Protocol, endpoint and region rules") {
+  // s3:// selects S3, region defaults to us-east-1.
+  MountConfig s3 = Ok({"s3://bucket1", "/m", "--endpoint", "http://127.0.0.1:4568"});
+  CHECK(s3.client.protocol == Protocol::kS3);
+  CHECK(s3.client.region == "us-east-1");
+  CHECK(Ok(With({"--protocol", "s3"})).client.protocol == Protocol::kS3);
+  CHECK(Ok({"oss://bucket1", "/m", "--endpoint", "h", "--protocol", "oss"}).client.protocol ==
+        Protocol::kOss);
+  // No endpoint: derived from the region.
+  CHECK(Ok({"bucket1", "/m", "--region", "cn-hangzhou"}).client.endpoint ==
+        "https://oss-cn-hangzhou.aliyuncs.com");
+  CHECK(Ok({"s3://bucket1", "/m", "--region", "eu-west-1"}).client.endpoint ==
+        "https://s3.eu-west-1.amazonaws.com");
+  // Signature: V1 when there is no region, V4 when there is, explicit choice honoured.
+  CHECK(Ok(kBase).client.oss_signature == OssSignatureVersion::kV1);
+  CHECK(Ok(With({"--region", "cn-beijing"})).client.oss_signature == OssSignatureVersion::kV4);
+  CHECK(Ok(With({"--region", "cn-beijing", "--signature-version", "v1"})).client.oss_signature ==
+        OssSignatureVersion::kV1);
+  CHECK(Ok({"bucket1", "/m", "--endpoint", "oss-cn-beijing.aliyuncs.com", "--signature-version",
+            "v4"})
+            .client.oss_signature == OssSignatureVersion::kV4);
+}
+
+TEST_CASE("Contradictions and bad values are errors naming the option") {
+  Fails({"s3://bucket1", "/m", "--endpoint", "h", "--protocol", "oss"}, "--protocol oss");
+  Fails({"oss://bucket1", "/m", "--endpoint", "h", "--protocol", "s3"}, "--protocol s3");
+  Fails(With({"--protocol", "gcs"}), "--protocol: 'gcs'");
+  Fails(With({"--allow-other", "--allow-root"}), "--allow-other contradicts --allow-root");
+  Fails(With({"--metadata-ttl", "soon"}), "--metadata-ttl: 'soon'");
+  Fails(With({"--metadata-ttl", "-5"}), "--metadata-ttl");
+  Fails(With({"--negative-metadata-ttl", "x"}), "--negative-metadata-ttl");
+  Fails(With({"--file-mode", "01777"}), "--file-mode");
+  Fails(With({"--dir-mode", "0800"}), "--dir-mode");
+  Fails(With({"--small-file-threshold", "8XB"}), "--small-file-threshold");
+  Fails(With({"--uid", "-1"}), "--uid");
+  Fails(With({"--gid", "abc"}), "--gid");
+  Fails(With({"--max-in-flight", "0"}), "--max-in-flight");
+  Fails(With({"--connect-timeout", "0"}), "--connect-timeout");
+  Fails(With({"--connect-timeout", "fast"}), "--connect-timeout");
+  Fails(With({"--retries", "1000"}), "--retries");
+  Fails(With({"--io-threads", "0"}), "--io-threads");
+  Fails(With({"--log-level", "verbose"}), "--log-level: 'verbose'");
+  Fails(With({"--debug", "--log-level", "error"}), "--log-level error contradicts --debug");
+  Fails({"s3://bucket1", "/m", "--endpoint", "h", "--signature-version", "v4"},
+        "--signature-version applies to --protocol oss only");
+  Fails(With({"--signature-version", "v2"}), "--signature-version: 'v2'");
+  Fails(With({"--signature-version", "v4"}), "--signature-version v4 needs --region");
+  Fails(With({"--data-region", "cn-beijing"}), "--data-region needs --data-endpoint");
+  Fails(With({"--anonymous", "--credentials-file", "/x"}),
+        "--credentials-file contradicts --anonymous");
+  Fails(With({"--anonymous", "--passwd-file", "/x"}), "--passwd-file contradicts --anonymous");
+  Fails(With({"--anonymous", "--ram-role", "r"}), "--ram-role contradicts --anonymous");
+  Fails(With({"--ecs-metadata-url", "http://x"}), "--ecs-metadata-url needs --ram-role");
+  Fails(With({"--credentials-file", ""}), "--credentials-file: is empty");
+  Fails(With({"--data-endpoint", "ftp://x"}), "--data-endpoint");
+  Fails({"bucket1", "/m", "--endpoint", "ftp://host"}, "--endpoint: 'ftp://host' has scheme");
+  Fails({"bucket1", "/m", "--endpoint", "http://"}, "--endpoint");
+  Fails({"bucket1", "/m"}, "--endpoint is required");
+  Fails({"bucket1"}, "missing arguments");
+  Fails({}, "missing arguments");
+  Fails(With({"--bogus"}), "--bogus");
+  Fails(With({"extra-positional"}), "extra-positional");
+  Fails(With({"--endpoint"}), "--endpoint");
+  Fails({"Bad_Bucket", "/m", "--endpoint", "h"}, "Bad_Bucket");
+}
+
+TEST_CASE("Secrets are not accepted on the command line") {
+  Fails(With({"--access-key-secret", "s3cr3t"}), "--access-key-secret");
+  Fails(With({"--access-key-id", "id"}), "--access-key-id");
+  Fails(With({"-o", "access_key_id=x"}), "unknown option");
+}
+
+TEST_CASE("--debug and --no-verify-tls") {
+  MountConfig d = Ok(With({"--debug"}));
+  CHECK(d.daemon.fuse_debug);
+  CHECK(d.daemon.log_level == "debug");
+  CHECK(Ok(With({"-d", "--log-level", "trace"})).daemon.log_level == "trace");
+  MountConfig t = Ok(With({"--no-verify-tls"}));
+  CHECK_FALSE(t.client.verify_tls);
+  REQUIRE(t.warnings.size() == 1);
+  CHECK(t.warnings[0].find("NOT verified") != std::string::npos);
+}
+
+TEST_CASE("--anonymous sets the credential source") {
+  CHECK(Ok(With({"--anonymous"})).credential_sources.anonymous);
+}
+
+namespace {
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/ossmount-config-test-XXXXXX";
+    REQUIRE(mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+}  // namespace
+
+TEST_CASE("CheckMountPoint explains what to fix") {
+  TempDir dir;
+  CHECK(CheckMountPoint(dir.path.string(), false).ok());
+  auto missing = CheckMountPoint((dir.path / "nope").string(), false);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.message().find("does not exist") != std::string::npos);
+  CHECK(missing.message().find("mkdir -p") != std::string::npos);
+  std::ofstream(dir.path / "file") << "x";
+  auto notdir = CheckMountPoint((dir.path / "file").string(), false);
+  REQUIRE_FALSE(notdir.ok());
+  CHECK(notdir.message().find("is not a directory") != std::string::npos);
+  auto nonempty = CheckMountPoint(dir.path.string(), false);
+  REQUIRE_FALSE(nonempty.ok());
+  CHECK(nonempty.message().find("not empty") != std::string::npos);
+  CHECK(nonempty.message().find("--nonempty") != std::string::npos);
+  CHECK(CheckMountPoint(dir.path.string(), true).ok());
+}
+
+TEST_CASE("AbsoluteMountPoint") {
+  CHECK(*AbsoluteMountPoint("/mnt/x/") == "/mnt/x");
+  CHECK(*AbsoluteMountPoint("/") == "/");
+  char cwd[4096];
+  REQUIRE(getcwd(cwd, sizeof cwd) != nullptr);
+  CHECK(*AbsoluteMountPoint("mnt") == std::string(cwd) + "/mnt");
+  CHECK_FALSE(AbsoluteMountPoint("").ok());
+}
