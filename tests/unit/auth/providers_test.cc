@@ -154,7 +154,7 @@ TEST_CASE("Anonymous wins over every other source") {
   CHECK(MustGet(**p).anonymous);
 }
 
-TEST_CASE("An explicit key pair wins over the environment; half a pair is an error") {
+TEST_CASE("An explicit key pair wins over the environment - half a pair is an error") {
   EnvGuard env;
   env.Set("OSS_ACCESS_KEY_ID", "id-env");
   env.Set("OSS_ACCESS_KEY_SECRET", "SECRET-oss-env");
@@ -678,7 +678,7 @@ TEST_CASE("ECS RAM role: failures say what failed and never quote the response")
   }
 }
 
-TEST_CASE("ECS RAM role: a failed refresh keeps valid credentials; expiry then fails") {
+TEST_CASE("ECS RAM role: a failed refresh keeps valid credentials - expiry then fails") {
   FakeClock clock;
   SystemTime t0 = *clock.now;
   FakeMetadata md;

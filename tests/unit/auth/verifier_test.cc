@@ -108,7 +108,7 @@ void ExpectAllCaught(const std::function<Status(const SignableRequest&, const Ve
 
 // ---- OSS V1 -------------------------------------------------------------------------------
 
-TEST_CASE("Verify OSS V1: a signed request verifies; every signed part is protected") {
+TEST_CASE("Verify OSS V1: a signed request verifies - every signed part is protected") {
   SignableRequest r = OssRequest();
   MakeOssV1Signer()->Sign(r, Creds("ak", "sk"), kNow);
   std::vector<Tamper> tampers = CommonTampers();
@@ -164,7 +164,7 @@ TEST_CASE("Verify OSS V1: wrong secret, unknown key, skew, token, missing Author
 
 // ---- OSS V4 -------------------------------------------------------------------------------
 
-TEST_CASE("Verify OSS V4: with and without additional headers; tampering is caught") {
+TEST_CASE("Verify OSS V4: with and without additional headers - tampering is caught") {
   for (bool with_additional : {false, true}) {
     INFO("additional headers: " << with_additional);
     SignableRequest r = OssRequest();
@@ -264,7 +264,7 @@ TEST_CASE("Verify OSS presigned V1 and V4 URLs: valid, expired, tampered") {
 
 // ---- AWS SigV4 ----------------------------------------------------------------------------
 
-TEST_CASE("Verify AWS SigV4: path-style and virtual-hosted requests; tampering is caught") {
+TEST_CASE("Verify AWS SigV4: path-style and virtual-hosted requests - tampering is caught") {
   for (bool path_style : {true, false}) {
     INFO("path style: " << path_style);
     SignableRequest r = S3Request(path_style);
