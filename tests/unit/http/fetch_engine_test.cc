@@ -1,0 +1,575 @@
+// FetchEngine against a scripted local HTTP/1.1 server (unit/http/test_http_server.h).
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cstring>
+#include <future>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "http/fetch_engine.h"
+#include "unit/http/io_threads.h"
+#include "unit/http/test_http_server.h"
+
+namespace ossmount::http {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::Collector;
+using testing::IoThreads;
+using testing::Route;
+using testing::TestHttpServer;
+
+std::string RandomBytes(size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::string s(n, '\0');
+  for (char& c : s) c = static_cast<char>(gen() & 0xff);
+  return s;
+}
+
+Route Ok(std::string body) {
+  Route r;
+  r.body = std::move(body);
+  return r;
+}
+
+Request Get(const std::string& url, GetTarget target = {}) {
+  Request r;
+  r.url = url;
+  r.target = target;
+  return r;
+}
+
+// Executes one request and waits for its handler (generous timeout against hangs only).
+Response Call(FetchEngine& engine, Request request) {
+  auto promise = std::make_shared<std::promise<Response>>();
+  auto future = promise->get_future();
+  engine.Execute(std::move(request), [promise](Response r) { promise->set_value(std::move(r)); });
+  REQUIRE(future.wait_for(60s) == std::future_status::ready);
+  return future.get();
+}
+
+EngineOptions FastFailOptions() {
+  EngineOptions o;
+  o.timeouts.connect = 5000ms;
+  return o;
+}
+
+TEST_CASE("200 body lands in a fixed buffer byte for byte", "[fetch_engine]") {
+  TestHttpServer server;
+  const std::string body = RandomBytes(300 * 1024 + 7, 1);
+  Route route = Ok(body);
+  route.headers.push_back({"X-Oss-Request-Id", "req-1"});
+  server.SetRoute("/obj", route);
+  IoThreads io(2);
+  FetchEngine engine(io.context(), {});
+
+  std::vector<char> buffer(body.size(), 'z');
+  Response r =
+      Call(engine, Get(server.Url("/obj?x=1"), GetTarget::Fixed(buffer.data(), buffer.size())));
+  REQUIRE(r.transport.ok());
+  CHECK(r.status == 200);
+  CHECK(r.body_bytes == body.size());
+  CHECK_FALSE(r.body_overflow);
+  CHECK(std::memcmp(buffer.data(), body.data(), body.size()) == 0);
+  REQUIRE(r.Header("X-OSS-REQUEST-ID") != nullptr);
+  CHECK(*r.Header("x-oss-request-id") == "req-1");
+  REQUIRE(r.Header("content-length") != nullptr);
+  CHECK(*r.Header("Content-Length") == std::to_string(body.size()));
+  CHECK(r.Header("x-missing") == nullptr);
+  for (const auto& [name, value] : r.headers) {
+    for (char c : name) CHECK_FALSE(std::isupper(static_cast<unsigned char>(c)));
+  }
+  CHECK(r.error_body.empty());
+}
+
+TEST_CASE("growable target is cleared and receives the whole body", "[fetch_engine]") {
+  TestHttpServer server;
+  const std::string body = RandomBytes(1 << 20, 2);
+  server.SetRoute("/big", Ok(body));
+  IoThreads io(1);
+  FetchEngine engine(io.context(), {});
+
+  std::vector<char> out = {'j', 'u', 'n', 'k'};
+  Response r = Call(engine, Get(server.Url("/big"), GetTarget::Growable(&out)));
+  REQUIRE(r.transport.ok());
+  CHECK(r.body_bytes == body.size());
+  REQUIRE(out.size() == body.size());
+  CHECK(std::string(out.begin(), out.end()) == body);
+}
+
+TEST_CASE("default target discards the body but counts it", "[fetch_engine]") {
+  TestHttpServer server;
+  server.SetRoute("/d", Ok(std::string(5000, 'a')));
+  IoThreads io(1);
+  FetchEngine engine(io.context(), {});
+  Response r = Call(engine, Get(server.Url("/d")));
+  REQUIRE(r.transport.ok());
+  CHECK(r.body_bytes == 5000);
+}
+
+TEST_CASE("a body larger than a fixed buffer is kIntegrity with body_overflow", "[fetch_engine]") {
+  TestHttpServer server;
+  server.SetRoute("/big", Ok(std::string(100000, 'b')));
+  server.SetRoute("/small", Ok("fits"));
+  IoThreads io(1);
+  FetchEngine engine(io.context(), {});
+
+  std::vector<char> buffer(100);
+  Response r = Call(engine, Get(server.Url("/big"), GetTarget::Fixed(buffer.data(), 100)));
+  CHECK(r.transport.code() == ErrorCode::kIntegrity);
+  CHECK(r.body_overflow);
+  CHECK(r.status == 200);
+  CHECK(r.transport.message().find("100-byte buffer") != std::string::npos);
+
+  // The engine is still usable afterwards.
+  Response ok = Call(engine, Get(server.Url("/small"), GetTarget::Fixed(buffer.data(), 100)));
+  REQUIRE(ok.transport.ok());
+  CHECK(std::string(buffer.data(), ok.body_bytes) == "fits");
+}
+
+TEST_CASE("404 keeps the XML body in error_body and leaves the target alone", "[fetch_engine]") {
+  TestHttpServer server;
+  const std::string xml =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>NoSuchKey</Code>"
+      "<Message>The specified key does not exist.</Message><RequestId>R1</RequestId></Error>";
+  Route route;
+  route.status = 404;
+  route.body = xml;
+  route.headers.push_back({"Content-Type", "application/xml"});
+  server.SetRoute("/missing", route);
+  IoThreads io(1);
+  FetchEngine engine(io.context(), {});
+
+  std::vector<char> buffer(16, 'q');
+  Response r = Call(engine, Get(server.Url("/missing"), GetTarget::Fixed(buffer.data(), 16)));
+  REQUIRE(r.transport.ok());
+  CHECK(r.status == 404);
+  CHECK(r.error_body == xml);
+  CHECK(r.body_bytes == 0);
+  CHECK(std::string(buffer.begin(), buffer.end()) == std::string(16, 'q'));
+}
+
+TEST_CASE("error_body keeps only the first 64 KiB", "[fetch_engine]") {
+  TestHttpServer server;
+  Route route;
+  route.status = 500;
+  route.body = RandomBytes(200 * 1024, 3);
+  server.SetRoute("/err", route);
+  IoThreads io(1);
+  FetchEngine engine(io.context(), {});
+  Response r = Call(engine, Get(server.Url("/err")));
+  REQUIRE(r.transport.ok());
+  CHECK(r.status == 500);
+  CHECK(r.error_body == route.body.substr(0, 64 * 1024));
+}
+
+TEST_CASE("HEAD returns headers and no body", "[fetch_engine]") {
+  TestHttpServer server;
+  Route route = Ok("hello world");
+  route.headers.push_back({"ETag", "\"abc\""});
+  server.SetRoute("/h", route);
+  IoThreads io(1);
+  FetchEngine engine(io.context(), {});
+
+  Request request = Get(server.Url("/h"));
+  request.method = "HEAD";
+  Response r = Call(engine, request);
+  REQUIRE(r.transport.ok());
+  CHECK(r.status == 200);
+  CHECK(r.body_bytes == 0);
+  REQUIRE(r.Header("content-length") != nullptr);
+  CHECK(*r.Header("content-length") == "11");
+  REQUIRE(r.Header("etag") != nullptr);
+  CHECK(*r.Header("etag") == "\"abc\"");
+  auto seen = server.requests();
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].method == "HEAD");
+}
+
+TEST_CASE("PUT and POST send the body intact with Content-Length and no Expect", "[fetch_engine]") {
+  TestHttpServer server;
+  server.SetRoute("/put", Ok(""));
+  server.SetRoute("/post", Ok("<InitiateMultipartUploadResult/>"));
+  IoThreads io(2);
+  FetchEngine engine(io.context(), {});
+  const std::string body = RandomBytes(3 * 1024 * 1024 + 11, 4);
+
+  Request put = Get(server.Url("/put"));
+  put.method = "PUT";
+  put.body = std::make_shared<const std::string>(body);
+  put.headers.push_back({"Content-Type", "application/octet-stream"});
+  put.headers.push_back({"x-oss-meta-empty", ""});
+  Response r = Call(engine, put);
+  REQUIRE(r.transport.ok());
+  CHECK(r.status == 200);
+
+  Request post = Get(server.Url("/post?uploads"));
+  post.method = "POST";
+  post.body = std::make_shared<const std::string>("<xml/>");
+  std::vector<char> out;
+  post.target = GetTarget::Growable(&out);
+  Response p = Call(engine, post);
+  REQUIRE(p.transport.ok());
+  CHECK(std::string(out.begin(), out.end()) == "<InitiateMultipartUploadResult/>");
+
+  Request empty_put = Get(server.Url("/put"));
+  empty_put.method = "PUT";
+  REQUIRE(Call(engine, empty_put).transport.ok());
+
+  auto seen = server.requests();
+  REQUIRE(seen.size() == 3);
+  CHECK(seen[0].method == "PUT");
+  CHECK(seen[0].body.size() == body.size());
+  CHECK(seen[0].body == body);
+  CHECK(seen[0].headers["content-length"] == std::to_string(body.size()));
+  CHECK(seen[0].headers.count("expect") == 0);
+  CHECK(seen[0].headers.count("transfer-encoding") == 0);
+  CHECK(seen[0].headers["content-type"] == "application/octet-stream");
+  REQUIRE(seen[0].headers.count("x-oss-meta-empty") == 1);
+  CHECK(seen[0].headers["x-oss-meta-empty"].empty());
+
+  CHECK(seen[1].method == "POST");
+  CHECK(seen[1].target == "/post?uploads");
+  CHECK(seen[1].body == "<xml/>");
+  CHECK(seen[1].headers["content-length"] == "6");
+  CHECK(seen[1].headers.count("content-type") == 0);  // no form type slipped in
+  CHECK(seen[1].headers.count("expect") == 0);
+
+  CHECK(seen[2].method == "PUT");
+  CHECK(seen[2].headers["content-length"] == "0");
+  CHECK(seen[2].body.empty());
+}
+
+TEST_CASE("DELETE uses the method verbatim", "[fetch_engine]") {
+  TestHttpServer server;
+  Route route;
+  route.status = 204;
+  server.SetRoute("/del", route);
+  IoThreads io(1);
+  FetchEngine engine(io.context(), {});
+  Request request = Get(server.Url("/del"));
+  request.method = "DELETE";
+  Response r = Call(engine, request);
+  REQUIRE(r.transport.ok());
+  CHECK(r.status == 204);
+  auto seen = server.requests();
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0].method == "DELETE");
+}
+
+TEST_CASE("200 concurrent requests on 2 io threads each complete exactly once", "[fetch_engine]") {
+  Collector collector;
+  TestHttpServer server;
+  constexpr int kRequests = 200;
+  for (int i = 0; i < kRequests; ++i) {
+    server.SetRoute("/c/" + std::to_string(i),
+                    Ok("body-" + std::to_string(i) + "-" + std::string(i * 37, 'x')));
+  }
+  IoThreads io(2);
+  std::vector<std::vector<char>> outs(kRequests);
+  {
+    FetchEngine engine(io.context(), {});
+    // Submit from several threads at once: Execute is thread-safe.
+    std::vector<std::thread> submitters;
+    for (int s = 0; s < 4; ++s) {
+      submitters.emplace_back([&, s] {
+        for (int i = s; i < kRequests; i += 4) {
+          engine.Execute(Get(server.Url("/c/" + std::to_string(i)), GetTarget::Growable(&outs[i])),
+                         collector.Handler(i));
+        }
+      });
+    }
+    for (auto& t : submitters) t.join();
+    REQUIRE(collector.WaitForTotal(kRequests));
+    EngineStats stats = engine.Stats();
+    CHECK(stats.started == kRequests);
+    CHECK(stats.completed == kRequests);
+    CHECK(stats.transport_errors == 0);
+    CHECK(stats.in_flight == 0);
+    CHECK(stats.queued == 0);
+  }
+  for (int i = 0; i < kRequests; ++i) {
+    INFO("request " << i);
+    CHECK(collector.calls(i) == 1);
+    Response r = collector.response(i);
+    CHECK(r.transport.ok());
+    CHECK(r.status == 200);
+    CHECK(std::string(outs[i].begin(), outs[i].end()) ==
+          "body-" + std::to_string(i) + "-" + std::string(i * 37, 'x'));
+  }
+}
+
+TEST_CASE("keep-alive: 50 sequential requests use one connection", "[fetch_engine]") {
+  TestHttpServer server;
+  server.SetRoute("/k", Ok(std::string(10000, 'k')));
+  IoThreads io(2);
+  FetchEngine engine(io.context(), {});
+  for (int i = 0; i < 50; ++i) {
+    std::vector<char> out;
+    Response r = Call(engine, Get(server.Url("/k"), GetTarget::Growable(&out)));
+    REQUIRE(r.transport.ok());
+    REQUIRE(out.size() == 10000);
+  }
+  CHECK(server.CountRequests("/k") == 50);
+  CHECK(server.accepted_connections() == 1);
+}
+
+TEST_CASE("the in-flight cap holds requests back until a slot frees", "[fetch_engine]") {
+  Collector collector;
+  TestHttpServer server;
+  Route held = Ok("done");
+  held.gate = "g";
+  server.SetRoute("/held", held);
+  IoThreads io(2);
+  EngineOptions options;
+  options.max_in_flight = 2;
+  FetchEngine engine(io.context(), options);
+  for (int i = 0; i < 6; ++i) engine.Execute(Get(server.Url("/held")), collector.Handler(i));
+
+  REQUIRE(server.WaitForRequests("/held", 2));
+  // Give a wrongly started third request every chance to arrive before looking.
+  std::this_thread::sleep_for(300ms);
+  CHECK(server.CountRequests("/held") == 2);
+  EngineStats stats = engine.Stats();
+  CHECK(stats.in_flight == 2);
+  CHECK(stats.queued == 4);
+
+  server.OpenGate("g");
+  REQUIRE(collector.WaitForTotal(6));
+  CHECK(server.max_concurrent() == 2);
+  for (int i = 0; i < 6; ++i) CHECK(collector.response(i).transport.ok());
+}
+
+TEST_CASE("queued foreground requests start before earlier-queued background ones",
+          "[fetch_engine]") {
+  Collector collector;
+  TestHttpServer server;
+  Route slow = Ok("slow");
+  slow.gate = "slow";
+  server.SetRoute("/slow", slow);
+  for (const char* p : {"/bg1", "/bg2", "/pf1", "/fg1", "/fg2"}) server.SetRoute(p, Ok(p));
+  IoThreads io(2);
+  EngineOptions options;
+  options.max_in_flight = 1;
+  FetchEngine engine(io.context(), options);
+
+  engine.Execute(Get(server.Url("/slow")), collector.Handler(0));
+  REQUIRE(server.WaitForRequests("/slow", 1));
+  auto submit = [&](const char* path, Priority priority, int index) {
+    Request r = Get(server.Url(path));
+    r.priority = priority;
+    engine.Execute(r, collector.Handler(index));
+  };
+  submit("/bg1", Priority::kBackground, 1);
+  submit("/bg2", Priority::kBackground, 2);
+  submit("/pf1", Priority::kPrefetch, 3);
+  submit("/fg1", Priority::kForeground, 4);
+  submit("/fg2", Priority::kForeground, 5);
+  // Execute() only posts; wait until all five are in the engine's queue.
+  for (int i = 0; i < 6000 && engine.Stats().queued < 5; ++i) std::this_thread::sleep_for(5ms);
+  REQUIRE(engine.Stats().queued == 5);
+
+  server.OpenGate("slow");
+  REQUIRE(collector.WaitForTotal(6));
+  std::vector<std::string> order;
+  for (const auto& r : server.requests()) order.push_back(r.path);
+  CHECK(order == std::vector<std::string>{"/slow", "/fg1", "/fg2", "/pf1", "/bg1", "/bg2"});
+}
+
+TEST_CASE("a cancelled queued request is dropped with kCancelled", "[fetch_engine]") {
+  Collector collector;
+  TestHttpServer server;
+  Route hold = Ok("held");
+  hold.gate = "hold";
+  server.SetRoute("/hold", hold);
+  server.SetRoute("/queued", Ok("never"));
+  IoThreads io(2);
+  EngineOptions options;
+  options.max_in_flight = 1;
+  FetchEngine engine(io.context(), options);
+
+  engine.Execute(Get(server.Url("/hold")), collector.Handler(0));
+  REQUIRE(server.WaitForRequests("/hold", 1));
+  Request queued = Get(server.Url("/queued"));
+  queued.cancel = std::make_shared<CancelFlag>();
+  engine.Execute(queued, collector.Handler(1));
+  queued.cancel->cancelled = true;
+
+  // The cancelled request completes while the in-flight one is still held.
+  REQUIRE(collector.WaitForTotal(1));
+  CHECK(collector.calls(1) == 1);
+  CHECK(collector.calls(0) == 0);
+  CHECK(collector.response(1).transport.code() == ErrorCode::kCancelled);
+  CHECK_FALSE(collector.response(1).transport.retryable());
+
+  server.OpenGate("hold");
+  REQUIRE(collector.WaitForTotal(2));
+  CHECK(collector.response(0).transport.ok());
+  CHECK(server.CountRequests("/queued") == 0);
+}
+
+TEST_CASE("a request cancelled before Execute never reaches the server", "[fetch_engine]") {
+  TestHttpServer server;
+  server.SetRoute("/x", Ok("x"));
+  IoThreads io(1);
+  FetchEngine engine(io.context(), {});
+  Request r = Get(server.Url("/x"));
+  r.cancel = std::make_shared<CancelFlag>();
+  r.cancel->cancelled = true;
+  CHECK(Call(engine, r).transport.code() == ErrorCode::kCancelled);
+  CHECK(server.CountRequests("/x") == 0);
+}
+
+TEST_CASE("an in-flight request is aborted by its CancelFlag", "[fetch_engine]") {
+  Collector collector;
+  TestHttpServer server;
+  Route hold = Ok("held");
+  hold.gate = "hold";
+  server.SetRoute("/hold", hold);
+  server.SetRoute("/after", Ok("after"));
+  IoThreads io(2);
+  FetchEngine engine(io.context(), {});
+
+  Request r = Get(server.Url("/hold"));
+  r.cancel = std::make_shared<CancelFlag>();
+  engine.Execute(r, collector.Handler(0));
+  REQUIRE(server.WaitForRequests("/hold", 1));
+  r.cancel->cancelled = true;
+  REQUIRE(collector.WaitForTotal(1));
+  CHECK(collector.response(0).transport.code() == ErrorCode::kCancelled);
+  CHECK(engine.Stats().in_flight == 0);
+
+  server.OpenGate("hold");
+  CHECK(Call(engine, Get(server.Url("/after"))).transport.ok());
+  CHECK(collector.calls(0) == 1);
+}
+
+TEST_CASE("connection refused is a retryable kNetwork naming host and port", "[fetch_engine]") {
+  IoThreads io(1);
+  FetchEngine engine(io.context(), FastFailOptions());
+  Response r = Call(engine, Get("http://127.0.0.1:1/bucket/key"));
+  CHECK(r.transport.code() == ErrorCode::kNetwork);
+  CHECK(r.transport.retryable());
+  CHECK(r.transport.message() ==
+        "could not connect to 127.0.0.1:1 (connection refused); check the endpoint");
+  CHECK(r.status == 0);
+  CHECK(engine.Stats().transport_errors == 1);
+}
+
+TEST_CASE("an unresolvable host is a kNetwork error naming the host", "[fetch_engine]") {
+  IoThreads io(1);
+  FetchEngine engine(io.context(), FastFailOptions());
+  Response r = Call(engine, Get("http://no-such-host.invalid/key"));
+  CHECK(r.transport.code() == ErrorCode::kNetwork);
+  CHECK(r.transport.retryable());
+  CHECK(r.transport.message() ==
+        "could not resolve host 'no-such-host.invalid'; check the endpoint");
+}
+
+TEST_CASE("a malformed URL is kInvalidArgument", "[fetch_engine]") {
+  IoThreads io(1);
+  FetchEngine engine(io.context(), {});
+  Response r = Call(engine, Get("nosuchscheme://host/key"));
+  CHECK(r.transport.code() == ErrorCode::kInvalidArgument);
+  CHECK_FALSE(r.transport.retryable());
+}
+
+TEST_CASE("a stalled body hits the stall deadline as kTimeout", "[fetch_engine]") {
+  TestHttpServer server;
+  Route stall = Ok(std::string(100000, 's'));
+  stall.stall_after_headers = true;
+  server.SetRoute("/stall", stall);
+  IoThreads io(1);
+  EngineOptions options;
+  options.timeouts.low_speed_time = std::chrono::seconds(1);
+  options.timeouts.low_speed_bytes = 1;
+  FetchEngine engine(io.context(), options);
+  std::vector<char> out;
+  Response r = Call(engine, Get(server.Url("/stall"), GetTarget::Growable(&out)));
+  CHECK(r.transport.code() == ErrorCode::kTimeout);
+  CHECK(r.transport.retryable());
+  CHECK(r.transport.message().find("stall") != std::string::npos);
+  CHECK(r.status == 200);
+}
+
+TEST_CASE("the request timeout caps a slow response", "[fetch_engine]") {
+  TestHttpServer server;
+  Route hold = Ok("late");
+  hold.gate = "never";
+  server.SetRoute("/late", hold);
+  IoThreads io(1);
+  EngineOptions options;
+  options.timeouts.request = 500ms;
+  FetchEngine engine(io.context(), options);
+  Response r = Call(engine, Get(server.Url("/late")));
+  CHECK(r.transport.code() == ErrorCode::kTimeout);
+  CHECK(r.transport.retryable());
+  CHECK(r.transport.message().find("request timeout") != std::string::npos);
+}
+
+TEST_CASE("a truncated body is a retryable kIntegrity", "[fetch_engine]") {
+  TestHttpServer server;
+  Route cut = Ok(std::string(20000, 't'));
+  cut.truncate_after = 5000;
+  server.SetRoute("/cut", cut);
+  server.SetRoute("/fine", Ok("fine"));
+  IoThreads io(1);
+  FetchEngine engine(io.context(), {});
+  std::vector<char> buffer(20000);
+  Response r = Call(engine, Get(server.Url("/cut"), GetTarget::Fixed(buffer.data(), 20000)));
+  CHECK(r.transport.code() == ErrorCode::kIntegrity);
+  CHECK(r.transport.retryable());
+  CHECK(r.transport.message().find("5000 of 20000") != std::string::npos);
+  CHECK(Call(engine, Get(server.Url("/fine"))).transport.ok());
+}
+
+TEST_CASE("destroying the engine calls every queued and in-flight handler once", "[fetch_engine]") {
+  Collector collector;
+  TestHttpServer server;
+  Route held = Ok("held");
+  held.gate = "g";
+  server.SetRoute("/held", held);
+  IoThreads io(2);
+  EngineOptions options;
+  options.max_in_flight = 2;
+  auto engine = std::make_unique<FetchEngine>(io.context(), options);
+  for (int i = 0; i < 5; ++i) engine->Execute(Get(server.Url("/held")), collector.Handler(i));
+  REQUIRE(server.WaitForRequests("/held", 2));
+  engine.reset();
+  REQUIRE(collector.WaitForTotal(5));
+  server.OpenGate("g");
+  std::this_thread::sleep_for(200ms);  // a second call, if any, would have arrived by now
+  CHECK(collector.total() == 5);
+  for (int i = 0; i < 5; ++i) {
+    CHECK(collector.calls(i) == 1);
+    CHECK(collector.response(i).transport.code() == ErrorCode::kCancelled);
+  }
+}
+
+TEST_CASE("handlers are never run inline from Execute", "[fetch_engine]") {
+  boost::asio::io_context io;  // not running yet
+  std::atomic<int> calls{0};
+  {
+    FetchEngine engine(io, {});
+    Request r = Get("http://127.0.0.1:1/x");
+    r.cancel = std::make_shared<CancelFlag>();
+    r.cancel->cancelled = true;
+    engine.Execute(r, [&](Response resp) {
+      CHECK(resp.transport.code() == ErrorCode::kCancelled);
+      ++calls;
+    });
+    CHECK(calls == 0);
+    io.run();
+    CHECK(calls == 1);
+    io.restart();
+  }
+  io.run();
+  CHECK(calls == 1);
+}
+
+}  // namespace
+}  // namespace ossmount::http
