@@ -1,0 +1,211 @@
+// Bucket-level operations of ObjectApi: listings, ListBuckets, HEAD/location/create/delete
+// bucket and DeleteMultipleObjects.
+#include <pugixml.hpp>
+
+#include "common/time_util.h"
+#include "common/url.h"
+#include "listing.h"
+#include "object_api.h"
+#include "xml_writer.h"
+
+namespace ossmount::testserver {
+
+namespace {
+
+constexpr const char* kXmlDecl = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+
+std::string IsoMillis(SystemTime t) {
+  std::string s = FormatIso8601(t);  // "2023-12-16T16:20:57Z"
+  if (!s.empty() && s.back() == 'Z') s.insert(s.size() - 1, ".000");
+  return s;
+}
+
+std::string QueryOr(const RequestInfo& info, std::string_view name, std::string fallback = "") {
+  const std::string* v = info.Query(name);
+  return v ? *v : fallback;
+}
+
+}  // namespace
+
+Response ObjectApi::ListObjects(const RequestInfo& info, bool v2) {
+  ListQuery q;
+  q.prefix = QueryOr(info, "prefix");
+  q.delimiter = QueryOr(info, "delimiter");
+  q.max_keys = info.dialect == Dialect::kS3 ? 1000 : 100;
+  if (const std::string* mk = info.Query("max-keys")) {
+    try {
+      size_t used = 0;
+      long long v = std::stoll(*mk, &used);
+      if (used != mk->size() || v < 0) throw std::invalid_argument("max-keys");
+      q.max_keys = static_cast<int>(std::min<long long>(v, 1000));
+    } catch (...) {
+      return Error(info, 400, "InvalidArgument",
+                   "Argument max-keys must be an integer between 0 and 1000.");
+    }
+  }
+  std::string encoding = QueryOr(info, "encoding-type");
+  if (!encoding.empty() && encoding != "url") {
+    return Error(info, 400, "InvalidArgument", "Invalid Encoding Method specified in Request");
+  }
+  const bool url = encoding == "url";
+  auto enc = [&](const std::string& s) { return url ? PercentEncode(s, true) : s; };
+  if (v2) {
+    q.start_after = QueryOr(info, "start-after");
+    q.continuation_token = QueryOr(info, "continuation-token");
+  } else {
+    q.marker = QueryOr(info, "marker");
+  }
+  Result<ListPage> page = Status(ErrorCode::kInternal, "listing did not run");
+  Status s =
+      store_.WithIndex(info.bucket, [&](const ObjectIndex& index) { page = ListIndex(index, q); });
+  if (!s.ok()) return Error(info, 404, "NoSuchBucket", "The specified bucket does not exist.");
+  if (!page.ok()) return Error(info, 400, "InvalidArgument", page.status().message());
+  const ListPage& p = page.value();
+  const bool fetch_owner = !v2 || QueryOr(info, "fetch-owner") == "true";
+
+  std::string body = kXmlDecl;
+  body.reserve(256 + p.contents.size() * 300);
+  body += "<ListBucketResult>";
+  AppendElement(body, "Name", info.bucket);
+  AppendElement(body, "Prefix", enc(q.prefix));
+  if (v2) {
+    if (!q.start_after.empty()) AppendElement(body, "StartAfter", enc(q.start_after));
+    if (!q.continuation_token.empty())
+      AppendElement(body, "ContinuationToken", enc(q.continuation_token));
+  } else {
+    AppendElement(body, "Marker", enc(q.marker));
+  }
+  AppendElement(body, "MaxKeys", std::to_string(q.max_keys));
+  if (!q.delimiter.empty()) AppendElement(body, "Delimiter", enc(q.delimiter));
+  AppendElement(body, "IsTruncated", p.truncated ? "true" : "false");
+  if (p.truncated) {
+    if (v2) {
+      AppendElement(body, "NextContinuationToken", enc(p.next_token));
+    } else {
+      AppendElement(body, "NextMarker", enc(p.next_marker));
+    }
+  }
+  if (url) AppendElement(body, "EncodingType", "url");
+  if (v2) {
+    AppendElement(body, "KeyCount", std::to_string(p.contents.size() + p.common_prefixes.size()));
+  }
+  for (const auto& obj : p.contents) {
+    body += "<Contents>";
+    AppendElement(body, "Key", enc(obj->key));
+    AppendElement(body, "LastModified", IsoMillis(obj->mtime));
+    AppendElement(body, "ETag", "\"" + obj->etag + "\"");
+    if (info.dialect == Dialect::kOss) AppendElement(body, "Type", obj->object_type);
+    AppendElement(body, "Size", std::to_string(obj->size));
+    AppendElement(body, "StorageClass", info.dialect == Dialect::kOss ? "Standard" : "STANDARD");
+    if (fetch_owner) {
+      body += "<Owner><ID>ossmount</ID><DisplayName>ossmount</DisplayName></Owner>";
+    }
+    body += "</Contents>";
+  }
+  for (const auto& cp : p.common_prefixes) {
+    body += "<CommonPrefixes>";
+    AppendElement(body, "Prefix", enc(cp));
+    body += "</CommonPrefixes>";
+  }
+  body += "</ListBucketResult>\n";
+  Response r;
+  r.SetText(std::move(body), "application/xml");
+  return r;
+}
+
+Response ObjectApi::ListBuckets(const RequestInfo& info) {
+  std::string body = kXmlDecl;
+  body +=
+      "<ListAllMyBucketsResult><Owner><ID>ossmount</ID><DisplayName>ossmount</DisplayName></"
+      "Owner><Buckets>";
+  for (const auto& name : store_.Buckets()) {
+    body += "<Bucket>";
+    AppendElement(body, "Name", name);
+    AppendElement(body, "CreationDate", "2024-01-01T00:00:00.000Z");
+    if (info.dialect == Dialect::kOss) {
+      AppendElement(body, "Location", "oss-" + options_.region);
+      AppendElement(body, "Region", options_.region);
+      AppendElement(body, "StorageClass", "Standard");
+    }
+    body += "</Bucket>";
+  }
+  body += "</Buckets></ListAllMyBucketsResult>\n";
+  Response r;
+  r.SetText(std::move(body), "application/xml");
+  return r;
+}
+
+Response ObjectApi::BucketOp(const RequestInfo& info, const HttpRequest&) {
+  Response r;
+  switch (info.op) {
+    case Op::kHeadBucket:
+      if (!store_.BucketExists(info.bucket)) return Error(info, 404, "NoSuchBucket", "");
+      r.omit_body = true;
+      return r;
+    case Op::kGetBucketLocation: {
+      if (!store_.BucketExists(info.bucket)) {
+        return Error(info, 404, "NoSuchBucket", "The specified bucket does not exist.");
+      }
+      std::string body = kXmlDecl;
+      std::string loc = info.dialect == Dialect::kOss ? "oss-" + options_.region : options_.region;
+      body += "<LocationConstraint>" + loc + "</LocationConstraint>\n";
+      r.SetText(std::move(body), "application/xml");
+      return r;
+    }
+    case Op::kCreateBucket: {
+      Status s = store_.CreateBucket(info.bucket);
+      if (!s.ok()) return Error(info, 400, "InvalidBucketName", s.message());
+      return r;
+    }
+    case Op::kDeleteBucket: {
+      Status s = store_.DeleteBucket(info.bucket);
+      if (s.code() == ErrorCode::kNoSuchBucket) {
+        return Error(info, 404, "NoSuchBucket", "The specified bucket does not exist.");
+      }
+      if (!s.ok()) {
+        return Error(info, 409, "BucketNotEmpty", "The bucket you tried to delete is not empty.");
+      }
+      r.status = 204;
+      return r;
+    }
+    default:
+      return Error(info, 501, "NotImplemented", "Not implemented.");
+  }
+}
+
+Response ObjectApi::DeleteMultiple(const RequestInfo& info, const HttpRequest& req) {
+  if (!store_.BucketExists(info.bucket)) {
+    return Error(info, 404, "NoSuchBucket", "The specified bucket does not exist.");
+  }
+  pugi::xml_document doc;
+  if (!doc.load_buffer(req.body().data(), req.body().size())) {
+    return Error(info, 400, "MalformedXML", "The XML you provided was not well-formed.");
+  }
+  auto del = doc.child("Delete");
+  const bool quiet = std::string(del.child("Quiet").text().get()) == "true";
+  const bool url = QueryOr(info, "encoding-type") == "url";
+  std::string body = kXmlDecl;
+  body += "<DeleteResult>";
+  int count = 0;
+  for (auto o : del.children("Object")) {
+    if (++count > 1000) return Error(info, 400, "MalformedXML", "More than 1000 keys.");
+    std::string key = o.child("Key").text().get();
+    if (url) {
+      auto d = PercentDecode(key);
+      if (d.ok()) key = d.value();
+    }
+    store_.Delete(info.bucket, key);
+    if (!quiet) {
+      body += "<Deleted>";
+      AppendElement(body, "Key", url ? PercentEncode(key, true) : key);
+      body += "</Deleted>";
+    }
+  }
+  if (url) AppendElement(body, "EncodingType", "url");
+  body += "</DeleteResult>\n";
+  Response r;
+  r.SetText(std::move(body), "application/xml");
+  return r;
+}
+
+}  // namespace ossmount::testserver

@@ -1,0 +1,54 @@
+#include "server_context.h"
+
+namespace ossmount::testserver {
+
+namespace {
+Response Json(unsigned status, std::string body) {
+  Response r;
+  r.status = status;
+  r.SetText(std::move(body) + "\n", "application/json");
+  return r;
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) continue;
+    out += c;
+  }
+  return out + "\"";
+}
+}  // namespace
+
+Response HandleControl(const RequestInfo& info, ServerContext& ctx) {
+  const std::string what = info.path.substr(std::string("/_ossmount/").size());
+  if (what == "stats" && info.method == "GET") return Json(200, ctx.stats.ToJson());
+  if (what == "health" && info.method == "GET") return Json(200, "{\"ok\":true}");
+  if (what == "reset" && info.method == "POST") {
+    ctx.stats.Reset();
+    return Json(200, "{\"ok\":true}");
+  }
+  if (what == "faults" && info.method == "GET") return Json(200, ctx.faults.settings().ToJson());
+  if (what == "faults" && info.method == "POST") {
+    FaultSettings s = ctx.faults.settings();
+    for (const auto& [name, value] : info.query) {
+      if (name == "clear") {
+        s = FaultSettings();
+        continue;
+      }
+      Status st = s.Set(name, value);
+      if (!st.ok()) return Json(400, "{\"error\":" + JsonString(st.message()) + "}");
+    }
+    ctx.faults.set_settings(s);
+    return Json(200, s.ToJson());
+  }
+  if (what == "rescan" && info.method == "POST") {
+    Status st = ctx.store.Scan();
+    if (!st.ok()) return Json(500, "{\"error\":" + JsonString(st.message()) + "}");
+    return Json(200, "{\"ok\":true}");
+  }
+  return Json(404, "{\"error\":\"unknown control request\"}");
+}
+
+}  // namespace ossmount::testserver

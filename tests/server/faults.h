@@ -1,0 +1,95 @@
+// Fault injection for the test server: latency (time to first byte), error responses,
+// connection resets, truncated bodies, stalls, bandwidth caps and corrupted bytes.
+//
+// Each fault is a probability per request, drawn from a generator seeded with --seed and the
+// request's sequence number, so a single-connection run is reproducible. Latency applies to
+// every object-API request (OSS latency lives in time to first byte for every operation);
+// the other faults apply only to the operation classes in fault_ops (default: get).
+//
+// Thread-safety: FaultInjector may be used from any thread; settings can be replaced at run
+// time (control API) and take effect for requests planned afterwards.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ossmount/status.h"
+
+namespace ossmount::testserver {
+
+// Operation classes faults can be limited to.
+enum class FaultOp { kGet, kHead, kList, kPut, kDelete, kOther };
+
+struct ErrorKind {
+  unsigned status = 500;
+  std::string code;  // InternalError, ServiceUnavailable, SlowDown, ...
+  std::string message;
+};
+
+struct FaultSettings {
+  double ttfb_ms = 0;      // fixed time to first byte
+  double ttfb_p50_ms = 0;  // lognormal when both p50 and p99 are set
+  double ttfb_p99_ms = 0;
+  double error_rate = 0;
+  std::vector<std::string> error_kinds{"500", "503", "SlowDown"};
+  int retry_after_s = 0;  // Retry-After header on injected 503/429 when > 0
+  double reset_rate = 0;
+  double truncate_rate = 0;
+  double stall_rate = 0;
+  int stall_ms = 2000;
+  double bandwidth_mbps = 0;  // megabits per second per connection; 0 = unlimited
+  double corrupt_rate = 0;
+  std::set<FaultOp> fault_ops{FaultOp::kGet};
+
+  // Sets one setting by its command-line name without dashes ("error-rate", "fault-ops",
+  // ...). kInvalidArgument for an unknown name or a bad value.
+  Status Set(std::string_view name, std::string_view value);
+  std::string ToJson() const;
+};
+
+// What to do to one request.
+struct FaultPlan {
+  uint64_t sequence = 0;
+  std::chrono::microseconds delay{0};
+  bool error = false;
+  ErrorKind error_kind;
+  int retry_after_s = 0;
+  enum class Cut { kNone, kResetBeforeHeaders, kResetInBody, kTruncate } cut = Cut::kNone;
+  double cut_fraction = 0;  // where in the body the cut happens, in [0, 1)
+  bool stall = false;
+  double stall_fraction = 0;
+  std::chrono::milliseconds stall_for{0};
+  bool corrupt = false;
+  double corrupt_fraction = 0;
+  double bytes_per_second = 0;  // 0 = unlimited
+};
+
+class FaultInjector {
+ public:
+  FaultInjector(FaultSettings settings, uint64_t seed);
+
+  // Decides the faults for the next request of class `op`. `latency_only` requests (control
+  // API) get an empty plan.
+  FaultPlan Plan(FaultOp op);
+
+  FaultSettings settings() const;
+  void set_settings(FaultSettings settings);
+
+ private:
+  const uint64_t seed_;
+  std::atomic<uint64_t> sequence_{0};
+  mutable std::mutex mu_;
+  std::shared_ptr<const FaultSettings> settings_;  // guarded by mu_
+};
+
+// Maps an --error-kinds entry to the response it produces; kInvalidArgument if unknown.
+Result<ErrorKind> ParseErrorKind(std::string_view name);
+
+}  // namespace ossmount::testserver

@@ -1,0 +1,69 @@
+// ObjectApi: executes OSS/S3 object-API requests against an ObjectStore.
+//
+// Every method returns a complete Response (errors as the dialect's XML error body; HEAD
+// errors without a body). The session adds nothing but Content-Length and Connection; the
+// common headers (request id, Date, Server) come from AddCommonHeaders().
+//
+// Thread-safety: Handle() may run concurrently; state lives in the store and upload registry.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "multipart.h"
+#include "object_store.h"
+#include "request_info.h"
+#include "response.h"
+
+namespace ossmount::testserver {
+
+struct ApiOptions {
+  uint64_t min_part_size = 100 * 1024;  // OSS: every part but the last >= 100 KB
+  std::string region = "cn-hangzhou";   // GetBucketLocation
+};
+
+class ObjectApi {
+ public:
+  ObjectApi(ObjectStore& store, MultipartUploads& uploads, ApiOptions options)
+      : store_(store), uploads_(uploads), options_(std::move(options)) {}
+
+  Response Handle(const RequestInfo& info, HttpRequest& req);
+
+  // The dialect's error response: OSS <Error> with Code, Message, RequestId, HostId, EC (and
+  // Key when given); S3 the same without EC. HEAD requests get the status and no body.
+  static Response Error(const RequestInfo& info, unsigned status, const std::string& code,
+                        const std::string& message, const std::string& key = "");
+  // x-oss-request-id (or x-amz-request-id and x-amz-id-2), Date, Server.
+  static void AddCommonHeaders(const RequestInfo& info, Response& r);
+
+ private:
+  Response GetOrHead(const RequestInfo& info, const HttpRequest& req, bool head);
+  Response Put(const RequestInfo& info, HttpRequest& req);
+  Response Copy(const RequestInfo& info, const HttpRequest& req);
+  Response DeleteObject(const RequestInfo& info);
+  Response InitiateMultipart(const RequestInfo& info, const HttpRequest& req);
+  Response UploadPart(const RequestInfo& info, HttpRequest& req);
+  Response CompleteMultipart(const RequestInfo& info, const HttpRequest& req);
+  Response AbortMultipart(const RequestInfo& info);
+  // bucket_api.cc
+  Response ListObjects(const RequestInfo& info, bool v2);
+  Response ListBuckets(const RequestInfo& info);
+  Response BucketOp(const RequestInfo& info, const HttpRequest& req);
+  Response DeleteMultiple(const RequestInfo& info, const HttpRequest& req);
+
+  // A failed multipart/store Status as an error response ("Code: message" messages).
+  static Response FromStatus(const RequestInfo& info, const Status& s);
+
+  ObjectStore& store_;
+  MultipartUploads& uploads_;
+  const ApiOptions options_;
+};
+
+// A fresh 24-hex-digit request id.
+std::string NewRequestId();
+
+// Status, code and EC of the well-known errors (EC values are illustrative except
+// NoSuchKey's 0026-00000001, which OSS documents).
+const char* ErrorCenterCode(const std::string& code);
+
+}  // namespace ossmount::testserver

@@ -1,0 +1,86 @@
+#include "server.h"
+
+#include <boost/asio/strand.hpp>
+#include <fstream>
+#include <thread>
+
+#include "http_session.h"
+
+namespace ossmount::testserver {
+
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+Server::Server(ServerOptions options)
+    : options_(std::move(options)),
+      ioc_(std::max(1, options_.threads)),
+      acceptor_(ioc_),
+      signals_(ioc_, SIGINT, SIGTERM),
+      ctx_(std::make_unique<ServerContext>(options_)) {}
+
+Server::~Server() = default;
+
+Status Server::Start() {
+  Status s = ctx_->store.Scan();
+  if (!s.ok()) return s;
+  for (const auto& b : options_.buckets) {
+    s = ctx_->store.CreateBucket(b);
+    if (!s.ok()) return s.Prefix("bucket '" + b + "'");
+  }
+  boost::system::error_code ec;
+  auto address = asio::ip::make_address(options_.host, ec);
+  if (ec) return Status(ErrorCode::kInvalidArgument, "bad --host '" + options_.host + "'");
+  tcp::endpoint endpoint(address, options_.port);
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status(ErrorCode::kInvalidArgument, "cannot listen on " + options_.host + ":" +
+                                                   std::to_string(options_.port) + ": " +
+                                                   ec.message());
+  }
+  port_ = acceptor_.local_endpoint().port();
+  if (!options_.port_file.empty()) {
+    std::string tmp = options_.port_file + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << port_ << "\n";
+      if (!f) return Status(ErrorCode::kInvalidArgument, "cannot write --port-file");
+    }
+    std::rename(tmp.c_str(), options_.port_file.c_str());
+  }
+  signals_.async_wait([this](const boost::system::error_code& e, int) {
+    if (!e) Stop();
+  });
+  DoAccept();
+  return Status::Ok();
+}
+
+void Server::DoAccept() {
+  acceptor_.async_accept(asio::make_strand(ioc_),
+                         [this](boost::system::error_code ec, tcp::socket socket) {
+                           if (!ec) {
+                             std::make_shared<HttpSession>(std::move(socket), *ctx_)->Start();
+                           }
+                           if (acceptor_.is_open()) DoAccept();
+                         });
+}
+
+void Server::Run() {
+  std::vector<std::thread> threads;
+  for (int i = 1; i < options_.threads; ++i) threads.emplace_back([this] { ioc_.run(); });
+  ioc_.run();
+  for (auto& t : threads) t.join();
+}
+
+void Server::Stop() {
+  asio::post(ioc_, [this] {
+    boost::system::error_code ec;
+    acceptor_.close(ec);
+    signals_.cancel(ec);
+    ioc_.stop();
+  });
+}
+
+}  // namespace ossmount::testserver

@@ -1,0 +1,58 @@
+// ServerContext: everything a connection needs, owned by the Server and shared (by
+// reference) by all sessions. Each member is thread-safe on its own.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "auth_check.h"
+#include "faults.h"
+#include "multipart.h"
+#include "object_api.h"
+#include "object_store.h"
+#include "stats.h"
+
+namespace ossmount::testserver {
+
+struct ServerOptions {
+  std::string root;
+  std::vector<std::string> buckets;  // created (as directories) at start
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;
+  std::string port_file;
+  int threads = 2;
+  AuthSettings auth;
+  FaultSettings faults;
+  uint64_t seed = 1;
+  uint64_t memory_cache_mb = 512;
+  uint64_t max_body_mb = 5120;  // largest PUT/part body accepted
+  int idle_timeout_s = 120;     // a keep-alive connection idle this long is closed
+  int write_timeout_s = 300;    // a client that reads nothing for this long is dropped
+  bool access_log = false;      // one line per request on stderr
+  ApiOptions api;
+};
+
+struct ServerContext {
+  explicit ServerContext(const ServerOptions& o)
+      : options(o),
+        store(o.root, o.memory_cache_mb << 20),
+        api(store, uploads, o.api),
+        auth(o.auth),
+        faults(o.faults, o.seed) {}
+
+  const ServerOptions options;
+  ObjectStore store;
+  MultipartUploads uploads;
+  ObjectApi api;
+  RequestAuthenticator auth;
+  FaultInjector faults;
+  ServerStats stats;
+};
+
+// Handles /_ossmount/...: GET stats, POST reset, GET/POST faults (query = settings; "clear"
+// restores the start-up defaults of no faults first), POST rescan, GET health.
+Response HandleControl(const RequestInfo& info, ServerContext& ctx);
+
+}  // namespace ossmount::testserver
