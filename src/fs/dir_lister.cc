@@ -47,7 +47,8 @@ struct ListState : std::enable_shared_from_this<ListState> {
       std::string examples;
       for (const auto& k : builder.hidden_examples()) {
         if (!examples.empty()) examples += ", ";
-        examples += "'" + k + "'";
+        // Keys are not secret, but may be long: enough to find them in the bucket.
+        examples += "'" + (k.size() > 80 ? k.substr(0, 77) + "..." : k) + "'";
       }
       spdlog::info(
           "listing '{}': {} entries shown, {} keys hidden as invalid POSIX names (e.g. {}), {} "

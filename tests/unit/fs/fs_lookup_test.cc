@@ -1,0 +1,312 @@
+// Lookup, GetAttr, TTLs, negative caching, hidden names, clashes, markers, inode lifetime.
+#include "fs_harness.h"
+
+using namespace fstest;
+
+TEST_CASE("Lookup of unlisted names: file, directory, missing; negative cache and its TTL") {
+  FsOptions options = Harness::DefaultOptions();
+  options.metadata_ttl = 60s;
+  options.negative_ttl = 5s;
+  Harness h(options);
+  h.fake->PutObject("f.bin", "hello");
+  h.fake->PutObject("d/x", "x");
+
+  auto f = h.Lookup(kRootInode, "f.bin");
+  REQUIRE(f.ok());
+  CHECK(!f->attr.is_dir);
+  CHECK(f->attr.size == 5);
+  CHECK((f->attr.mode & 0777) == 0444);
+  CHECK(f->entry_timeout == 60);
+  CHECK(h.fake->count(Op::kHead) == 1);
+  CHECK(h.fake->count(Op::kList) == 1);
+  // The probe LIST asks for 'name/' with max-keys 1.
+  for (const auto& r : h.fake->requests()) {
+    if (r.op == Op::kList) {
+      CHECK(r.key == "f.bin/");
+      CHECK(r.max_keys == 1);
+    }
+  }
+
+  auto d = h.Lookup(kRootInode, "d");
+  REQUIRE(d.ok());
+  CHECK(d->attr.is_dir);
+  CHECK((d->attr.mode & S_IFMT) == S_IFDIR);
+
+  auto missing = h.Lookup(kRootInode, "missing");
+  REQUIRE(!missing.ok());
+  CHECK(missing.status().ToErrno() == ENOENT);
+  CHECK(h.fake->count(Op::kHead) == 3);
+  CHECK(h.fake->total_count() == 6);
+
+  // Everything is cached now: no requests.
+  CHECK(h.Lookup(kRootInode, "f.bin").ok());
+  CHECK(h.Lookup(kRootInode, "d").ok());
+  CHECK(h.Lookup(kRootInode, "missing").status().ToErrno() == ENOENT);
+  CHECK(h.GetAttr(f->attr.ino)->attr.size == 5);
+  CHECK(h.fake->total_count() == 6);
+
+  // The missing name appears; the negative entry hides it until negative_ttl passes.
+  h.fake->PutObject("missing", "now here");
+  h.Advance(4999ms);
+  CHECK(h.Lookup(kRootInode, "missing").status().ToErrno() == ENOENT);
+  CHECK(h.fake->total_count() == 6);
+  h.Advance(1ms);
+  auto found = h.Lookup(kRootInode, "missing");
+  REQUIRE(found.ok());
+  CHECK(found->attr.size == 8);
+  CHECK(h.fake->total_count() == 8);
+
+  // Positive entries expire after metadata_ttl: GetAttr revalidates and sees the change.
+  h.fake->PutObject("f.bin", "hello, world");
+  CHECK(h.GetAttr(f->attr.ino)->attr.size == 5);
+  h.Advance(60s);
+  auto fresh = h.GetAttr(f->attr.ino);
+  REQUIRE(fresh.ok());
+  CHECK(fresh->attr.size == 12);
+  CHECK(fresh->attr.ino == f->attr.ino);
+  CHECK(h.fake->total_count() == 10);
+  // And a deleted object becomes ENOENT once revalidated.
+  h.fake->DeleteObject("f.bin");
+  h.Advance(60s);
+  CHECK(h.GetAttr(f->attr.ino).status().ToErrno() == ENOENT);
+}
+
+TEST_CASE("A fully listed directory answers missing names with no request") {
+  Harness h;
+  h.fake->PutObject("a", "1");
+  REQUIRE(h.List(kRootInode).ok());
+  h.fake->ResetCounters();
+  CHECK(h.Lookup(kRootInode, "nothere").status().ToErrno() == ENOENT);
+  // Added after the listing: invisible under the indefinite TTL (the dataset setting).
+  h.fake->PutObject("late", "2");
+  CHECK(h.Lookup(kRootInode, "late").status().ToErrno() == ENOENT);
+  CHECK(h.fake->total_count() == 0);
+}
+
+TEST_CASE("Names that cannot be POSIX paths fail without a request") {
+  Harness h;
+  h.fake->PutObject("secret-outside", "x");
+  struct Row {
+    std::string name;
+    int err;
+  };
+  const std::vector<Row> rows = {
+      {".", ENOENT},
+      {"..", ENOENT},
+      {"", ENOENT},
+      {"a/b", EINVAL},
+      {"../secret-outside", EINVAL},
+      {std::string("a\0b", 3), EINVAL},
+      {std::string(256, 'n'), EINVAL},  // ENAMETOOLONG once status.h has a code for it
+  };
+  for (const auto& row : rows) {
+    INFO("name of " << row.name.size() << " bytes: " << row.name);
+    auto r = h.Lookup(kRootInode, row.name);
+    REQUIRE(!r.ok());
+    CHECK(r.status().ToErrno() == row.err);
+  }
+  CHECK(h.fake->total_count() == 0);
+}
+
+TEST_CASE("Hidden keys are invisible and not resolvable; the mount prefix is a jail") {
+  FsOptions options = Harness::DefaultOptions();
+  options.prefix = "mnt/";
+  Harness h(options);
+  h.fake->PutObject("mnt/dir/ok.jpg", "ok");
+  h.fake->PutObject("mnt/dir//empty-component", "x");
+  h.fake->PutObject("mnt/dir/./dot", "x");
+  h.fake->PutObject("mnt/dir/../dotdot", "x");
+  h.fake->PutObject("mnt/dir/" + std::string(256, 'L'), "x");
+  h.fake->PutObject("mnt/dir/" + std::string(256, 'D') + "/x", "x");
+  h.fake->PutObject("mnt//leading", "x");
+  h.fake->PutObject("secret", "outside the prefix");
+
+  auto root = h.List(kRootInode);
+  REQUIRE(root.ok());
+  CHECK(EntryNames(*root) == std::vector<std::string>{"dir/"});
+  auto dir = h.Lookup(kRootInode, "dir");
+  REQUIRE(dir.ok());
+  auto entries = h.List(dir->attr.ino);
+  REQUIRE(entries.ok());
+  CHECK(EntryNames(*entries) == std::vector<std::string>{"ok.jpg"});
+
+  CHECK(h.Lookup(dir->attr.ino, "..").status().ToErrno() == ENOENT);
+  CHECK(h.Lookup(dir->attr.ino, ".").status().ToErrno() == ENOENT);
+  CHECK(h.Lookup(dir->attr.ino, std::string(256, 'L')).status().ToErrno() == EINVAL);
+  CHECK(h.Lookup(kRootInode, "..").status().ToErrno() == ENOENT);
+  CHECK(h.Lookup(kRootInode, "secret").status().ToErrno() == ENOENT);
+  for (const auto& r : h.fake->requests()) {
+    CHECK(r.key.rfind("mnt/", 0) == 0);  // nothing outside the prefix was ever asked for
+  }
+}
+
+TEST_CASE("A file and a directory of the same name show as the directory") {
+  Harness h;
+  h.fake->PutObject("c", "a file named c");
+  h.fake->PutObject("c/inner", "inside");
+  SECTION("from a listing") {
+    auto root = h.List(kRootInode);
+    REQUIRE(root.ok());
+    CHECK(EntryNames(*root) == std::vector<std::string>{"c/"});
+    auto c = h.Lookup(kRootInode, "c");
+    REQUIRE(c.ok());
+    CHECK(c->attr.is_dir);
+  }
+  SECTION("from a probe") {
+    auto c = h.Lookup(kRootInode, "c");
+    REQUIRE(c.ok());
+    CHECK(c->attr.is_dir);
+    CHECK(h.fake->count(Op::kHead) == 1);
+    CHECK(h.fake->count(Op::kList) == 1);
+    auto inner = h.List(c->attr.ino);
+    REQUIRE(inner.ok());
+    CHECK(EntryNames(*inner) == std::vector<std::string>{"inner"});
+  }
+}
+
+TEST_CASE("Marker-only directories appear and the marker is not a file") {
+  Harness h;
+  h.fake->PutObject("empty/", "");
+  h.fake->PutObject("nonzero/", "marker with a body");
+  h.fake->PutObject("nonzero/file", "f");
+  h.fake->PutObject("deep/a/b/", "");
+  SECTION("listed") {
+    auto root = h.List(kRootInode);
+    REQUIRE(root.ok());
+    CHECK(EntryNames(*root) == std::vector<std::string>{"deep/", "empty/", "nonzero/"});
+    auto empty = h.Lookup(kRootInode, "empty");
+    REQUIRE(empty.ok());
+    auto inside = h.List(empty->attr.ino);
+    REQUIRE(inside.ok());
+    CHECK(inside->empty());
+    auto nonzero = h.Lookup(kRootInode, "nonzero");
+    REQUIRE(nonzero.ok());
+    CHECK(EntryNames(*h.List(nonzero->attr.ino)) == std::vector<std::string>{"file"});
+  }
+  SECTION("probed") {
+    auto empty = h.Lookup(kRootInode, "empty");
+    REQUIRE(empty.ok());
+    CHECK(empty->attr.is_dir);
+    auto deep = h.Lookup(kRootInode, "deep");
+    REQUIRE(deep.ok());
+    auto a = h.Lookup(deep->attr.ino, "a");
+    REQUIRE(a.ok());
+    auto b = h.Lookup(a->attr.ino, "b");
+    REQUIRE(b.ok());
+    CHECK(b->attr.is_dir);
+  }
+}
+
+TEST_CASE("TTL 0 asks the server every time and tells the kernel not to cache") {
+  FsOptions options = Harness::DefaultOptions();
+  options.metadata_ttl = 0ms;
+  options.negative_ttl = 0ms;
+  Harness h(options);
+  h.fake->PutObject("f", "data");
+  REQUIRE(h.List(kRootInode).ok());
+  REQUIRE(h.List(kRootInode).ok());
+  CHECK(h.fake->count(Op::kList) == 2);
+  auto a = h.Lookup(kRootInode, "f");
+  REQUIRE(a.ok());
+  CHECK(a->entry_timeout == 0);
+  CHECK(a->attr_timeout == 0);
+  REQUIRE(h.Lookup(kRootInode, "f").ok());
+  CHECK(h.fake->count(Op::kHead) == 2);
+  REQUIRE(h.GetAttr(a->attr.ino).ok());
+  CHECK(h.fake->count(Op::kHead) == 3);
+  auto open = h.Open(a->attr.ino);
+  REQUIRE(open.ok());
+  CHECK(!open->keep_cache);
+  CHECK(h.fake->count(Op::kHead) == 4);
+  h.fs->Release(a->attr.ino, open->fh);
+}
+
+TEST_CASE("A listing older than metadata_ttl is fetched again on the next OpenDir") {
+  FsOptions options = Harness::DefaultOptions();
+  options.metadata_ttl = 30s;
+  Harness h(options);
+  h.fake->PutObject("a", "1");
+  REQUIRE(h.List(kRootInode)->size() == 1);
+  h.fake->PutObject("b", "2");
+  REQUIRE(h.List(kRootInode)->size() == 1);
+  CHECK(h.fake->count(Op::kList) == 1);
+  h.Advance(30s);
+  REQUIRE(h.List(kRootInode)->size() == 2);
+  CHECK(h.fake->count(Op::kList) == 2);
+}
+
+TEST_CASE("Forget drops inodes when the kernel's count reaches zero") {
+  Harness h;
+  h.fake->PutObject("d/a", "1");
+  h.fake->PutObject("d/b", "2");
+  const size_t base = h.fs->stats().inodes;
+  auto a1 = h.Lookup(kRootInode, "d");
+  REQUIRE(a1.ok());
+  auto a2 = h.Lookup(kRootInode, "d");
+  CHECK(a2->attr.ino == a1->attr.ino);
+  CHECK(h.fs->stats().inodes == base + 1);
+  h.fs->Forget(a1->attr.ino, 1);
+  REQUIRE(h.GetAttr(a1->attr.ino).ok());
+  h.fs->Forget(a1->attr.ino, 1);
+  CHECK(h.fs->stats().inodes == base);
+  CHECK(h.GetAttr(a1->attr.ino).status().ToErrno() == ENOENT);
+  auto again = h.Lookup(kRootInode, "d");
+  REQUIRE(again.ok());
+  CHECK(again->attr.ino != a1->attr.ino);
+
+  // readdirplus: the adapter adds a reference per entry handed out; forgetting them drops all.
+  auto entries = h.List(again->attr.ino);
+  REQUIRE(entries->size() == 2);
+  CHECK(h.fs->stats().inodes == base + 3);
+  for (const auto& e : *entries) h.fs->AddLookup(e.entry.attr.ino);
+  for (const auto& e : *entries) h.fs->Forget(e.entry.attr.ino, 1);
+  h.fs->Forget(again->attr.ino, 1);
+  CHECK(h.fs->stats().inodes == base);
+  CHECK(h.fs->InodeOf("") == kRootInode);
+}
+
+TEST_CASE("Concurrent lookups of one unknown name share one probe") {
+  Harness h;
+  h.fake->PutObject("x", "1");
+  h.fake->Pause();
+  std::vector<std::future<Result<Entry>>> futures;
+  for (int i = 0; i < 8; ++i) {
+    auto p = std::make_shared<std::promise<Result<Entry>>>();
+    futures.push_back(p->get_future());
+    h.fs->Lookup(kRootInode, "x", [p](Result<Entry> r) { p->set_value(std::move(r)); });
+  }
+  h.fake->Resume();
+  InodeId ino = 0;
+  for (auto& f : futures) {
+    REQUIRE(f.wait_for(60s) == std::future_status::ready);
+    auto r = f.get();
+    REQUIRE(r.ok());
+    if (ino == 0) ino = r->attr.ino;
+    CHECK(r->attr.ino == ino);
+  }
+  CHECK(h.fake->count(Op::kHead) == 1);
+  CHECK(h.fake->count(Op::kList) == 1);
+}
+
+TEST_CASE("Callbacks never run inside the call, even when answered from the cache") {
+  boost::asio::io_context io;  // not running
+  auto fake = std::make_shared<FakeObjectClient>(io);
+  auto fs = MakeObjectFilesystem(io, fake, Harness::DefaultOptions());
+  bool called = false;
+  fs->Lookup(kRootInode, "..", [&](Result<Entry>) { called = true; });
+  fs->GetAttr(kRootInode, [&](Result<AttrReply>) { called = true; });
+  fs->OpenDir(kRootInode, [&](Result<uint64_t>) { called = true; });
+  fs->Open(kRootInode, O_WRONLY, [&](Result<OpenReply>) { called = true; });
+  CHECK(!called);
+  io.run();
+  CHECK(called);
+}
+
+TEST_CASE("StatFs is synthetic and sensible") {
+  Harness h;
+  StatFs s = h.fs->GetStatFs();
+  CHECK(s.name_max == 255);
+  CHECK(s.block_size > 0);
+  CHECK(s.blocks >= (1ull << 30));
+  CHECK(h.fake->total_count() == 0);
+}

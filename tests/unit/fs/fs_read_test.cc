@@ -1,0 +1,196 @@
+// Open and Read: small files whole in one GET, large files by pinned ranged GETs.
+#include "fs_harness.h"
+
+using namespace fstest;
+
+namespace {
+
+Entry MustLookup(Harness& h, const std::string& name) {
+  auto e = h.Lookup(kRootInode, name);
+  REQUIRE(e.ok());
+  return *e;
+}
+
+}  // namespace
+
+TEST_CASE("Any write access is EROFS; directories cannot be opened as files") {
+  Harness h;
+  h.fake->PutObject("f", "1");
+  h.fake->PutObject("d/x", "1");
+  auto f = MustLookup(h, "f");
+  for (int flags :
+       {O_WRONLY, O_RDWR, O_RDONLY | O_TRUNC, O_WRONLY | O_APPEND, O_RDONLY | O_CREAT}) {
+    INFO("flags " << flags);
+    CHECK(h.Open(f.attr.ino, flags).status().ToErrno() == EROFS);
+  }
+  CHECK(h.Open(f.attr.ino, O_RDONLY).ok());
+  CHECK(!h.Open(MustLookup(h, "d").attr.ino).ok());
+  CHECK(h.fake->count(Op::kPut) == 0);
+}
+
+TEST_CASE("Small file: one whole GET, every read served from it, past EOF is empty") {
+  Harness h;
+  const std::string data = Content(300 * 1024, 1);
+  h.fake->PutObject("f", data);
+  auto f = MustLookup(h, "f");
+  auto open = h.Open(f.attr.ino);
+  REQUIRE(open.ok());
+  h.fake->ResetCounters();
+  CHECK(*h.Read(f.attr.ino, open->fh, 1000, 10) == data.substr(1000, 10));
+  CHECK(*h.Read(f.attr.ino, open->fh, 0, 1 << 20) == data);
+  CHECK(*h.Read(f.attr.ino, open->fh, data.size() - 5, 100) == data.substr(data.size() - 5));
+  CHECK(h.Read(f.attr.ino, open->fh, data.size(), 100)->empty());
+  CHECK(h.Read(f.attr.ino, open->fh, data.size() + 4096, 100)->empty());
+  CHECK(*h.ReadAll(f.attr.ino, open->fh) == data);
+  CHECK(h.fake->count(Op::kGet) == 1);
+  CHECK(h.fs->stats().whole_objects == 1);
+  h.fs->Release(f.attr.ino, open->fh);
+  CHECK(h.fs->stats().whole_objects == 0);
+}
+
+TEST_CASE("Small file read replies point into the shared buffer") {
+  Harness h;
+  h.fake->PutObject("f", Content(5000, 2));
+  auto f = MustLookup(h, "f");
+  auto open = h.Open(f.attr.ino);
+  auto read = [&](off_t off) {
+    return h.Wait<ReadReply>(
+        [&](Callback<ReadReply> cb) { h.fs->Read(f.attr.ino, open->fh, off, 100, cb); });
+  };
+  auto a = read(0);
+  auto b = read(1000);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(a->owner == b->owner);
+  CHECK(b->data == a->data + 1000);
+  h.fs->Release(f.attr.ino, open->fh);
+}
+
+TEST_CASE("Empty files need no GET") {
+  Harness h;
+  h.fake->PutObject("empty", "");
+  auto e = MustLookup(h, "empty");
+  CHECK(e.attr.size == 0);
+  auto open = h.Open(e.attr.ino);
+  REQUIRE(open.ok());
+  CHECK(h.Read(e.attr.ino, open->fh, 0, 4096)->empty());
+  CHECK(h.fake->count(Op::kGet) == 0);
+  h.fs->Release(e.attr.ino, open->fh);
+}
+
+TEST_CASE("Concurrent reads of one small file through many handles cost one GET") {
+  Harness h;
+  const std::string data = Content(110 * 1024, 3);
+  h.fake->PutObject("img.jpg", data);
+  auto f = MustLookup(h, "img.jpg");
+  std::vector<uint64_t> handles;
+  for (int i = 0; i < 8; ++i) handles.push_back(h.Open(f.attr.ino)->fh);
+  h.fake->Pause();
+  std::vector<std::future<Result<std::string>>> futures;
+  for (int i = 0; i < 16; ++i) {
+    auto p = std::make_shared<std::promise<Result<std::string>>>();
+    futures.push_back(p->get_future());
+    h.fs->Read(f.attr.ino, handles[i % 8], (i % 2) * 65536, 65536, [p](Result<ReadReply> r) {
+      if (!r.ok()) return p->set_value(r.status());
+      p->set_value(std::string(r->data, r->size));
+    });
+  }
+  h.fake->Resume();
+  for (int i = 0; i < 16; ++i) {
+    REQUIRE(futures[i].wait_for(60s) == std::future_status::ready);
+    auto r = futures[i].get();
+    REQUIRE(r.ok());
+    CHECK(*r == data.substr((i % 2) * 65536, 65536));
+  }
+  CHECK(h.fake->count(Op::kGet) == 1);
+  // The buffer lives while any handle holds it and goes with the last one.
+  for (int i = 0; i < 7; ++i) h.fs->Release(f.attr.ino, handles[i]);
+  CHECK(h.fs->stats().whole_objects == 1);
+  h.fs->Release(f.attr.ino, handles[7]);
+  CHECK(h.fs->stats().whole_objects == 0);
+  auto again = h.Open(f.attr.ino);
+  CHECK(*h.ReadAll(f.attr.ino, again->fh) == data);
+  CHECK(h.fake->count(Op::kGet) == 2);
+  h.fs->Release(f.attr.ino, again->fh);
+}
+
+TEST_CASE("Large file: random reads are byte-exact, GETs are aligned 1 MiB chunks pinned by etag") {
+  FsOptions options = Harness::DefaultOptions();
+  options.small_file_threshold = 64 * 1024;
+  Harness h(options);
+  const std::string data = Content((5 << 20) + (1 << 19) + 123, 4);
+  const std::string etag = h.fake->PutObject("big.bin", data);
+  auto f = MustLookup(h, "big.bin");
+  auto open = h.Open(f.attr.ino);
+  REQUIRE(open.ok());
+  h.fake->ResetCounters();
+
+  // Sequential 128 KiB reads: one GET per 1 MiB chunk.
+  CHECK(*h.ReadAll(f.attr.ino, open->fh) == data);
+  const uint64_t chunks = (data.size() + (1 << 20) - 1) >> 20;
+  CHECK(h.fake->count(Op::kGet) == chunks);
+  for (const auto& r : h.fake->requests()) {
+    CHECK(r.if_match == etag);
+    CHECK(r.offset % (1 << 20) == 0);
+    REQUIRE(r.length);
+    CHECK(*r.length <= (1u << 20));
+  }
+
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 300; ++i) {
+    uint64_t off = rng() % (data.size() + 1000);
+    size_t size = 1 + rng() % (1 << 20);
+    INFO("offset " << off << " size " << size);
+    auto r = h.Read(f.attr.ino, open->fh, off, size);
+    REQUIRE(r.ok());
+    if (off >= data.size()) {
+      CHECK(r->empty());
+    } else {
+      CHECK(*r == data.substr(off, size));
+    }
+  }
+  // A read spanning a chunk boundary.
+  CHECK(*h.Read(f.attr.ino, open->fh, (1 << 20) - 10, 20) == data.substr((1 << 20) - 10, 20));
+  CHECK(*h.Read(f.attr.ino, open->fh, data.size() - 1, 10) == data.substr(data.size() - 1));
+  h.fs->Release(f.attr.ino, open->fh);
+}
+
+TEST_CASE("An object changed between open and a ranged read is an error, never mixed bytes") {
+  FsOptions options = Harness::DefaultOptions();
+  options.small_file_threshold = 64 * 1024;
+  Harness h(options);
+  const std::string v1 = Content(3 << 20, 5);
+  h.fake->PutObject("big.bin", v1);
+  auto f = MustLookup(h, "big.bin");
+  auto open = h.Open(f.attr.ino);
+  REQUIRE(open.ok());
+  CHECK(*h.Read(f.attr.ino, open->fh, 0, 128 * 1024) == v1.substr(0, 128 * 1024));
+
+  SECTION("same size, new content") { h.fake->PutObject("big.bin", Content(3 << 20, 6)); }
+  SECTION("shrunk") { h.fake->PutObject("big.bin", Content(1 << 20, 6)); }
+  SECTION("deleted") { h.fake->DeleteObject("big.bin"); }
+
+  auto r = h.Read(f.attr.ino, open->fh, (2 << 20) + 5, 128 * 1024);
+  REQUIRE(!r.ok());
+  CHECK((r.status().ToErrno() == ESTALE || r.status().ToErrno() == ENOENT));
+  // A read spanning a cached v1 chunk and a missing one fails as a whole.
+  auto spanning = h.Read(f.attr.ino, open->fh, (1 << 20) - 100, 200);
+  REQUIRE(!spanning.ok());
+  // Bytes already cached from v1 are still v1 (never a mix).
+  CHECK(*h.Read(f.attr.ino, open->fh, 10, 10) == v1.substr(10, 10));
+  h.fs->Release(f.attr.ino, open->fh);
+}
+
+TEST_CASE("A small object changed after open fails the read with ESTALE") {
+  Harness h;
+  h.fake->PutObject("f", "version one");
+  auto f = MustLookup(h, "f");
+  auto open = h.Open(f.attr.ino);
+  REQUIRE(open.ok());
+  h.fake->PutObject("f", "version two!");
+  auto r = h.Read(f.attr.ino, open->fh, 0, 4096);
+  REQUIRE(!r.ok());
+  CHECK(r.status().ToErrno() == ESTALE);
+  CHECK(h.fs->stats().whole_objects == 0);
+  h.fs->Release(f.attr.ino, open->fh);
+}
