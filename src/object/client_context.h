@@ -1,0 +1,54 @@
+// ClientContext: what every request of one object client shares: the resolved options,
+// endpoints, signers, executor, clock, and the little mutable state learned from the
+// server (clock offset, data-endpoint health).
+//
+// Ownership: held by shared_ptr by the client and by every operation in flight, so an
+// operation can outlive the ObjectClient that started it. The io_context and whatever the
+// executor wraps (the FetchEngine) must outlive all of them.
+// Thread-safety: immutable after construction except the atomics below.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <optional>
+
+#include "auth/signer.h"
+#include "object/clock.h"
+#include "object/dialect.h"
+#include "object/endpoint.h"
+#include "object/http_executor.h"
+#include "ossmount/client_options.h"
+
+namespace boost::asio {
+class io_context;
+}
+
+namespace ossmount::object {
+
+// How long GET/HEAD skip the data endpoint after it failed with a connection error.
+inline constexpr std::chrono::seconds kDataEndpointCooldown{30};
+
+struct ClientContext {
+  ClientContext(boost::asio::io_context& io_context, const Dialect& d)
+      : io(io_context), dialect(d) {}
+
+  boost::asio::io_context& io;
+  const Dialect& dialect;
+  ClientOptions options;
+  Endpoint endpoint;
+  std::optional<Endpoint> data_endpoint;
+  bool path_style = false;
+  std::shared_ptr<HttpExecutor> executor;
+  std::shared_ptr<Clock> clock;
+  std::shared_ptr<const auth::Signer> signer;       // for `endpoint`
+  std::shared_ptr<const auth::Signer> data_signer;  // for `data_endpoint`
+
+  // Server time minus local time, learned from a RequestTimeTooSkewed reply; added to the
+  // signing time of every later request.
+  std::atomic<int64_t> clock_offset_sec{0};
+  // Steady-clock ticks until which the data endpoint is skipped (0 = healthy).
+  std::atomic<int64_t> data_endpoint_down_until{0};
+};
+
+}  // namespace ossmount::object

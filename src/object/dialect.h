@@ -1,0 +1,29 @@
+// Dialect: the few wire differences between the OSS API and the S3 API that the shared
+// client code has to know about. Everything else (URLs, XML, status codes) is the same.
+#pragma once
+
+#include "ossmount/client_options.h"
+
+namespace ossmount::object {
+
+struct Dialect {
+  Protocol protocol;
+  const char* request_id_header;     // where the server puts its request id
+  const char* storage_class_header;  // HEAD response
+  // OSS only: "x-oss-range-behavior: standard" makes an out-of-bounds range a 416 instead
+  // of a 200 with the whole object (OSS_PROTOCOL.md §5.1).
+  bool send_range_behavior;
+  // OSS only: the whole-object CRC-64/XZ header. S3's x-amz-checksum-crc64nvme is a
+  // different polynomial and is deliberately ignored. nullptr when the protocol has none.
+  const char* crc64_header;
+
+  static const Dialect& For(Protocol protocol) {
+    static const Dialect kOss{Protocol::kOss, "x-oss-request-id", "x-oss-storage-class", true,
+                              "x-oss-hash-crc64ecma"};
+    static const Dialect kS3{Protocol::kS3, "x-amz-request-id", "x-amz-storage-class", false,
+                             nullptr};
+    return protocol == Protocol::kOss ? kOss : kS3;
+  }
+};
+
+}  // namespace ossmount::object

@@ -1,0 +1,100 @@
+#include "object/get_response.h"
+
+#include <cstring>
+
+#include "common/crc64.h"
+#include "common/time_util.h"
+#include "object/headers.h"
+#include "object/response_parsers.h"
+
+namespace ossmount::object {
+namespace {
+
+char* TargetData(const GetTarget& target) {
+  return target.growable ? target.growable->data() : target.data;
+}
+
+Status ShortBody(const GetRequest& request, uint64_t got, uint64_t expected) {
+  return Status(ErrorCode::kIntegrity,
+                "GET '" + request.key + "': short body, " + std::to_string(got) + " of " +
+                    std::to_string(expected) + " bytes",
+                true);
+}
+
+}  // namespace
+
+Status CheckGetResponse(const GetRequest& request, const GetTarget& target, const http::Response& r,
+                        const Dialect& dialect, bool verify_crc64, GetResult* result) {
+  const bool ranged = request.offset > 0 || request.length.has_value();
+  uint64_t bytes = target.growable ? target.growable->size() : r.body_bytes;
+  GetResult out;
+  if (const std::string* etag = FindHeader(r.headers, "etag")) out.etag = *etag;
+  if (const std::string* modified = FindHeader(r.headers, "last-modified")) {
+    auto t = ParseRfc1123(*modified);
+    if (t.ok()) out.mtime_sec = t.value();
+  }
+  out.crc64 = ResponseCrc64(r.headers, dialect);
+
+  bool whole_object_in_target = false;
+  if (r.status == 206) {
+    const std::string* header = FindHeader(r.headers, "content-range");
+    if (!header)
+      return Status(ErrorCode::kProtocol, "GET '" + request.key + "': 206 without Content-Range");
+    auto range = ParseContentRange(*header);
+    if (!range.ok()) return range.status().Prefix("GET '" + request.key + "'");
+    if (range->first != request.offset) {
+      return Status(ErrorCode::kProtocol, "GET '" + request.key + "': asked for offset " +
+                                              std::to_string(request.offset) +
+                                              ", got Content-Range '" + *header + "'");
+    }
+    uint64_t expected = range->last - range->first + 1;
+    if (request.length && expected > *request.length) {
+      return Status(ErrorCode::kProtocol,
+                    "GET '" + request.key + "': the server sent more than the range asked for");
+    }
+    if (bytes != expected) return ShortBody(request, bytes, expected);
+    out.object_size = range->total;
+    whole_object_in_target = range->first == 0 && expected == range->total;
+  } else if (r.status == 200) {
+    if (const std::string* length = FindHeader(r.headers, "content-length")) {
+      auto expected = ParseUint64(*length);
+      if (expected && *expected != bytes) return ShortBody(request, bytes, *expected);
+    }
+    out.object_size = bytes;
+    whole_object_in_target = true;
+  } else {
+    return Status(ErrorCode::kProtocol,
+                  "GET '" + request.key + "': unexpected HTTP " + std::to_string(r.status));
+  }
+
+  if (whole_object_in_target && verify_crc64 && out.crc64) {
+    uint64_t crc = Crc64(0, TargetData(target), bytes);
+    if (crc != *out.crc64) {
+      return Status(ErrorCode::kIntegrity,
+                    "GET '" + request.key + "': CRC-64 mismatch (computed " + std::to_string(crc) +
+                        ", server says " + std::to_string(*out.crc64) + ")",
+                    true);
+    }
+  }
+
+  if (r.status == 200 && ranged) {
+    // The server ignored the Range header: keep only the part that was asked for.
+    if (request.offset >= bytes) {
+      return Status(ErrorCode::kInvalidRange,
+                    "the requested range starts at or past the end of "
+                    "object '" +
+                        request.key + "'");
+    }
+    uint64_t want = bytes - request.offset;
+    if (request.length && *request.length < want) want = *request.length;
+    char* data = TargetData(target);
+    std::memmove(data, data + request.offset, want);
+    if (target.growable) target.growable->resize(want);
+    bytes = want;
+  }
+  out.bytes = bytes;
+  *result = std::move(out);
+  return Status::Ok();
+}
+
+}  // namespace ossmount::object

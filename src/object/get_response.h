@@ -1,0 +1,28 @@
+// Checking a 2xx GET response before its bytes are handed to the caller.
+//
+//   206: Content-Range must start at the requested offset and the body must be exactly
+//        last - first + 1 bytes (fewer is a short body: kIntegrity, retryable);
+//        object_size is the Content-Range total.
+//   200: the body is the whole object (Content-Length must match, else a short body).
+//        For a ranged request (a server that ignored Range, or OSS without standard range
+//        behaviour) the wanted part is moved to the start of the target and `bytes` says
+//        how much; a range starting at or past the end is kInvalidRange. If the whole
+//        object did not fit a fixed target the transport already failed (body_overflow).
+//   CRC: whenever the target holds the whole object (200, or a 206 covering all of it) and
+//        the server sent x-oss-hash-crc64ecma (OSS only), the bytes are checked against
+//        it; a mismatch is kIntegrity, retryable. Nothing is reported as read on error.
+// Pure function of its inputs; thread-safe for distinct targets.
+#pragma once
+
+#include "http/fetch_engine.h"
+#include "object/dialect.h"
+#include "ossmount/object_client.h"
+#include "ossmount/status.h"
+
+namespace ossmount::object {
+
+Status CheckGetResponse(const GetRequest& request, const GetTarget& target,
+                        const http::Response& response, const Dialect& dialect, bool verify_crc64,
+                        GetResult* result);
+
+}  // namespace ossmount::object

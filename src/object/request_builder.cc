@@ -1,0 +1,186 @@
+#include "object/request_builder.h"
+
+#include "common/url.h"
+#include "object/headers.h"
+
+namespace ossmount::object {
+
+std::string EncodeQuery(const auth::Params& query) {
+  std::string out;
+  for (const auto& [name, value] : query) {
+    if (!out.empty()) out += '&';
+    out += PercentEncode(name);
+    if (!value.empty()) {
+      out += '=';
+      out += PercentEncode(value);
+    }
+  }
+  return out;
+}
+
+WireRequest BuildWireRequest(const RequestSpec& spec, const Endpoint& endpoint,
+                             const std::string& bucket, bool path_style) {
+  WireRequest wire;
+  auth::SignableRequest& s = wire.signable;
+  s.method = spec.method;
+  s.bucket = bucket;
+  s.key = spec.key;
+  s.query = spec.query;
+  s.headers = spec.headers;
+
+  std::string host;
+  std::string encoded_path;
+  if (path_style) {
+    host = endpoint.host;
+    // Bucket-level requests go to "/bucket" (no trailing slash), object requests to
+    // "/bucket/key".
+    s.path = "/" + bucket + (spec.key.empty() ? "" : "/" + spec.key);
+    encoded_path = "/" + PercentEncode(bucket) +
+                   (spec.key.empty() ? "" : "/" + PercentEncode(spec.key, /*keep_slash=*/true));
+  } else {
+    host = bucket + "." + endpoint.host;
+    s.path = "/" + spec.key;
+    encoded_path = "/" + PercentEncode(spec.key, /*keep_slash=*/true);
+  }
+  SetHeader(s.headers, "Host", host);
+  wire.url = endpoint.scheme + "://" + host + encoded_path;
+  std::string query = EncodeQuery(spec.query);
+  if (!query.empty()) wire.url += "?" + query;
+  return wire;
+}
+
+RequestSpec ListSpec(const ListRequest& request) {
+  RequestSpec spec;
+  spec.method = "GET";
+  spec.query.emplace_back("list-type", "2");
+  if (!request.prefix.empty()) spec.query.emplace_back("prefix", request.prefix);
+  if (!request.delimiter.empty()) spec.query.emplace_back("delimiter", request.delimiter);
+  spec.query.emplace_back("max-keys", std::to_string(request.max_keys));
+  if (!request.continuation_token.empty()) {
+    spec.query.emplace_back("continuation-token", request.continuation_token);
+  }
+  spec.query.emplace_back("encoding-type", "url");
+  return spec;
+}
+
+std::string RangeHeaderValue(uint64_t offset, std::optional<uint64_t> length) {
+  if (offset == 0 && !length) return "";
+  std::string value = "bytes=" + std::to_string(offset) + "-";
+  if (length) value += std::to_string(offset + *length - 1);
+  return value;
+}
+
+RequestSpec GetSpec(const GetRequest& request, const Dialect& dialect) {
+  RequestSpec spec;
+  spec.method = "GET";
+  spec.key = request.key;
+  std::string range = RangeHeaderValue(request.offset, request.length);
+  if (!range.empty()) spec.headers.emplace_back("Range", range);
+  if (dialect.send_range_behavior) spec.headers.emplace_back("x-oss-range-behavior", "standard");
+  if (!request.if_match.empty()) spec.headers.emplace_back("If-Match", request.if_match);
+  return spec;
+}
+
+RequestSpec HeadSpec(const std::string& key) {
+  RequestSpec spec;
+  spec.method = "HEAD";
+  spec.key = key;
+  return spec;
+}
+
+RequestSpec PutSpec(const std::string& key, std::shared_ptr<const std::string> body) {
+  RequestSpec spec;
+  spec.method = "PUT";
+  spec.key = key;
+  // Set explicitly: OSS V1 signs Content-Type, so the transport must not add its own.
+  spec.headers.emplace_back("Content-Type", "application/octet-stream");
+  spec.body = body ? std::move(body) : std::make_shared<const std::string>();
+  return spec;
+}
+
+RequestSpec InitiateMultipartSpec(const std::string& key) {
+  RequestSpec spec;
+  spec.method = "POST";
+  spec.key = key;
+  spec.query.emplace_back("uploads", "");
+  spec.headers.emplace_back("Content-Type", "application/octet-stream");
+  spec.body = std::make_shared<const std::string>();
+  return spec;
+}
+
+RequestSpec UploadPartSpec(const std::string& key, const std::string& upload_id, int part_number,
+                           std::shared_ptr<const std::string> body) {
+  RequestSpec spec;
+  spec.method = "PUT";
+  spec.key = key;
+  spec.query.emplace_back("partNumber", std::to_string(part_number));
+  spec.query.emplace_back("uploadId", upload_id);
+  spec.headers.emplace_back("Content-Type", "application/octet-stream");
+  spec.body = body ? std::move(body) : std::make_shared<const std::string>();
+  return spec;
+}
+
+std::string XmlEscape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&apos;";
+        break;
+      default:
+        if (c < 0x20) {
+          out += "&#" + std::to_string(c) + ";";
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+  }
+  return out;
+}
+
+RequestSpec CompleteMultipartSpec(const std::string& key, const std::string& upload_id,
+                                  const std::vector<PartInfo>& parts) {
+  RequestSpec spec;
+  spec.method = "POST";
+  spec.key = key;
+  spec.query.emplace_back("uploadId", upload_id);
+  spec.headers.emplace_back("Content-Type", "application/xml");
+  std::string xml = "<CompleteMultipartUpload>";
+  for (const PartInfo& part : parts) {
+    xml += "<Part><PartNumber>" + std::to_string(part.part_number) + "</PartNumber><ETag>" +
+           XmlEscape(part.etag) + "</ETag></Part>";
+  }
+  xml += "</CompleteMultipartUpload>";
+  spec.body = std::make_shared<const std::string>(std::move(xml));
+  return spec;
+}
+
+RequestSpec AbortMultipartSpec(const std::string& key, const std::string& upload_id) {
+  RequestSpec spec;
+  spec.method = "DELETE";
+  spec.key = key;
+  spec.query.emplace_back("uploadId", upload_id);
+  return spec;
+}
+
+RequestSpec DeleteSpec(const std::string& key) {
+  RequestSpec spec;
+  spec.method = "DELETE";
+  spec.key = key;
+  return spec;
+}
+
+}  // namespace ossmount::object

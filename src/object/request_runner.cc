@@ -1,0 +1,196 @@
+#include "object/request_runner.h"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+#include "auth/credentials.h"
+#include "object/retry_policy.h"
+
+namespace ossmount::object {
+namespace {
+
+using std::chrono::milliseconds;
+
+class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
+ public:
+  RunningOperation(std::shared_ptr<ClientContext> context, Operation operation,
+                   std::function<void(Status)> done)
+      : ctx_(std::move(context)), op_(std::move(operation)), done_(std::move(done)) {
+    start_ = ctx_->clock->Steady();
+    use_data_endpoint_ = op_.data_path && ctx_->data_endpoint && !DataEndpointCoolingDown();
+    if (ctx_->options.credentials) {
+      op_.error_context.credentials_source = ctx_->options.credentials->Describe();
+    }
+    op_.error_context.bucket = ctx_->options.bucket;
+  }
+
+  void StartAttempt() {
+    if (Cancelled()) return Finish(Status(ErrorCode::kCancelled, What() + ": cancelled"));
+    ++attempts_;
+    auth::Credentials creds;
+    if (ctx_->options.credentials) {
+      auto got = ctx_->options.credentials->Get();
+      if (!got.ok()) {
+        Status status = got.status();
+        status.Prefix("getting credentials from " + ctx_->options.credentials->Describe());
+        return OnFailure(status, nullptr);
+      }
+      creds = std::move(got.value());
+    } else {
+      creds.anonymous = true;
+    }
+    had_token_ = !creds.security_token.empty();
+
+    const Endpoint& endpoint = use_data_endpoint_ ? *ctx_->data_endpoint : ctx_->endpoint;
+    op_.error_context.endpoint = endpoint.Display();
+    WireRequest wire = BuildWireRequest(op_.spec, endpoint, ctx_->options.bucket,
+                                        ctx_->path_style || endpoint.ip_literal);
+    const auth::Signer& signer = use_data_endpoint_ ? *ctx_->data_signer : *ctx_->signer;
+    SystemTime now = ctx_->clock->Now() + std::chrono::seconds(ctx_->clock_offset_sec.load());
+    if (!creds.anonymous) signer.Sign(wire.signable, creds, now);
+
+    http::Request request;
+    request.method = op_.spec.method;
+    request.url = std::move(wire.url);
+    request.headers = std::move(wire.signable.headers);
+    request.body = op_.spec.body;
+    if (op_.prepare_target) request.target = op_.prepare_target();
+    request.priority = op_.priority;
+    request.cancel = op_.cancel;
+    ctx_->executor->Execute(std::move(request), [self = shared_from_this()](http::Response r) {
+      self->OnResponse(std::move(r));
+    });
+  }
+
+ private:
+  bool Cancelled() const { return op_.cancel && op_.cancel->cancelled.load(); }
+
+  bool DataEndpointCoolingDown() const {
+    int64_t until = ctx_->data_endpoint_down_until.load();
+    return until != 0 && ctx_->clock->Steady().time_since_epoch().count() < until;
+  }
+
+  void OnResponse(http::Response r) {
+    if (!r.transport.ok()) {
+      if (r.transport.code() == ErrorCode::kCancelled) return Finish(r.transport);
+      if (use_data_endpoint_ && (r.transport.code() == ErrorCode::kNetwork ||
+                                 r.transport.code() == ErrorCode::kTimeout)) {
+        // The accelerator is unreachable: go to the origin now, and for a while.
+        auto until = ctx_->clock->Steady() + kDataEndpointCooldown;
+        ctx_->data_endpoint_down_until.store(until.time_since_epoch().count());
+        use_data_endpoint_ = false;
+        --attempts_;  // the fallback does not use up an attempt
+        return StartAttempt();
+      }
+      Status status = r.transport;
+      if (r.body_overflow) {
+        // The body did not fit the caller's buffer: the object is not the size the caller
+        // expected, or the server ignored the Range header. A retry returns the same.
+        status = Status(ErrorCode::kIntegrity,
+                        What() +
+                            ": the response body is larger than the buffer (the object "
+                            "changed size, or the server ignored the Range header)",
+                        false);
+      }
+      return OnFailure(status, &r);
+    }
+    if (r.status >= 200 && r.status < 300) {
+      Status status = op_.accept ? op_.accept(r) : Status::Ok();
+      if (status.ok()) return Finish(status);
+      return OnFailure(status, &r);
+    }
+    MappedError mapped =
+        MapErrorResponse(r.status, r.headers, r.error_body, ctx_->dialect, op_.error_context);
+    if (op_.error_is_success && op_.error_is_success(mapped)) return Finish(Status::Ok());
+    Status status = mapped.status;
+    switch (mapped.recovery) {
+      case Recovery::kCorrectClock: {
+        auto body = ParseErrorXml(r.error_body);
+        auto offset = ServerClockOffset(r.headers, body ? body->server_time : std::string(),
+                                        ctx_->clock->Now());
+        if (offset) {
+          ctx_->clock_offset_sec.store(offset->count());
+        } else {
+          status.SetRetryable(false);  // without the server's time a retry fails the same way
+        }
+        break;
+      }
+      case Recovery::kRefreshCredentials:
+        if (ctx_->options.credentials) ctx_->options.credentials->Invalidate();
+        break;
+      case Recovery::kNone:
+        if (status.code() == ErrorCode::kInvalidAccessKeyId && ctx_->options.credentials) {
+          // Rotated STS credentials: the old key id is gone. Re-read the source and retry
+          // once; a static key that is wrong fails again and is reported.
+          ctx_->options.credentials->Invalidate();
+          if (had_token_ && !retried_invalid_key_) {
+            retried_invalid_key_ = true;
+            status.SetRetryable(true);
+          }
+        }
+        break;
+    }
+    OnFailure(status, &r);
+  }
+
+  void OnFailure(Status status, const http::Response* response) {
+    if (!status.retryable()) return Finish(status);
+    int max_attempts = std::max(1, ctx_->options.retry.max_attempts);
+    if (attempts_ >= max_attempts) {
+      status.Prefix(What() + " failed after " + std::to_string(attempts_) + " attempts");
+      return Finish(status);
+    }
+    milliseconds delay = BackoffDelay(ctx_->options.retry, attempts_ - 1, ctx_->clock->Jitter());
+    if (response) {
+      if (auto after = ParseRetryAfter(response->headers, ctx_->clock->Now())) {
+        delay = std::max(delay, *after);
+      }
+    }
+    auto elapsed = std::chrono::duration_cast<milliseconds>(ctx_->clock->Steady() - start_);
+    if (elapsed + delay > ctx_->options.retry.total_budget) {
+      Status timeout(ErrorCode::kTimeout,
+                     What() + " gave up after " + std::to_string(attempts_) +
+                         " attempts: the retry budget of " +
+                         std::to_string(ctx_->options.retry.total_budget.count()) +
+                         " ms is spent; last error: " + status.ToString(),
+                     true);
+      timeout.WithService(status.service());
+      return Finish(timeout);
+    }
+    ctx_->clock->SleepThen(delay, [self = shared_from_this()] { self->StartAttempt(); });
+  }
+
+  std::string What() const {
+    const ErrorContext& c = op_.error_context;
+    return c.operation + (c.key.empty() ? " of bucket '" + c.bucket + "'" : " '" + c.key + "'");
+  }
+
+  void Finish(Status status) {
+    auto done = std::move(done_);
+    done_ = nullptr;
+    if (!done) return;  // unreachable: every path finishes once
+    boost::asio::post(ctx_->io, [done = std::move(done), status = std::move(status)]() mutable {
+      done(std::move(status));
+    });
+  }
+
+  std::shared_ptr<ClientContext> ctx_;
+  Operation op_;
+  std::function<void(Status)> done_;
+  Clock::SteadyTime start_;
+  bool use_data_endpoint_ = false;
+  bool had_token_ = false;
+  bool retried_invalid_key_ = false;
+  int attempts_ = 0;
+};
+
+}  // namespace
+
+void RunOperation(std::shared_ptr<ClientContext> context, Operation operation,
+                  std::function<void(Status)> done) {
+  auto running =
+      std::make_shared<RunningOperation>(std::move(context), std::move(operation), std::move(done));
+  running->StartAttempt();
+}
+
+}  // namespace ossmount::object

@@ -1,0 +1,48 @@
+// The retry loop: runs one logical request as a sequence of signed attempts.
+//
+// Per attempt: read the current credentials from the provider, pick the endpoint, build the
+// URL, sign with the clock (plus any learned offset), hand the request to the executor.
+// Per response: transport failure -> the transport's Status; 2xx -> the operation's
+// `accept` check (size, CRC, parse); anything else -> MapErrorResponse. Then:
+//   - a data-endpoint connection error (kNetwork or kTimeout) switches to the main
+//     endpoint at once, without using an attempt, and skips the data endpoint for
+//     kDataEndpointCooldown;
+//   - RequestTimeTooSkewed: the clock offset is taken from the server's Date header and the
+//     request retried (not retried when the server sent no usable time);
+//   - an expired token: CredentialsProvider::Invalidate(), then retry;
+//   - retryable errors: full-jitter backoff (RetryOptions), at least Retry-After, through
+//     the injected Clock; the last error is returned once max_attempts are used, and
+//     kTimeout once the next wait would pass total_budget;
+//   - anything else is returned at once.
+// `done` is called exactly once, always posted to the io_context.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "object/client_context.h"
+#include "object/error_mapping.h"
+#include "object/request_builder.h"
+
+namespace ossmount::object {
+
+struct Operation {
+  RequestSpec spec;
+  bool data_path = false;  // GET/HEAD: use the data endpoint when one is configured
+  Priority priority = Priority::kForeground;
+  std::shared_ptr<CancelFlag> cancel;
+  ErrorContext error_context;  // operation, key, if_match, upload_id; the rest is filled in
+  // Called before every attempt; returns where a 2xx body goes (growable targets are
+  // cleared here). Null: the body is discarded.
+  std::function<GetTarget()> prepare_target;
+  // Called for a 2xx response: checks and parses it, storing the result in the caller's
+  // state. OK ends the operation; a retryable error retries; any other error ends it.
+  std::function<Status(const http::Response&)> accept;
+  // Called for a mapped non-2xx error; true turns it into success (DELETE of a missing key).
+  std::function<bool(const MappedError&)> error_is_success;
+};
+
+void RunOperation(std::shared_ptr<ClientContext> context, Operation operation,
+                  std::function<void(Status)> done);
+
+}  // namespace ossmount::object

@@ -1,0 +1,46 @@
+// Parsing successful responses: Content-Range, HEAD headers, the CRC-64 header and the
+// multipart-upload XML bodies. Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "http/fetch_engine.h"
+#include "object/dialect.h"
+#include "ossmount/object_client.h"
+#include "ossmount/status.h"
+
+namespace ossmount::object {
+
+struct ContentRange {
+  uint64_t first = 0;
+  uint64_t last = 0;  // inclusive
+  uint64_t total = 0;
+};
+// "bytes 0-99/1000". kProtocol when malformed, when last < first, or when the total is "*"
+// or not past `last`.
+Result<ContentRange> ParseContentRange(std::string_view value);
+
+// A decimal unsigned 64-bit number, the whole string. nullopt otherwise.
+std::optional<uint64_t> ParseUint64(std::string_view text);
+
+// The dialect's CRC-64 header as a number: nullopt when the dialect has none, the header is
+// absent, or it is not a decimal uint64 (a garbled header is not trusted).
+std::optional<uint64_t> ResponseCrc64(const http::HeaderList& headers, const Dialect& dialect);
+
+// HEAD: Content-Length (required), ETag, Last-Modified (RFC 1123), CRC-64, storage class,
+// Content-Type. kProtocol when Content-Length is missing or not a number.
+Result<ObjectInfo> ParseHeadResponse(const std::string& key, const http::HeaderList& headers,
+                                     const Dialect& dialect);
+
+// <InitiateMultipartUploadResult><UploadId>: kProtocol when absent or empty.
+Result<std::string> ParseInitiateMultipartXml(std::string_view xml);
+
+// <CompleteMultipartUploadResult><ETag>. A 200 whose body is an <Error> document (S3 sends
+// errors this way once it has started answering) is returned as kServerError with the
+// code, retryable for InternalError/SlowDown-type codes. kProtocol for other bodies.
+Result<std::string> ParseCompleteMultipartXml(std::string_view xml);
+
+}  // namespace ossmount::object
