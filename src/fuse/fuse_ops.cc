@@ -1,0 +1,361 @@
+#include "fuse/fuse_ops.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace ossmount::fuse {
+namespace {
+
+// Offsets 0 and 1 are '.' and '..'; Filesystem offset N travels as N + kDotEntries.
+constexpr off_t kDotEntries = 2;
+
+AdapterContext* Ctx(fuse_req_t req) { return static_cast<AdapterContext*>(fuse_req_userdata(req)); }
+
+std::shared_ptr<ReplyOnce> Start(fuse_req_t req, const char* op) {
+  return std::make_shared<ReplyOnce>(req, &Ctx(req)->tracker, op);
+}
+
+int ErrnoOf(const Status& st) {
+  int e = st.ToErrno();
+  return e > 0 ? e : EIO;
+}
+
+void LogFailure(const char* op, uint64_t ino, const Status& st) {
+  // Missing names are the normal answer to many lookups: keep them out of the warnings.
+  if (st.code() == ErrorCode::kNotFound) {
+    spdlog::trace("fuse {} ino {}: {}", op, ino, st.ToString());
+  } else {
+    spdlog::warn("fuse {} ino {}: {}", op, ino, st.ToString());
+  }
+}
+
+// ---- init / destroy ----------------------------------------------------------------------
+
+void OpInit(void* userdata, fuse_conn_info* conn) {
+  auto* ctx = static_cast<AdapterContext*>(userdata);
+  // readdirplus hands the kernel each entry's attributes with the listing (the Filesystem
+  // has them from the LIST page anyway), so the open() after os.scandir needs no LOOKUP.
+  // "Auto" mode would fall back to plain readdir after the first batch unless the
+  // directory had lookups; for datasets we always want plus, so auto is switched off.
+  if (conn->capable & FUSE_CAP_READDIRPLUS) conn->want |= FUSE_CAP_READDIRPLUS;
+  conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+  // Lookups and readdirs in one directory run concurrently (many DataLoader workers).
+  if (conn->capable & FUSE_CAP_PARALLEL_DIROPS) conn->want |= FUSE_CAP_PARALLEL_DIROPS;
+  // Several reads of one file may be in flight at once (readahead + the reader).
+  if (conn->capable & FUSE_CAP_ASYNC_READ) conn->want |= FUSE_CAP_ASYNC_READ;
+  // No splice: replies come from memory we already own (fuse_reply_buf writes them with one
+  // writev and no copy), so moving pages through a pipe would only add work.
+  conn->want &= ~(FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+  conn->max_write = ctx->max_write;
+  conn->max_background = ctx->max_background;
+  conn->congestion_threshold = ctx->congestion_threshold;
+  spdlog::debug("fuse init: protocol {}.{}, capable {:#x}, want {:#x}", conn->proto_major,
+                conn->proto_minor, conn->capable, conn->want);
+}
+
+// ---- names and attributes ----------------------------------------------------------------
+
+void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  auto reply = Start(req, "lookup");
+  AdapterContext* ctx = Ctx(req);
+  std::shared_ptr<fs::Filesystem> fs = ctx->fs;
+  fs->Lookup(parent, std::string(name), [reply, fs, parent](Result<fs::Entry> r) {
+    if (!r.ok()) {
+      LogFailure("lookup", parent, r.status());
+      reply->Err(ErrnoOf(r.status()));
+      return;
+    }
+    fuse_entry_param e = ToEntryParam(*r);
+    if (reply->Entry(e) != 0) {
+      // The kernel did not take the entry (interrupted): undo the lookup count it implies.
+      fs->Forget(e.ino, 1);
+    }
+  });
+}
+
+void OpForget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+  Ctx(req)->fs->Forget(ino, nlookup);
+  fuse_reply_none(req);
+}
+
+void OpForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
+  fs::Filesystem& fs = *Ctx(req)->fs;
+  for (size_t i = 0; i < count; ++i) fs.Forget(forgets[i].ino, forgets[i].nlookup);
+  fuse_reply_none(req);
+}
+
+void OpGetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
+  auto reply = Start(req, "getattr");
+  Ctx(req)->fs->GetAttr(ino, [reply, ino](Result<fs::AttrReply> r) {
+    if (!r.ok()) {
+      LogFailure("getattr", ino, r.status());
+      reply->Err(ErrnoOf(r.status()));
+      return;
+    }
+    reply->Attr(ToStat(r->attr), r->attr_timeout);
+  });
+}
+
+// ---- directories -------------------------------------------------------------------------
+
+void OpOpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto reply = Start(req, "opendir");
+  AdapterContext* ctx = Ctx(req);
+  std::shared_ptr<fs::Filesystem> fs = ctx->fs;
+  fuse_file_info info = *fi;  // the caller's struct dies when this op returns
+  bool cache = ctx->cache_readdir;
+  fs->OpenDir(ino, [reply, fs, ino, info, cache](Result<uint64_t> r) mutable {
+    if (!r.ok()) {
+      LogFailure("opendir", ino, r.status());
+      reply->Err(ErrnoOf(r.status()));
+      return;
+    }
+    info.fh = *r;
+    info.cache_readdir = cache;
+    info.keep_cache = cache;
+    if (reply->Open(info) != 0) fs->ReleaseDir(ino, info.fh);
+  });
+}
+
+void ReadDirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, fuse_file_info* fi,
+                   bool plus) {
+  auto reply = Start(req, plus ? "readdirplus" : "readdir");
+  if (offset < 0) {
+    reply->Err(EINVAL);
+    return;
+  }
+  std::shared_ptr<fs::Filesystem> fs = Ctx(req)->fs;
+  off_t fs_offset = offset >= kDotEntries ? offset - kDotEntries : 0;
+  fs->ReadDir(ino, fi->fh, fs_offset,
+              [reply, fs, req, ino, size, offset, plus](Result<std::vector<fs::DirEntry>> r) {
+                if (!r.ok()) {
+                  LogFailure("readdir", ino, r.status());
+                  reply->Err(ErrnoOf(r.status()));
+                  return;
+                }
+                std::vector<char> buf(size);
+                size_t used = 0;
+                // Adds one entry if it fits; false when the buffer is full.
+                auto add = [&](const char* name, const fuse_entry_param& e, off_t next) {
+                  size_t room = size - used;
+                  size_t need =
+                      plus ? fuse_add_direntry_plus(req, buf.data() + used, room, name, &e, next)
+                           : fuse_add_direntry(req, buf.data() + used, room, name, &e.attr, next);
+                  if (need > room) return false;
+                  used += need;
+                  return true;
+                };
+                fuse_entry_param dot{};
+                // The kernel takes no reference for '.' and '..' in readdirplus; ino 0 in
+                // the entry says "no attributes", st_ino still fills d_ino.
+                dot.attr.st_mode = S_IFDIR;
+                dot.attr.st_ino = ino;
+                bool full = false;
+                if (offset == 0) full = !add(".", dot, 1);
+                if (!full && offset <= 1) full = !add("..", dot, 2);
+                std::vector<fuse_ino_t> handed_out;
+                if (!full) {
+                  for (const fs::DirEntry& d : *r) {
+                    if (d.name == "." || d.name == "..") continue;
+                    fuse_entry_param e = ToEntryParam(d.entry);
+                    if (!add(d.name.c_str(), e, d.next_offset + kDotEntries)) break;
+                    if (plus && e.ino != 0) handed_out.push_back(e.ino);
+                  }
+                }
+                // References are taken before the reply: once the kernel has the entries it
+                // may send FORGET for them at any moment.
+                for (fuse_ino_t child : handed_out) fs->AddLookup(child);
+                if (reply->Buf(buf.data(), used) != 0) {
+                  for (fuse_ino_t child : handed_out) fs->Forget(child, 1);
+                }
+              });
+}
+
+void OpReadDir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  ReadDirCommon(req, ino, size, off, fi, false);
+}
+
+void OpReadDirPlus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  ReadDirCommon(req, ino, size, off, fi, true);
+}
+
+void OpReleaseDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Ctx(req)->fs->ReleaseDir(ino, fi->fh);
+  fuse_reply_err(req, 0);
+}
+
+// ---- files -------------------------------------------------------------------------------
+
+void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto reply = Start(req, "open");
+  if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & (O_TRUNC | O_CREAT)) != 0) {
+    reply->Err(EROFS);
+    return;
+  }
+  std::shared_ptr<fs::Filesystem> fs = Ctx(req)->fs;
+  fuse_file_info info = *fi;
+  fs->Open(ino, fi->flags, [reply, fs, ino, info](Result<fs::OpenReply> r) mutable {
+    if (!r.ok()) {
+      LogFailure("open", ino, r.status());
+      reply->Err(ErrnoOf(r.status()));
+      return;
+    }
+    info.fh = r->fh;
+    info.keep_cache = r->keep_cache;
+    if (reply->Open(info) != 0) fs->Release(ino, info.fh);  // nobody will release it
+  });
+}
+
+void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
+  auto reply = Start(req, "read");
+  Ctx(req)->fs->Read(ino, fi->fh, off, size, [reply, ino](Result<fs::ReadReply> r) {
+    if (!r.ok()) {
+      LogFailure("read", ino, r.status());
+      reply->Err(ErrnoOf(r.status()));
+      return;
+    }
+    // r->owner keeps r->data alive until fuse_reply_buf has written it.
+    reply->Buf(r->data, r->size);
+  });
+}
+
+void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  Ctx(req)->fs->Release(ino, fi->fh);
+  fuse_reply_err(req, 0);
+}
+
+void OpStatFs(fuse_req_t req, fuse_ino_t) {
+  ReplyOnce reply(req, &Ctx(req)->tracker, "statfs");
+  fs::StatFs s = Ctx(req)->fs->GetStatFs();
+  struct statvfs st {};
+  st.f_bsize = s.block_size;
+  st.f_frsize = s.block_size;
+  st.f_blocks = s.blocks;
+  st.f_bfree = s.blocks_free;
+  st.f_bavail = s.blocks_free;
+  st.f_files = s.files;
+  st.f_ffree = s.files_free;
+  st.f_favail = s.files_free;
+  st.f_namemax = s.name_max;
+  reply.StatFs(st);
+}
+
+// ---- extended attributes -----------------------------------------------------------------
+
+// ENOSYS (not ENOTSUP): the kernel then stops sending GETXATTR for the life of the mount
+// and answers EOPNOTSUPP itself, which is what callers would have seen anyway; `ls -l` and
+// SELinux probes no longer cost a round trip per file.
+void OpGetXattr(fuse_req_t req, fuse_ino_t, const char*, size_t) { fuse_reply_err(req, ENOSYS); }
+
+// An empty list: objects carry no extended attributes we expose.
+void OpListXattr(fuse_req_t req, fuse_ino_t, size_t size) {
+  ReplyOnce reply(req, &Ctx(req)->tracker, "listxattr");
+  if (size == 0) {
+    reply.Xattr(0);
+  } else {
+    reply.Buf(nullptr, 0);
+  }
+}
+
+// ---- everything that would modify the tree: EROFS ----------------------------------------
+
+void OpSetAttr(fuse_req_t req, fuse_ino_t, struct stat*, int, fuse_file_info*) {
+  fuse_reply_err(req, EROFS);
+}
+void OpMknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) { fuse_reply_err(req, EROFS); }
+void OpMkdir(fuse_req_t req, fuse_ino_t, const char*, mode_t) { fuse_reply_err(req, EROFS); }
+void OpUnlink(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+void OpRmdir(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+void OpSymlink(fuse_req_t req, const char*, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+void OpRename(fuse_req_t req, fuse_ino_t, const char*, fuse_ino_t, const char*, unsigned int) {
+  fuse_reply_err(req, EROFS);
+}
+void OpLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+void OpWrite(fuse_req_t req, fuse_ino_t, const char*, size_t, off_t, fuse_file_info*) {
+  fuse_reply_err(req, EROFS);
+}
+void OpCreate(fuse_req_t req, fuse_ino_t, const char*, mode_t, fuse_file_info*) {
+  fuse_reply_err(req, EROFS);
+}
+void OpFallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, fuse_file_info*) {
+  fuse_reply_err(req, EROFS);
+}
+void OpSetXattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) {
+  fuse_reply_err(req, EROFS);
+}
+void OpRemoveXattr(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+
+fuse_lowlevel_ops MakeOps() {
+  fuse_lowlevel_ops ops{};
+  ops.init = OpInit;
+  ops.lookup = OpLookup;
+  ops.forget = OpForget;
+  ops.forget_multi = OpForgetMulti;
+  ops.getattr = OpGetAttr;
+  ops.opendir = OpOpenDir;
+  ops.readdir = OpReadDir;
+  ops.readdirplus = OpReadDirPlus;
+  ops.releasedir = OpReleaseDir;
+  ops.open = OpOpen;
+  ops.read = OpRead;
+  ops.release = OpRelease;
+  ops.statfs = OpStatFs;
+  ops.getxattr = OpGetXattr;
+  ops.listxattr = OpListXattr;
+  ops.setattr = OpSetAttr;
+  ops.mknod = OpMknod;
+  ops.mkdir = OpMkdir;
+  ops.unlink = OpUnlink;
+  ops.rmdir = OpRmdir;
+  ops.symlink = OpSymlink;
+  ops.rename = OpRename;
+  ops.link = OpLink;
+  ops.write = OpWrite;
+  ops.create = OpCreate;
+  ops.fallocate = OpFallocate;
+  ops.setxattr = OpSetXattr;
+  ops.removexattr = OpRemoveXattr;
+  // Not implemented on purpose: flush/fsync (nothing to write back; ENOSYS makes the kernel
+  // stop sending them), access (default_permissions lets the kernel decide).
+  return ops;
+}
+
+}  // namespace
+
+struct stat ToStat(const fs::Attributes& attr) {
+  struct stat st {};
+  st.st_ino = attr.ino;
+  st.st_mode = attr.mode;
+  st.st_nlink = attr.nlink;
+  st.st_uid = attr.uid;
+  st.st_gid = attr.gid;
+  st.st_size = static_cast<off_t>(attr.size);
+  st.st_blksize = 4096;
+  st.st_blocks = static_cast<blkcnt_t>((attr.size + 511) / 512);
+  st.st_mtim.tv_sec = attr.mtime_sec;
+  st.st_ctim.tv_sec = attr.mtime_sec;
+  st.st_atim.tv_sec = attr.mtime_sec;
+  return st;
+}
+
+fuse_entry_param ToEntryParam(const fs::Entry& entry) {
+  fuse_entry_param e{};
+  e.ino = entry.attr.ino;
+  e.generation = 0;
+  e.attr = ToStat(entry.attr);
+  e.attr_timeout = entry.attr_timeout;
+  e.entry_timeout = entry.entry_timeout;
+  return e;
+}
+
+const fuse_lowlevel_ops& AdapterOps() {
+  static const fuse_lowlevel_ops ops = MakeOps();
+  return ops;
+}
+
+}  // namespace ossmount::fuse

@@ -1,0 +1,39 @@
+// The libfuse low-level operation table that maps FUSE requests onto fs::Filesystem.
+//
+// Each op copies what it needs out of the request (names, offsets, file handles), starts
+// the Filesystem call (which returns at once) and returns to the libfuse loop; the reply
+// is sent from the completion handler on an io_context thread, through a ReplyOnce, so
+// every request is answered exactly once. Mutations are refused with EROFS.
+//
+// Directory offsets: the adapter owns offsets 0 and 1 ('.' and '..', synthesized here);
+// Filesystem::ReadDir offsets start at 0 for the first real entry and are shifted by 2 on
+// the wire. Entries named '.' or '..' coming from the Filesystem are skipped.
+//
+// INTERNAL to src/fuse: includes fuse_lowlevel.h.
+#pragma once
+
+#include <memory>
+
+#include "fs/filesystem.h"
+#include "fuse/reply_once.h"
+
+namespace ossmount::fuse {
+
+// Per-session state the ops reach through fuse_req_userdata(). Outlives the session.
+struct AdapterContext {
+  std::shared_ptr<fs::Filesystem> fs;
+  RequestTracker tracker;
+  bool cache_readdir = false;  // FOPEN_CACHE_DIR on opendir (metadata that never expires)
+  unsigned max_background = 128;
+  unsigned congestion_threshold = 96;
+  unsigned max_write = 1u << 20;  // also sets max_pages, which bounds read request size
+};
+
+// The table; userdata passed to fuse_session_new must be an AdapterContext*.
+const fuse_lowlevel_ops& AdapterOps();
+
+// Exposed for unit tests of the attribute mapping.
+struct stat ToStat(const fs::Attributes& attr);
+fuse_entry_param ToEntryParam(const fs::Entry& entry);
+
+}  // namespace ossmount::fuse

@@ -1,0 +1,94 @@
+// FuseServer: one FUSE mount of an fs::Filesystem, served by libfuse's multi-threaded
+// low-level loop. The only public entry point of src/fuse (fuse_lowlevel.h stays inside).
+//
+// Life cycle (daemon/main.cc):
+//   auto server = FuseServer::Mount(fs, options);  // session + kernel mount, not yet served
+//   server->InstallSignalHandlers();                // SIGINT/SIGTERM/SIGHUP -> RequestExit
+//   server->Run();        // serves until RequestExit(), a signal, or `fusermount3 -u`
+//   server->Unmount();    // lazy unmount (no-op if already unmounted)
+//   server->Drain(grace); // wait for in-flight replies; then answer the rest EIO so no
+//                         // reader can hang on a request nobody will answer
+//   (tear down the Filesystem and io_context: dropped handlers reply EIO)
+//   server.reset();       // destroys the session (or leaks it if replies are still owed)
+//
+// Mount options: fsname=<options.fsname>, subtype=ossmount, ro, default_permissions, plus
+// allow_other / allow_root when asked. The loop uses one /dev/fuse fd per worker thread
+// (clone_fd). Ops never block: each starts an asynchronous Filesystem call and returns.
+//
+// Signals: Run() wakes its own thread with SIGUSR1 (a no-op handler installed by Mount)
+// to end libfuse's wait; callers must not repurpose SIGUSR1. Threads other than Run()'s
+// should block SIGINT/SIGTERM/SIGHUP (BlockTerminationSignals) so the handlers run where
+// expected; the handlers only write to a pipe, so any thread is still safe.
+//
+// Thread-safety: RequestExit() may be called from any thread (and from a signal handler);
+// the other methods from one controlling thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "fs/filesystem.h"
+#include "ossmount/status.h"
+
+namespace ossmount::fuse {
+
+struct FuseServerOptions {
+  std::string mountpoint;           // absolute path of an existing directory
+  std::string fsname = "ossmount";  // shown in mount(8) and /proc/mounts
+  bool allow_other = false;
+  bool allow_root = false;
+  bool debug = false;          // libfuse prints every request to stderr
+  bool cache_readdir = false;  // the kernel may cache listings (metadata TTL indefinite)
+  unsigned max_idle_threads = 16;
+  unsigned max_background = 128;
+  unsigned congestion_threshold = 96;
+};
+
+class FuseServer {
+ public:
+  // Creates the session and mounts it. Nothing is served until Run(). Errors say what to
+  // check (permissions, /dev/fuse, user_allow_other).
+  static Result<std::unique_ptr<FuseServer>> Mount(std::shared_ptr<fs::Filesystem> fs,
+                                                   FuseServerOptions options);
+  ~FuseServer();
+  FuseServer(const FuseServer&) = delete;
+  FuseServer& operator=(const FuseServer&) = delete;
+
+  // Installs process-wide handlers: SIGINT, SIGTERM and SIGHUP end Run(); SIGPIPE is
+  // ignored. Only one FuseServer per process may install them.
+  void InstallSignalHandlers();
+
+  // Serves requests until asked to stop or the file system is unmounted. Returns OK for a
+  // normal end (exit request, signal, fusermount3 -u).
+  Status Run();
+
+  // Ends Run() soon. Safe from any thread and from a signal handler; idempotent.
+  void RequestExit();
+
+  // Unmounts (lazily) and closes the session's device fd. Idempotent.
+  void Unmount();
+
+  // After Run() and Unmount(): waits up to `grace` for the Filesystem to answer what is
+  // still owed. Whatever remains is answered EIO here (and the connection is aborted via
+  // fusectl when it is mounted), so no caller stays blocked; the Filesystem's own late
+  // replies become no-ops. True when everything was answered by the Filesystem in time.
+  bool Drain(std::chrono::milliseconds grace);
+
+  // Requests accepted but not yet answered.
+  int64_t outstanding() const;
+
+  const std::string& mountpoint() const;
+
+ private:
+  struct Impl;
+  explicit FuseServer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Blocks SIGINT, SIGTERM, SIGHUP and SIGUSR1 in the calling thread (call it at the start of
+// worker threads, or before creating them: new threads inherit the mask).
+void BlockTerminationSignals();
+
+}  // namespace ossmount::fuse
