@@ -4,9 +4,11 @@
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -733,6 +735,46 @@ TEST_CASE("ECS RAM role: concurrent Get() calls all succeed and share one fetch"
   for (auto& t : threads) t.join();
   CHECK(ok == 400);
   CHECK(md.CountOf(kRolesUrl + "r") == 1);
+}
+
+TEST_CASE("ECS RAM role: callers with valid credentials do not wait for a slow refresh") {
+  FakeClock clock;
+  SystemTime t0 = *clock.now;
+  FakeMetadata md;
+  md.Respond("GET", kRolesUrl + "r", 200,
+             EcsJson("STS.id1", "SECRET-ecs-1", "TOKEN-ecs-1", t0 + hours(1)));
+  std::promise<void> entered, release;
+  std::shared_future<void> release_f = release.get_future().share();
+  std::atomic<bool> block{false};
+  HttpFetcher inner = md.Fetcher();
+  EcsRamRoleOptions o;
+  o.role = "r";
+  o.clock = clock.fn();
+  o.fetcher = [&](const std::string& method, const std::string& url,
+                  const std::vector<std::pair<std::string, std::string>>& headers) {
+    if (block.exchange(false)) {
+      entered.set_value();
+      release_f.wait();
+    }
+    return inner(method, url, headers);
+  };
+  auto p = MakeEcsRamRoleProvider(o);
+  CHECK(MustGet(*p).access_key_id == "STS.id1");
+  md.Respond("GET", kRolesUrl + "r", 200,
+             EcsJson("STS.id2", "SECRET-ecs-2", "TOKEN-ecs-2", t0 + hours(8)));
+  clock.Advance(minutes(50));  // inside the refresh margin, still valid
+  block = true;
+  std::thread refresher([&] { CHECK(MustGet(*p).access_key_id == "STS.id2"); });
+  entered.get_future().wait();  // the refresher is now inside the fetch
+  auto other = std::async(std::launch::async, [&] { return p->Get(); });
+  bool finished = other.wait_for(seconds(60)) == std::future_status::ready;
+  CHECK(finished);  // generous: only guards against a hang
+  release.set_value();
+  refresher.join();
+  Result<Credentials> c = other.get();
+  REQUIRE(c.ok());
+  CHECK(c->access_key_id == "STS.id1");
+  CHECK(MustGet(*p).access_key_id == "STS.id2");
 }
 
 TEST_CASE("ECS RAM role configured through an INI credentials file") {
