@@ -1,0 +1,49 @@
+// Going to the background the way mount(8) users expect: `ossmount ...` returns only once
+// the mount answers (exit 0), or prints why it could not mount (exit 1).
+//
+// ForkIntoBackground() forks; the parent waits on a pipe for the child's verdict and
+// exits with it (it never returns). The child gets a StartupReporter, calls Ready() once
+// the mount answers or Fail(message) otherwise. If the child dies without a verdict, the
+// parent says so and exits 1.
+//
+// REQUIRES: no thread has been created yet (fork copies only the calling thread).
+#pragma once
+
+#include <string>
+#include <utility>
+
+#include "ossmount/status.h"
+
+namespace ossmount::daemon {
+
+class StartupReporter {
+ public:
+  StartupReporter() = default;  // foreground: reports go to stderr only
+  explicit StartupReporter(int fd) : fd_(fd) {}
+  StartupReporter(StartupReporter&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  StartupReporter& operator=(StartupReporter&& o) noexcept {
+    std::swap(fd_, o.fd_);
+    return *this;
+  }
+  StartupReporter(const StartupReporter&) = delete;
+  StartupReporter& operator=(const StartupReporter&) = delete;
+  ~StartupReporter();
+
+  bool background() const { return fd_ >= 0; }
+  // Thread-safe with respect to each other: only the first report counts.
+  void Ready();
+  void Fail(const std::string& message);
+
+ private:
+  void Send(const std::string& line);
+  int fd_ = -1;
+};
+
+// In the child: returns the reporter; stdin/stdout/stderr are /dev/null and the child is
+// a session leader. On fork/pipe failure, an error (the caller stays in the foreground).
+Result<StartupReporter> ForkIntoBackground();
+
+// chdir("/") so the daemon does not keep the caller's directory busy.
+void DetachWorkingDirectory();
+
+}  // namespace ossmount::daemon

@@ -1,0 +1,69 @@
+#include "bucket_probe.h"
+
+#include <future>
+#include <memory>
+
+namespace ossmount::daemon {
+
+std::string ProbeHint(const Status& status, const config::MountConfig& config) {
+  const std::string& bucket = config.client.bucket;
+  const std::string& endpoint = config.client.endpoint;
+  switch (status.code()) {
+    case ErrorCode::kNoSuchBucket:
+      return "bucket '" + bucket + "' does not exist at endpoint " + endpoint +
+             ": check the bucket name, and that --endpoint/--region are the bucket's region";
+    case ErrorCode::kNotFound:
+      return "bucket '" + bucket + "' does not exist at endpoint " + endpoint +
+             " (or the endpoint is not an object store)";
+    case ErrorCode::kSignatureDoesNotMatch:
+      return "the access key secret does not match the access key id: check the secret "
+             "(OSS_ACCESS_KEY_SECRET, the credentials file or the passwd file)";
+    case ErrorCode::kInvalidAccessKeyId:
+      return "the access key id is unknown or disabled: check OSS_ACCESS_KEY_ID (or the "
+             "credentials file), and that it belongs to this account";
+    case ErrorCode::kAccessDenied:
+      return "the credentials are valid but may not list bucket '" + bucket +
+             "': check the RAM policy (oss:ListObjects on the bucket and prefix), and that "
+             "--region is the bucket's region";
+    case ErrorCode::kRequestTimeTooSkewed:
+      return "this machine's clock is more than 15 minutes off: fix the time (NTP/chrony)";
+    case ErrorCode::kTokenExpired:
+      return "the STS security token has expired: refresh the credentials";
+    case ErrorCode::kNetwork:
+    case ErrorCode::kTimeout:
+      return "cannot reach endpoint " + endpoint +
+             ": check --endpoint (scheme, host, port), DNS, the network path and any proxy";
+    case ErrorCode::kProtocol:
+      return "endpoint " + endpoint + " did not answer like an " +
+             (config.client.protocol == Protocol::kS3 ? "S3" : "OSS") +
+             " server: check --endpoint and --protocol";
+    default:
+      return "check --endpoint, --region and the credentials";
+  }
+}
+
+Status ProbeBucket(ObjectClient& client, const config::MountConfig& config,
+                   std::chrono::seconds timeout) {
+  ListRequest request;
+  request.prefix = config.fs.prefix;
+  request.delimiter = "/";
+  request.max_keys = 1;
+  auto done = std::make_shared<std::promise<Status>>();
+  std::future<Status> result = done->get_future();
+  client.List(request, [done](Result<ListPage> page) { done->set_value(page.status()); });
+  const std::string where =
+      "bucket '" + config.client.bucket + "' at endpoint " + config.client.endpoint;
+  if (result.wait_for(timeout) != std::future_status::ready) {
+    return Status(ErrorCode::kTimeout,
+                  "listing " + where + " did not finish within " + std::to_string(timeout.count()) +
+                      " s\nhint: " + ProbeHint(Status(ErrorCode::kTimeout, ""), config));
+  }
+  Status st = result.get();
+  if (st.ok()) return st;
+  Status out(st.code(),
+             "cannot list " + where + ": " + st.ToString() + "\nhint: " + ProbeHint(st, config),
+             st.retryable());
+  return out;
+}
+
+}  // namespace ossmount::daemon

@@ -1,0 +1,22 @@
+// The start-up check: one small listing proves, before anything is mounted, that the
+// endpoint answers, the bucket exists and the credentials are accepted. A failure comes
+// back as a message naming the bucket and endpoint, with a hint saying what to fix.
+#pragma once
+
+#include <chrono>
+
+#include "config/mount_config.h"
+#include "ossmount/object_client.h"
+#include "ossmount/status.h"
+
+namespace ossmount::daemon {
+
+// Blocks until the listing completes or `timeout` passes.
+// REQUIRES: the client's io_context is being run by other threads.
+Status ProbeBucket(ObjectClient& client, const config::MountConfig& config,
+                   std::chrono::seconds timeout);
+
+// The hint for a failed probe (exposed for tests and for other start-up paths).
+std::string ProbeHint(const Status& status, const config::MountConfig& config);
+
+}  // namespace ossmount::daemon

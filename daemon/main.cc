@@ -1,0 +1,126 @@
+// ossmount: mount an OSS (or S3) bucket read-only with FUSE.
+//
+//   ossmount BUCKET[:/PREFIX] MOUNTPOINT [options]   mount (see --help)
+//   ossmount --help | --version
+//   ossmount <subcommand> ...                        when argv[1] is a known subcommand
+//
+// Exit status: 0 mounted (background: the mount answers) or cleanly unmounted; 1 the
+// mount could not be made or failed; 2 bad command line.
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "background.h"
+#include "config/mount_config.h"
+#include "config/mountpoint_check.h"
+#include "logging.h"
+#include "mount_session.h"
+
+namespace {
+
+using ossmount::Result;
+using ossmount::Status;
+namespace config = ossmount::config;
+namespace daemon_ns = ossmount::daemon;
+
+int PrintVersion(const std::vector<std::string>&) {
+  std::printf("ossmount %s\n", OSSMOUNT_VERSION);
+  return 0;
+}
+
+int PrintHelp(const std::vector<std::string>&) {
+  std::printf("%s", config::UsageText().c_str());
+  return 0;
+}
+
+// Subcommands: argv[1] equal to one of these words runs it with the remaining arguments.
+// Bucket names can be plain words too, so only words that are documented subcommands
+// belong here (warmup, stats, ... as they are written).
+const std::map<std::string, std::function<int(const std::vector<std::string>&)>>& Subcommands() {
+  static const std::map<std::string, std::function<int(const std::vector<std::string>&)>> k = {
+      {"version", PrintVersion},
+      {"help", PrintHelp},
+  };
+  return k;
+}
+
+// Relative paths would break after the daemon's chdir("/").
+std::string Absolute(const std::string& path) {
+  if (path.empty() || path.front() == '/') return path;
+  auto abs = config::AbsoluteMountPoint(path);
+  return abs.ok() ? *abs : path;
+}
+
+int Mount(const std::vector<std::string>& args) {
+  auto parsed = config::ParseCommandLine(args);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "ossmount: %s\n", parsed.status().message().c_str());
+    return 2;
+  }
+  if (parsed->command == config::Command::kHelp) {
+    std::printf("%s", parsed->text.c_str());
+    return 0;
+  }
+  if (parsed->command == config::Command::kVersion) {
+    std::printf("%s\n", parsed->text.c_str());
+    return 0;
+  }
+  config::MountConfig cfg = std::move(parsed->config);
+  auto mountpoint = config::AbsoluteMountPoint(cfg.daemon.mountpoint);
+  if (!mountpoint.ok()) {
+    std::fprintf(stderr, "ossmount: %s\n", mountpoint.status().message().c_str());
+    return 1;
+  }
+  cfg.daemon.mountpoint = *mountpoint;
+  if (Status st = config::CheckMountPoint(cfg.daemon.mountpoint, cfg.daemon.nonempty); !st.ok()) {
+    std::fprintf(stderr, "ossmount: %s\n", st.message().c_str());
+    return 1;
+  }
+  cfg.daemon.log_file = Absolute(cfg.daemon.log_file);
+  cfg.credential_sources.credentials_file = Absolute(cfg.credential_sources.credentials_file);
+  cfg.credential_sources.passwd_file = Absolute(cfg.credential_sources.passwd_file);
+  cfg.client.ca_bundle = Absolute(cfg.client.ca_bundle);
+
+  // Fork first: no thread may exist yet.
+  daemon_ns::StartupReporter reporter;
+  if (!cfg.daemon.foreground) {
+    auto child = daemon_ns::ForkIntoBackground();
+    if (!child.ok()) {
+      std::fprintf(stderr, "ossmount: cannot go to the background (%s); use -f\n",
+                   child.status().message().c_str());
+      return 1;
+    }
+    reporter = std::move(*child);
+  }
+  if (Status st = daemon_ns::SetupLogging(cfg.daemon, cfg.daemon.foreground); !st.ok()) {
+    reporter.Fail(st.message());
+    std::fprintf(stderr, "ossmount: %s\n", st.message().c_str());
+    return 1;
+  }
+  int code = daemon_ns::RunMountSession(cfg, reporter);
+  spdlog::shutdown();
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (!args.empty()) {
+    auto it = Subcommands().find(args[0]);
+    if (it != Subcommands().end()) {
+      return it->second(std::vector<std::string>(args.begin() + 1, args.end()));
+    }
+  }
+  int code = Mount(args);
+  // See mount_session.cc's shutdown note: leave without running destructors of the
+  // object graph (the FUSE mount is already gone and every request answered).
+  std::fflush(nullptr);
+  std::_Exit(code);
+}

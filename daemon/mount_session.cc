@@ -1,0 +1,168 @@
+#include "mount_session.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "auth/credential_providers.h"
+#include "bucket_probe.h"
+#include "fs/object_filesystem.h"
+#include "fuse/fuse_server.h"
+#include "http/fetch_engine.h"
+#include "http/metadata_fetcher.h"
+#include "object/client_factory.h"
+
+namespace ossmount::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// How long unmount waits for in-flight requests before answering them EIO.
+constexpr std::chrono::milliseconds kDrainGrace{2000};
+
+// The io_context and its threads. Stop() is idempotent; the threads block termination
+// signals so SIGTERM/SIGINT reach the FUSE loop's thread.
+class IoPool {
+ public:
+  explicit IoPool(int threads) : work_(io_.get_executor()) {
+    for (int i = 0; i < threads; ++i) {
+      threads_.emplace_back([this] {
+        fuse::BlockTerminationSignals();
+        io_.run();
+      });
+    }
+  }
+  ~IoPool() { Stop(); }
+  boost::asio::io_context& io() { return io_; }
+  void Stop() {
+    work_.reset();
+    io_.stop();
+    for (auto& t : threads_) {
+      if (t.joinable()) t.join();
+    }
+  }
+
+ private:
+  boost::asio::io_context io_;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
+  std::vector<std::thread> threads_;
+};
+
+void Fail(StartupReporter& reporter, const std::string& message) {
+  spdlog::error("{}", message);
+  reporter.Fail(message);
+  if (!reporter.background()) {
+    // In the foreground the log already went to stderr; nothing else to do.
+  }
+}
+
+}  // namespace
+
+int RunMountSession(const config::MountConfig& config_in, StartupReporter& reporter) {
+  config::MountConfig config = config_in;
+  for (const std::string& w : config.warnings) spdlog::warn("{}", w);
+
+  // Objects are owned here, not destroyed in the usual reverse order at the end: see the
+  // shutdown note below.
+  auto* pool = new IoPool(config.daemon.io_threads);
+  boost::asio::io_context& io = pool->io();
+
+  auth::CredentialSources sources = config.credential_sources;
+  if (!sources.ram_role.empty()) sources.fetcher = http::MakeBlockingHttpFetcher();
+  auto provider = auth::BuildCredentialsProvider(sources);
+  if (!provider.ok()) {
+    Fail(reporter, "no usable credentials: " + provider.status().message());
+    return 1;
+  }
+  config.client.credentials = *provider;
+  spdlog::info("credentials: {}", (*provider)->Describe());
+
+  http::EngineOptions engine_options;
+  engine_options.timeouts = config.client.timeouts;
+  engine_options.max_in_flight = config.client.max_in_flight;
+  engine_options.max_connections_per_host = config.client.max_connections_per_host;
+  engine_options.verify_tls = config.client.verify_tls;
+  engine_options.ca_bundle = config.client.ca_bundle;
+  auto* engine = new http::FetchEngine(io, engine_options);
+
+  auto client = object::MakeObjectClient(io, *engine, config.client);
+  if (!client.ok()) {
+    Fail(reporter, client.status().message());
+    return 1;
+  }
+  spdlog::info("bucket '{}' prefix '{}' at {} ({}), data endpoint {}", config.client.bucket,
+               config.fs.prefix, config.client.endpoint,
+               config.client.protocol == Protocol::kS3 ? "s3" : "oss",
+               config.client.data_endpoint.empty() ? "(same)" : config.client.data_endpoint);
+
+  // Generous: the client retries within its own budget first.
+  auto probe_timeout =
+      std::chrono::duration_cast<std::chrono::seconds>(config.client.retry.total_budget) +
+      std::chrono::seconds(30);
+  if (Status st = ProbeBucket(**client, config, probe_timeout); !st.ok()) {
+    Fail(reporter, st.message());
+    return 1;
+  }
+
+  auto filesystem = fs::MakeObjectFilesystem(io, *client, config.fs);
+
+  fuse::FuseServerOptions fuse_options;
+  fuse_options.mountpoint = config.daemon.mountpoint;
+  fuse_options.fsname = "ossmount:" + config.client.bucket;
+  fuse_options.allow_other = config.daemon.allow_other;
+  fuse_options.allow_root = config.daemon.allow_root;
+  fuse_options.debug = config.daemon.fuse_debug;
+  fuse_options.cache_readdir = !config.fs.metadata_ttl.has_value();
+  auto mounted = fuse::FuseServer::Mount(filesystem, fuse_options);
+  if (!mounted.ok()) {
+    Fail(reporter, mounted.status().message());
+    return 1;
+  }
+  std::unique_ptr<fuse::FuseServer> server = std::move(*mounted);
+  server->InstallSignalHandlers();
+
+  // The mount "answers" once a stat of its root goes through the loop started below.
+  std::thread ready([&server, &reporter, mountpoint = config.daemon.mountpoint] {
+    fuse::BlockTerminationSignals();
+    struct stat st {};
+    if (stat(mountpoint.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      spdlog::info("mounted on {}; serving", mountpoint);
+      reporter.Ready();
+    } else {
+      std::string message =
+          "the mount on " + mountpoint + " does not answer: " + std::strerror(errno);
+      spdlog::error("{}", message);
+      reporter.Fail(message);
+      server->RequestExit();
+    }
+  });
+  if (reporter.background()) DetachWorkingDirectory();
+
+  Status run = server->Run();
+  ready.join();
+  server->Unmount();
+  bool drained = server->Drain(kDrainGrace);
+  spdlog::info("stopped{}", drained ? "" : " (some requests were answered EIO)");
+
+  // Shutdown note: the FUSE side is finished (unmounted, every request answered). The
+  // object graph (filesystem -> client -> fetch engine -> io_context, with handlers that
+  // hold references to each other) is not torn down piece by piece: the io threads are
+  // stopped and joined so nothing runs, and the process exits. That avoids destroying the
+  // engine under a client a pending handler still owns.
+  pool->Stop();
+  if (!run.ok()) {
+    spdlog::error("{}", run.message());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace ossmount::daemon
