@@ -257,6 +257,9 @@ Response Transfer::Finish(CURLcode code) {
   r.body_overflow = overflow_;
   r.seconds = Elapsed();
 
+  const bool cut_short = Is2xx() && !IsHead() && content_length_ && body_bytes_ < *content_length_;
+  if (code == CURLE_OK && !cut_short && !overflow_) return r;  // the common case
+
   std::string host, host_port;
   ParseHostPort(request_.url, &host, &host_port);
   if (overflow_) {
@@ -266,7 +269,13 @@ Response Transfer::Finish(CURLcode code) {
                          false);
   } else if (code == CURLE_ABORTED_BY_CALLBACK && cancel_requested()) {
     r.transport = Status(ErrorCode::kCancelled, "request cancelled", false);
-  } else if (code != CURLE_OK) {
+  } else if (cut_short && (code == CURLE_OK || code == CURLE_PARTIAL_FILE)) {
+    r.transport = Status(ErrorCode::kIntegrity,
+                         "response body from " + host_port + " was cut short: received " +
+                             std::to_string(body_bytes_) + " of " +
+                             std::to_string(*content_length_) + " bytes",
+                         true);
+  } else {
     TransportFacts facts;
     facts.host = host;
     facts.host_port = host_port;
@@ -274,23 +283,10 @@ Response Transfer::Finish(CURLcode code) {
     if (curl_easy_getinfo(easy_, CURLINFO_OS_ERRNO, &os_errno) == CURLE_OK) {
       facts.os_errno = os_errno;
     }
-    facts.curl_message = Trim(error_buffer_);
+    facts.curl_message = std::string(Trim(error_buffer_));
     facts.timeouts = options_.timeouts;
     facts.ca_bundle = options_.ca_bundle;
     r.transport = MapCurlError(code, facts);
-    if (code == CURLE_PARTIAL_FILE && content_length_ && Is2xx()) {
-      r.transport = Status(ErrorCode::kIntegrity,
-                           "response body from " + host_port + " was cut short: received " +
-                               std::to_string(body_bytes_) + " of " +
-                               std::to_string(*content_length_) + " bytes",
-                           true);
-    }
-  } else if (Is2xx() && !IsHead() && content_length_ && body_bytes_ < *content_length_) {
-    r.transport = Status(ErrorCode::kIntegrity,
-                         "response body from " + host_port + " was cut short: received " +
-                             std::to_string(body_bytes_) + " of " +
-                             std::to_string(*content_length_) + " bytes",
-                         true);
   }
   return r;
 }
