@@ -299,7 +299,7 @@ void ObjectFilesystem::Read(InodeId /*ino*/, uint64_t fh, off_t offset, size_t s
   handle->reader->Read(
       off, size, [self = shared_from_this(), handle, done = std::move(done)](Result<ReadReply> r) {
         if (!r.ok() && r.status().code() == ErrorCode::kPreconditionFailed) {
-          self->cache_.Erase(handle->path);  // the next open revalidates (when no listing answers)
+          self->cache_.Invalidate(handle->path);  // the next open asks the server again
         }
         done(std::move(r));
       });
@@ -325,7 +325,7 @@ void ObjectFilesystem::ReadSmall(const std::shared_ptr<FileHandle>& handle, uint
                         done = std::move(done)](Result<std::shared_ptr<const Blob>> r) {
                          if (!r.ok()) {
                            if (r.status().code() == ErrorCode::kPreconditionFailed) {
-                             self->cache_.Erase(handle->path);
+                             self->cache_.Invalidate(handle->path);
                            }
                            return done(r.status());
                          }

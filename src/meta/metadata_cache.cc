@@ -22,7 +22,17 @@ MetadataCache::Answer MetadataCache::Find(const std::string& path) const {
   uint64_t best_seq = 0;
   auto e = entries_.find(path);
   if (e != entries_.end() && TtlPolicy::Fresh(e->second.expiry, now)) {
-    answer.state = e->second.present ? Answer::kPresent : Answer::kAbsent;
+    switch (e->second.kind) {
+      case Entry::kPresent:
+        answer.state = Answer::kPresent;
+        break;
+      case Entry::kAbsent:
+        answer.state = Answer::kAbsent;
+        break;
+      case Entry::kInvalid:
+        answer.state = Answer::kUnknown;
+        break;
+    }
     answer.attr = e->second.attr;
     best_seq = e->second.seq;
   }
@@ -43,18 +53,23 @@ MetadataCache::Answer MetadataCache::Find(const std::string& path) const {
 void MetadataCache::PutPresent(const std::string& path, NodeAttr attr) {
   const TimePoint now = ttl_.Now();
   std::lock_guard lock(mu_);
-  entries_[path] = Entry{true, std::move(attr), ttl_.PositiveExpiry(now), ++seq_};
+  entries_[path] = Entry{Entry::kPresent, std::move(attr), ttl_.PositiveExpiry(now), ++seq_};
 }
 
 void MetadataCache::PutAbsent(const std::string& path) {
   const TimePoint now = ttl_.Now();
   std::lock_guard lock(mu_);
-  entries_[path] = Entry{false, NodeAttr(), ttl_.NegativeExpiry(now), ++seq_};
+  entries_[path] = Entry{Entry::kAbsent, NodeAttr(), ttl_.NegativeExpiry(now), ++seq_};
 }
 
 void MetadataCache::Erase(const std::string& path) {
   std::lock_guard lock(mu_);
   entries_.erase(path);
+}
+
+void MetadataCache::Invalidate(const std::string& path) {
+  std::lock_guard lock(mu_);
+  entries_[path] = Entry{Entry::kInvalid, NodeAttr(), TimePoint::max(), ++seq_};
 }
 
 void MetadataCache::PutListing(const std::string& dir_path,

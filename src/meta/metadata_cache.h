@@ -49,6 +49,10 @@ class MetadataCache {
   void PutAbsent(const std::string& path);
   // Forgets the per-path entry (the next Find falls back to the listing, or kUnknown).
   void Erase(const std::string& path);
+  // Declares everything known so far about `path` outdated (e.g. a read saw the object
+  // change): Find says kUnknown, even where an older listing still covers it, until a newer
+  // Put. The entry never expires on its own.
+  void Invalidate(const std::string& path);
 
   void PutListing(const std::string& dir_path, std::shared_ptr<const DirSnapshot> listing);
   // The cached listing of dir_path if still fresh, else null.
@@ -60,7 +64,7 @@ class MetadataCache {
 
  private:
   struct Entry {
-    bool present = false;
+    enum Kind { kPresent, kAbsent, kInvalid } kind = kAbsent;
     NodeAttr attr;
     TimePoint expiry;
     uint64_t seq = 0;

@@ -194,3 +194,23 @@ TEST_CASE("A small object changed after open fails the read with ESTALE") {
   CHECK(h.fs->stats().whole_objects == 0);
   h.fs->Release(f.attr.ino, open->fh);
 }
+
+TEST_CASE("After ESTALE the next open revalidates, even under an indefinite listing") {
+  Harness h;  // indefinite TTL
+  h.fake->PutObject("f", "version one");
+  REQUIRE(h.List(kRootInode).ok());
+  auto f = MustLookup(h, "f");
+  auto open = h.Open(f.attr.ino);
+  REQUIRE(open.ok());
+  h.fake->PutObject("f", "version two!");
+  CHECK(h.Read(f.attr.ino, open->fh, 0, 4096).status().ToErrno() == ESTALE);
+  h.fs->Release(f.attr.ino, open->fh);
+  h.fake->ResetCounters();
+  auto reopened = h.Open(f.attr.ino);
+  REQUIRE(reopened.ok());
+  CHECK(h.fake->count(Op::kHead) == 1);
+  CHECK(*h.ReadAll(f.attr.ino, reopened->fh) == "version two!");
+  auto attr = h.GetAttr(f.attr.ino);
+  CHECK(attr->attr.size == 12);
+  h.fs->Release(f.attr.ino, reopened->fh);
+}

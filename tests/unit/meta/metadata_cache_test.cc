@@ -105,3 +105,17 @@ TEST_CASE("DirSnapshot::Find is exact") {
   CHECK(!s->Find(""));
   CHECK(!s->Find("c"));
 }
+
+TEST_CASE("MetadataCache: Invalidate hides older knowledge until something newer arrives") {
+  FakeClock clock;
+  MetadataCache cache(TtlPolicy(std::nullopt, 1s, clock.fn()));
+  cache.PutListing("d", Listing({"a"}));
+  cache.Invalidate("d/a");
+  CHECK(cache.Find("d/a").state == MetadataCache::Answer::kUnknown);
+  clock.Advance(24h);
+  CHECK(cache.Find("d/a").state == MetadataCache::Answer::kUnknown);
+  CHECK(cache.Find("d/b").state == MetadataCache::Answer::kAbsent);  // others unaffected
+  cache.PutPresent("d/a", File(99));
+  CHECK(cache.Find("d/a").state == MetadataCache::Answer::kPresent);
+  CHECK(cache.Find("d/a").attr.size == 99);
+}
