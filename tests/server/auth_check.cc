@@ -91,6 +91,7 @@ std::optional<AuthFailure> RequestAuthenticator::Check(const RequestInfo& info,
   };
   options.check_token = check_token;
   options.now = now;
+  options.expected_region = settings_.region;
   Status s = s3 ? auth::VerifyAwsSigV4Request(sr, options) : auth::VerifyOssRequest(sr, options);
   if (s.ok()) return std::nullopt;
   if (token_failure) return token_failure;

@@ -19,6 +19,7 @@ struct AuthSettings {
   std::string access_key_secret;          // secret: never logged
   std::string sts_token;                  // secret: never logged; empty = no token expected
   std::optional<int64_t> sts_expires_at;  // unix seconds
+  std::string region;  // when set, V4/SigV4 scopes naming another region are denied
 };
 
 // An authentication failure as the service reports it.

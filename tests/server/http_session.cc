@@ -118,7 +118,7 @@ void HttpSession::Dispatch() {
     }
     ObjectApi::AddCommonHeaders(info, resp_);
   }
-  ctx_.stats.CountStatus(resp_.status);
+  if (info.op != Op::kControl) ctx_.stats.CountStatus(resp_.status);
   if (ctx_.options.access_log) {
     log_line_ = info.method + " " + std::string(req.target()) + " " + std::to_string(resp_.status);
   }

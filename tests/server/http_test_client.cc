@@ -1,7 +1,9 @@
 #include "http_test_client.h"
 
 #include <strings.h>
+
 #include <boost/beast/http.hpp>
+#include <limits>
 
 namespace ossmount::testserver {
 
@@ -73,7 +75,7 @@ HttpResult HttpTestClient::Request(const std::string& method, const std::string&
     return result;
   }
   http::response_parser<http::string_body> parser;
-  parser.body_limit(boost::none);
+  parser.body_limit(std::numeric_limits<std::uint64_t>::max());
   if (method == "HEAD") parser.skip(true);
   http::read_header(*stream_, buffer_, parser, ec);
   if (!ec && !parser.is_done()) http::read(*stream_, buffer_, parser, ec);

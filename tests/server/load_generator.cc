@@ -11,8 +11,10 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -63,7 +65,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
     http::async_write(stream_, req_, [self = shared_from_this()](beast::error_code ec, size_t) {
       if (ec) return self->Fail();
       self->parser_.emplace();
-      self->parser_->body_limit(boost::none);
+      self->parser_->body_limit(std::numeric_limits<std::uint64_t>::max());
       http::async_read(
           self->stream_, self->buffer_, *self->parser_, [self](beast::error_code ec2, size_t) {
             if (ec2) return self->Fail();

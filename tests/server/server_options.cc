@@ -31,8 +31,10 @@ Result<ServerOptions> ParseServerOptions(int argc, char** argv, int* exit_code) 
   app.add_option("--access-key-secret", o.auth.access_key_secret, "Its secret");
   app.add_option("--sts-token", o.auth.sts_token, "Require this security token");
   app.add_option("--sts-expires-at", sts_expires, "Unix time after which the token is expired");
-  app.add_option("--region", o.api.region, "Region reported by GetBucketLocation")
-      ->capture_default_str();
+  std::string region;
+  app.add_option("--region", region,
+                 "Region of this endpoint: GetBucketLocation reports it and V4/SigV4 scopes "
+                 "must name it (default: cn-hangzhou, any scope accepted)");
   app.add_option("--min-part-size", o.api.min_part_size,
                  "Smallest multipart part (except the last) Complete accepts, bytes")
       ->capture_default_str();
@@ -82,6 +84,7 @@ Result<ServerOptions> ParseServerOptions(int argc, char** argv, int* exit_code) 
     if (!s.ok()) return Status(ErrorCode::kInvalidArgument, "--" + name + ": " + s.message());
   }
   o.auth.enabled = auth == "on";
+  if (!region.empty()) o.api.region = o.auth.region = region;
   o.auth.sts_expires_at = sts_expires;
   if (o.auth.enabled && (o.auth.access_key_id.empty() || o.auth.access_key_secret.empty())) {
     return Status(ErrorCode::kInvalidArgument,

@@ -51,7 +51,8 @@ class ServerStats {
 
   // {"requests":n,"GET":n,...,"status":{"200":n,...},"faults":{"error":n,...},
   //  "bytes_sent":n,"bytes_received":n,"connections":n,"auth_failures":n}
-  // "requests" counts object-API requests (control requests are not included).
+  // "requests" and "status" count object-API requests only (control requests are not
+  // included).
   std::string ToJson() const;
   void Reset();
 

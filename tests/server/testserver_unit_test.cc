@@ -127,7 +127,8 @@ TEST_CASE("PrefixSuccessor and base64url round trip", "[list]") {
   CHECK(PrefixSuccessor("a/") == "a0");
   CHECK(PrefixSuccessor(std::string("a\xff", 2)) == "b");
   CHECK(PrefixSuccessor("") == "");
-  for (std::string s : {"", "k", "ka", "kab", std::string("p\x00\xff/", 4)}) {
+  for (std::string s :
+       std::vector<std::string>{"", "k", "ka", "kab", std::string("p\x00\xff/", 4)}) {
     std::string back;
     REQUIRE(Base64UrlDecode(Base64UrlEncode(s), back));
     CHECK(back == s);
