@@ -3,6 +3,8 @@
 #include <future>
 #include <memory>
 
+#include <spdlog/spdlog.h>
+
 namespace ossmount::daemon {
 
 std::string ProbeHint(const Status& status, const config::MountConfig& config) {
@@ -64,6 +66,37 @@ Status ProbeBucket(ObjectClient& client, const config::MountConfig& config,
              "cannot list " + where + ": " + st.ToString() + "\nhint: " + ProbeHint(st, config),
              st.retryable());
   return out;
+}
+
+void WarmRootListing(fs::Filesystem& filesystem, std::chrono::seconds timeout) {
+  auto opened = std::make_shared<std::promise<Result<uint64_t>>>();
+  auto handle_future = opened->get_future();
+  filesystem.OpenDir(fs::kRootInode, [opened](Result<uint64_t> r) { opened->set_value(r); });
+  if (handle_future.wait_for(timeout) != std::future_status::ready) {
+    spdlog::info("root listing not ready within {} s; continuing", timeout.count());
+    return;
+  }
+  Result<uint64_t> handle = handle_future.get();
+  if (!handle.ok()) {
+    spdlog::warn("cannot open the mount root: {}", handle.status().ToString());
+    return;
+  }
+  auto listed = std::make_shared<std::promise<Status>>();
+  auto listed_future = listed->get_future();
+  filesystem.ReadDir(fs::kRootInode, *handle, 0, [listed](Result<std::vector<fs::DirEntry>> r) {
+    if (r.ok()) spdlog::debug("root listing: first batch {}", r->size());
+    listed->set_value(r.status());
+  });
+  if (listed_future.wait_for(timeout) != std::future_status::ready) {
+    // The handle stays open until the listing ends: releasing it under a running ReadDir
+    // is allowed by the contract, but there is no need to race it.
+    spdlog::info("root listing not ready within {} s; continuing", timeout.count());
+    return;
+  }
+  if (Status st = listed_future.get(); !st.ok()) {
+    spdlog::warn("cannot list the mount root: {}", st.ToString());
+  }
+  filesystem.ReleaseDir(fs::kRootInode, *handle);
 }
 
 }  // namespace ossmount::daemon

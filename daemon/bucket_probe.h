@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "config/mount_config.h"
+#include "fs/filesystem.h"
 #include "ossmount/object_client.h"
 #include "ossmount/status.h"
 
@@ -15,6 +16,11 @@ namespace ossmount::daemon {
 // REQUIRES: the client's io_context is being run by other threads.
 Status ProbeBucket(ObjectClient& client, const config::MountConfig& config,
                    std::chrono::seconds timeout);
+
+// Lists the mount root through the filesystem (OpenDir + the first ReadDir) so that its
+// listing is cached before the first lookup: a first `stat MOUNT/train` then needs no
+// HEAD/LIST probe. Best effort: waits at most `timeout`, logs and carries on otherwise.
+void WarmRootListing(fs::Filesystem& filesystem, std::chrono::seconds timeout);
 
 // The hint for a failed probe (exposed for tests and for other start-up paths).
 std::string ProbeHint(const Status& status, const config::MountConfig& config);

@@ -113,6 +113,9 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   }
 
   auto filesystem = fs::MakeObjectFilesystem(io, *client, config.fs);
+  // Cache the root listing before the mount appears, so the first lookups under the root
+  // (ImageFolder's stat of MOUNT/train) are answered without probing requests.
+  WarmRootListing(*filesystem, std::chrono::seconds(10));
 
   fuse::FuseServerOptions fuse_options;
   fuse_options.mountpoint = config.daemon.mountpoint;
