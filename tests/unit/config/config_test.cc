@@ -430,7 +430,7 @@ TEST_CASE("Secrets are not accepted on the command line") {
   Fails(With({"-o", "access_key_id=x"}), "unknown option");
 }
 
-TEST_CASE("--debug and --no-verify-tls") {
+TEST_CASE("Debug and no-verify-tls flags") {
   MountConfig d = Ok(With({"--debug"}));
   CHECK(d.daemon.fuse_debug);
   CHECK(d.daemon.log_level == "debug");
@@ -441,7 +441,7 @@ TEST_CASE("--debug and --no-verify-tls") {
   CHECK(t.warnings[0].find("NOT verified") != std::string::npos);
 }
 
-TEST_CASE("--anonymous sets the credential source") {
+TEST_CASE("Anonymous flag sets the credential source") {
   CHECK(Ok(With({"--anonymous"})).credential_sources.anonymous);
 }
 
