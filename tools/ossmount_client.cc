@@ -135,7 +135,7 @@ int main(int argc, char** argv) {
   creds.bucket = options.bucket;
   http::EngineOptions engine_options;
   engine_options.ca_bundle = options.ca_bundle;
-  creds.fetcher = http::MakeMetadataFetcher(engine_options);
+  creds.fetcher = http::MakeBlockingHttpFetcher();
   auto provider = auth::BuildCredentialsProvider(creds);
   if (!provider.ok()) return Fail(provider.status());
   options.credentials = *provider;

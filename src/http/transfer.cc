@@ -104,6 +104,9 @@ Status Transfer::Configure(CURL* easy, const EngineOptions& options) {
 
   OptionSetter o(easy);
   o.Set(CURLOPT_URL, request_.url.c_str());
+  // Object keys may hold "." and ".." segments ("a/../b" is a valid key): send the path as
+  // built, never let curl squash dot segments into a different key.
+  o.Set(CURLOPT_PATH_AS_IS, 1L);
   o.Set(CURLOPT_PRIVATE, static_cast<void*>(this));
   o.Set(CURLOPT_ERRORBUFFER, error_buffer_);
   o.Set(CURLOPT_NOSIGNAL, 1L);
