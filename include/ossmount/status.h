@@ -38,6 +38,7 @@ enum class ErrorCode {
   kIntegrity,              // CRC-64 mismatch, short body, checksum failure. EIO.
   kProtocol,               // Malformed response (bad XML, missing headers). EIO.
   kInvalidArgument,        // Bad input from the caller or the user. EINVAL.
+  kNameTooLong,            // A path component over 255 bytes. ENAMETOOLONG.
   kCancelled,              // The caller cancelled the request. ECANCELED.
   kReadOnly,               // Mutation on a read-only mount. EROFS.
   kNotSupported,           // ENOTSUP.

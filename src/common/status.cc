@@ -23,6 +23,7 @@ const char* ErrorCodeName(ErrorCode code) {
     case ErrorCode::kIntegrity: return "integrity";
     case ErrorCode::kProtocol: return "protocol";
     case ErrorCode::kInvalidArgument: return "invalid_argument";
+    case ErrorCode::kNameTooLong: return "name_too_long";
     case ErrorCode::kCancelled: return "cancelled";
     case ErrorCode::kReadOnly: return "read_only";
     case ErrorCode::kNotSupported: return "not_supported";
@@ -45,6 +46,7 @@ int Status::ToErrno() const {
     case ErrorCode::kPreconditionFailed: return ESTALE;
     case ErrorCode::kInvalidRange:
     case ErrorCode::kInvalidArgument: return EINVAL;
+    case ErrorCode::kNameTooLong: return ENAMETOOLONG;
     case ErrorCode::kThrottled: return EAGAIN;
     case ErrorCode::kTimeout: return ETIMEDOUT;
     case ErrorCode::kCancelled: return ECANCELED;

@@ -18,7 +18,7 @@ Status CheckLookupName(std::string_view name) {
     return Status(ErrorCode::kInvalidArgument, "a name cannot contain '/' or NUL");
   }
   if (name.size() > kNameMax) {
-    return Status(ErrorCode::kInvalidArgument, "name too long (over 255 bytes)");
+    return Status(ErrorCode::kNameTooLong, "name too long (over 255 bytes)");
   }
   return Status::Ok();
 }

@@ -35,8 +35,7 @@ bool ValidComponent(std::string_view name);
 // Checks a name the kernel asks to look up, before any request is made. Returns OK, or:
 // "." / ".." / "" -> kNotFound (ENOENT: those never resolve through this layer);
 // '/' or NUL inside -> kInvalidArgument (EINVAL);
-// over kNameMax bytes -> kInvalidArgument (EINVAL; the message says "name too long":
-// status.h has no ENAMETOOLONG code yet).
+// over kNameMax bytes -> kNameTooLong (ENAMETOOLONG).
 Status CheckLookupName(std::string_view name);
 
 // "a/b" + "c" -> "a/b/c"; "" + "c" -> "c". REQUIRES: ValidComponent(name).

@@ -64,6 +64,7 @@ TEST_CASE("CheckLookupName maps bad names to the right errno without a request")
   Status too_long = CheckLookupName(std::string(256, 'n'));
   CHECK(!too_long.ok());
   CHECK(too_long.message().find("too long") != std::string::npos);
+  CHECK(too_long.ToErrno() == ENAMETOOLONG);
 }
 
 TEST_CASE("Paths join, split and map to keys under the mount prefix") {
