@@ -209,7 +209,7 @@ void TestHttpServer::Serve(tcp::socket socket) {
     }
     std::string out = head ? head_text : head_text + route.body;
     asio::write(socket, asio::buffer(out), ec);
-    if (ec || !keep_alive) break;
+    if (ec || !keep_alive || route.close_after_response) break;
   }
   std::lock_guard<std::mutex> lock(mu_);
   live_fds_.erase(socket.native_handle());

@@ -41,6 +41,7 @@ struct Route {
   std::string gate;                      // "" = no gate
   std::optional<size_t> truncate_after;  // send only this many body bytes, then close
   bool stall_after_headers = false;
+  bool close_after_response = false;  // close without announcing it (an idle-timeout close)
 };
 
 struct RecordedRequest {
