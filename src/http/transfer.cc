@@ -189,9 +189,16 @@ size_t Transfer::OnHeader(char* data, size_t size, size_t n, void* self_ptr) {
     auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), length);
     if (ec == std::errc() && ptr == value.data() + value.size()) {
       self->content_length_ = length;
-      if (self->Is2xx() && !self->IsHead() && self->request_.target.growable != nullptr) {
-        self->request_.target.growable->reserve(
-            static_cast<size_t>(std::min<uint64_t>(length, kMaxReserve)));
+      const GetTarget& target = self->request_.target;
+      if (self->Is2xx() && !self->IsHead()) {
+        if (target.growable != nullptr) {
+          target.growable->reserve(static_cast<size_t>(std::min<uint64_t>(length, kMaxReserve)));
+        } else if (target.data != nullptr && length > target.capacity) {
+          // Known too large before any byte of it arrives: do not download it.
+          self->overflow_ = true;
+          self->response_.headers.emplace_back(std::move(name), std::string(value));
+          return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+        }
       }
     }
   }

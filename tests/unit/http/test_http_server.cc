@@ -7,6 +7,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <cctype>
+#include <cstdio>
 
 namespace ossmount::testing {
 
@@ -192,7 +193,16 @@ void TestHttpServer::Serve(tcp::socket socket) {
     std::string head_text =
         "HTTP/1.1 " + std::to_string(route.status) + " " + Reason(route.status) + "\r\n";
     for (const auto& [name, value] : route.headers) head_text += name + ": " + value + "\r\n";
-    head_text += "Content-Length: " + std::to_string(route.body.size()) + "\r\n";
+    std::string body = route.body;
+    if (route.chunked) {
+      head_text += "Transfer-Encoding: chunked\r\n";
+      char size_hex[32];
+      std::snprintf(size_hex, sizeof(size_hex), "%zx", route.body.size());
+      body = route.body.empty() ? "0\r\n\r\n"
+                                : std::string(size_hex) + "\r\n" + route.body + "\r\n0\r\n\r\n";
+    } else {
+      head_text += "Content-Length: " + std::to_string(route.body.size()) + "\r\n";
+    }
     if (!keep_alive) head_text += "Connection: close\r\n";
     head_text += "\r\n";
 
@@ -203,11 +213,11 @@ void TestHttpServer::Serve(tcp::socket socket) {
       break;
     }
     if (route.truncate_after) {
-      std::string partial = head_text + route.body.substr(0, *route.truncate_after);
+      std::string partial = head_text + body.substr(0, *route.truncate_after);
       asio::write(socket, asio::buffer(partial), ec);
       break;
     }
-    std::string out = head ? head_text : head_text + route.body;
+    std::string out = head ? head_text : head_text + body;
     asio::write(socket, asio::buffer(out), ec);
     if (ec || !keep_alive || route.close_after_response) break;
   }

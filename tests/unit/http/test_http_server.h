@@ -42,6 +42,7 @@ struct Route {
   std::optional<size_t> truncate_after;  // send only this many body bytes, then close
   bool stall_after_headers = false;
   bool close_after_response = false;  // close without announcing it (an idle-timeout close)
+  bool chunked = false;               // Transfer-Encoding: chunked instead of Content-Length
 };
 
 struct RecordedRequest {
