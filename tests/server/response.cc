@@ -19,9 +19,13 @@ std::string SerializeHead(const Response& r, bool keep_alive) {
     out += value;
     out += "\r\n";
   }
-  out += "Content-Length: ";
-  out += std::to_string(r.body_length);
-  out += keep_alive ? "\r\nConnection: keep-alive\r\n\r\n" : "\r\nConnection: close\r\n\r\n";
+  // RFC 9110 §8.6: no Content-Length on 204 and 304 (their body is always empty).
+  if (r.status != 204 && r.status != 304) {
+    out += "Content-Length: ";
+    out += std::to_string(r.body_length);
+    out += "\r\n";
+  }
+  out += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";
   return out;
 }
 

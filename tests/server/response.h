@@ -32,7 +32,8 @@ struct Response {
   }
 };
 
-// "HTTP/1.1 <status> <reason>\r\n" + headers + Content-Length + Connection + "\r\n".
+// "HTTP/1.1 <status> <reason>\r\n" + headers + Content-Length (not on 204/304) +
+// Connection + "\r\n".
 std::string SerializeHead(const Response& r, bool keep_alive);
 
 }  // namespace ossmount::testserver

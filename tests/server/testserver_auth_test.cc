@@ -69,7 +69,7 @@ std::vector<Scheme> Schemes() {
 
 }  // namespace
 
-TEST_CASE("Signed requests pass; wrong secret, unknown key, no signature fail", "[auth]") {
+TEST_CASE("Signed requests pass, wrong secret, unknown key, no signature fail", "[auth]") {
   ServerFixture f;
   f.WriteFile("dir/img 1.jpg", "pixels");
   f.Start({"--access-key-id", kAk, "--access-key-secret", kSk, "--region", "cn-test-1"});

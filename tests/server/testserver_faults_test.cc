@@ -29,7 +29,7 @@ TEST_CASE("error-rate injects SlowDown with Retry-After on GET only", "[faults]"
   CHECK(f.Stat("faults.error") == 1);
 }
 
-TEST_CASE("fault-ops all applies faults to HEAD and LIST; control API changes faults live",
+TEST_CASE("fault-ops all applies faults to HEAD and LIST, control API changes faults live",
           "[faults]") {
   ServerFixture f;
   f.WriteFile("obj", "data");
@@ -113,7 +113,7 @@ TEST_CASE("stall-rate pauses mid-body for stall-ms, then completes", "[faults]")
   CHECK(f.Stat("faults.stall") == 1);
 }
 
-TEST_CASE("ttfb-ms delays every object-API request; bandwidth-mbps paces bodies", "[faults]") {
+TEST_CASE("ttfb-ms delays every object-API request, bandwidth-mbps paces bodies", "[faults]") {
   ServerFixture f;
   std::string data = RandomBytes(250000, 11);
   f.WriteFile("obj", data);

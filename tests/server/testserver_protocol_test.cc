@@ -47,7 +47,7 @@ TEST_CASE("GET and HEAD return the object with OSS headers and its CRC-64", "[pr
   CHECK(f.client().connects() == 1);
 }
 
-TEST_CASE("Missing keys and buckets give OSS error XML; HEAD errors have no body", "[protocol]") {
+TEST_CASE("Missing keys and buckets give OSS error XML, HEAD errors have no body", "[protocol]") {
   ServerFixture f;
   f.Start();
   auto r = f.client().Request("GET", "/bkt/no/such");
@@ -129,7 +129,7 @@ TEST_CASE("Ranges: OSS standard 206/416, OSS legacy 200, S3 416", "[protocol]") 
   CHECK(f.Stat("GET_RANGE") == 8);
 }
 
-TEST_CASE("If-Match gives 412 on a changed object; If-None-Match gives 304", "[protocol]") {
+TEST_CASE("If-Match gives 412 on a changed object, If-None-Match gives 304", "[protocol]") {
   ServerFixture f;
   f.WriteFile("obj", "version one");
   f.Start();
@@ -255,7 +255,7 @@ TEST_CASE("encoding-type=url encodes keys, prefixes and tokens", "[protocol]") {
   CHECK(std::string(root.child_value("IsTruncated")) == "false");
 }
 
-TEST_CASE("PUT, GET, DELETE; hostile keys are served from memory, never outside the root",
+TEST_CASE("PUT, GET, DELETE, hostile keys are served from memory, never outside the root",
           "[protocol]") {
   ServerFixture f;
   f.Start();

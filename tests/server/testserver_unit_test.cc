@@ -204,7 +204,7 @@ TEST_CASE("FaultSettings::Set validates names and values", "[faults]") {
   CHECK_FALSE(s.Set("nonsense", "1").ok());
 }
 
-TEST_CASE("Multipart Complete checks order, etags and part size; combines CRC", "[multipart]") {
+TEST_CASE("Multipart Complete checks order, etags and part size, combines CRC", "[multipart]") {
   MultipartUploads m;
   std::string id = m.Initiate("b", "k", {});
   std::string p1(200, 'x'), p2(50, 'y');
