@@ -17,7 +17,35 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 constexpr uint64_t kFileChunk = 256 * 1024;
+
+// The request target for the access log, with signature and token query values replaced:
+// presigned URLs carry them, and they never reach a log line.
+std::string RedactTarget(std::string_view target) {
+  size_t q = target.find('?');
+  if (q == std::string_view::npos) return std::string(target);
+  std::string out(target.substr(0, q + 1));
+  std::string_view query = target.substr(q + 1);
+  size_t start = 0;
+  while (start <= query.size()) {
+    size_t amp = query.find('&', start);
+    if (amp == std::string_view::npos) amp = query.size();
+    std::string_view part = query.substr(start, amp - start);
+    std::string name(part.substr(0, part.find('=')));
+    std::string lower = name;
+    for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (start > 0) out += '&';
+    if (lower.find("signature") != std::string::npos ||
+        (lower.find("token") != std::string::npos && lower != "continuation-token") ||
+        lower.find("credential") != std::string::npos) {
+      out += name + "=REDACTED";
+    } else {
+      out += part;
+    }
+    start = amp + 1;
+  }
+  return out;
 }
+}  // namespace
 
 HttpSession::HttpSession(asio::ip::tcp::socket socket, ServerContext& ctx)
     : stream_(std::move(socket)), timer_(stream_.get_executor()), ctx_(ctx) {}
@@ -120,7 +148,7 @@ void HttpSession::Dispatch() {
   }
   if (info.op != Op::kControl) ctx_.stats.CountStatus(resp_.status);
   if (ctx_.options.access_log) {
-    log_line_ = info.method + " " + std::string(req.target()) + " " + std::to_string(resp_.status);
+    log_line_ = info.method + " " + RedactTarget(req.target()) + " " + std::to_string(resp_.status);
   }
   if (plan_.delay.count() > 0) {
     ctx_.stats.CountFault(StatFault::kDelayed);
