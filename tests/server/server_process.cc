@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,6 +37,8 @@ Result<std::unique_ptr<TestServerProcess>> TestServerProcess::Start(std::vector<
   pid_t pid = ::fork();
   if (pid < 0) return Status(ErrorCode::kInternal, "fork failed");
   if (pid == 0) {
+    // Die with the test process even if it is killed before its destructors run.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     ::dup2(fds[1], 1);
     ::close(fds[0]);
     ::close(fds[1]);

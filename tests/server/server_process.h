@@ -3,7 +3,7 @@
 // Start() launches the binary with "--port 0" plus the caller's arguments, reads the
 // "listening on HOST:PORT" line from its stdout (20 s timeout) and returns the handle. The
 // destructor sends SIGTERM and waits (SIGKILL after 10 s), so a failing test never leaves a
-// server behind.
+// server behind; the child also gets SIGTERM if the test process dies (PR_SET_PDEATHSIG).
 //
 // Thread-safety: not thread-safe; one owner.
 #pragma once
