@@ -28,7 +28,7 @@ packages=(
   clang-format
 )
 if [ "$want_bench" -eq 1 ]; then
-  packages+=(s3fs rclone time)
+  packages+=(s3fs rclone time wrk)
 fi
 # Node.js for s3rver: keep an existing installation (it may come with its own npm).
 if ! command -v node >/dev/null 2>&1; then packages+=(nodejs); fi
