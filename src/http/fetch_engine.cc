@@ -36,6 +36,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -106,7 +107,7 @@ class FetchEngine::Impl : public std::enable_shared_from_this<Impl> {
   void Enqueue(std::unique_ptr<Transfer> transfer);
   void OnSocketReady(curl_socket_t fd, uint64_t id, int dir, bool kick,
                      const boost::system::error_code& ec);
-  void OnTimer(const boost::system::error_code& ec);
+  void OnTimer(uint64_t generation, const boost::system::error_code& ec);
   void OnCancelPoll(const boost::system::error_code& ec);
 
   // --- REQUIRES mu_ held ---
@@ -130,6 +131,7 @@ class FetchEngine::Impl : public std::enable_shared_from_this<Impl> {
   static int CloseSocketCb(void* userp, curl_socket_t fd);
   int OnCurlSocket(curl_socket_t fd, int what);
   int OnCurlTimer(long timeout_ms);
+  void ArmWakeup(std::chrono::steady_clock::time_point when, bool now);
   curl_socket_t OnOpenSocket(curlsocktype purpose, curl_sockaddr* addr);
   int OnCloseSocket(curl_socket_t fd);
 
@@ -143,6 +145,10 @@ class FetchEngine::Impl : public std::enable_shared_from_this<Impl> {
   CURLM* multi_ = nullptr;
   bool shut_down_ = false;
   asio::steady_timer curl_timer_;
+  // libcurl's pending deadline, and the single live wake-up for it (see OnCurlTimer).
+  std::optional<std::chrono::steady_clock::time_point> curl_deadline_;
+  std::optional<std::chrono::steady_clock::time_point> live_wakeup_;
+  uint64_t wakeup_generation_ = 0;
   asio::steady_timer cancel_timer_;
   bool cancel_poll_armed_ = false;
   int with_cancel_flag_ = 0;  // queued + running transfers that carry a CancelFlag
@@ -475,25 +481,51 @@ int FetchEngine::Impl::CurlTimerCb(CURLM*, long timeout_ms, void* userp) {
   return static_cast<Impl*>(userp)->OnCurlTimer(timeout_ms);
 }
 
+// libcurl reports its earliest deadline through this callback and does not repeat a
+// deadline it already reported, so a wake-up must happen at or after every deadline it
+// gives (never only before it). Waking earlier than needed is harmless, so a live wake-up
+// that is already due no later than the new deadline is kept: moving the asio timer costs
+// a timerfd_settime() and libcurl moves its deadline on nearly every state change.
 int FetchEngine::Impl::OnCurlTimer(long timeout_ms) {
-  if (timeout_ms < 0 || shut_down_) {
-    curl_timer_.cancel();
+  if (shut_down_) return 0;
+  if (timeout_ms < 0) {
+    curl_deadline_.reset();  // a live wake-up finds nothing due and does nothing
     return 0;
   }
-  curl_timer_.expires_after(std::chrono::milliseconds(timeout_ms));
-  curl_timer_.async_wait(asio::bind_executor(
-      strand_,
-      [self = shared_from_this()](const boost::system::error_code& ec) { self->OnTimer(ec); }));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  curl_deadline_ = deadline;
+  if (!live_wakeup_ || *live_wakeup_ > deadline) ArmWakeup(deadline, timeout_ms == 0);
   return 0;
 }
 
-void FetchEngine::Impl::OnTimer(const boost::system::error_code& ec) {
+void FetchEngine::Impl::ArmWakeup(std::chrono::steady_clock::time_point when, bool now) {
+  const uint64_t generation = ++wakeup_generation_;  // older wake-ups become no-ops
+  live_wakeup_ = when;
+  auto handler = [self = shared_from_this(), generation](const boost::system::error_code& ec) {
+    self->OnTimer(generation, ec);
+  };
+  if (now) {
+    asio::post(strand_, [handler] { handler({}); });
+  } else {
+    curl_timer_.expires_at(when);
+    curl_timer_.async_wait(asio::bind_executor(strand_, handler));
+  }
+}
+
+void FetchEngine::Impl::OnTimer(uint64_t generation, const boost::system::error_code& ec) {
   if (ec == asio::error::operation_aborted) return;
   std::vector<Ready> ready;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (shut_down_) return;
-    SocketAction(CURL_SOCKET_TIMEOUT, 0);
+    if (shut_down_ || generation != wakeup_generation_) return;
+    live_wakeup_.reset();
+    if (!curl_deadline_) return;
+    if (std::chrono::steady_clock::now() < *curl_deadline_) {
+      ArmWakeup(*curl_deadline_, false);  // woke early for a deadline that moved later
+      return;
+    }
+    curl_deadline_.reset();
+    SocketAction(CURL_SOCKET_TIMEOUT, 0);  // reports the next deadline, if any
     StartQueued();
     ArmCancelPoll();
     ready = TakeReady();
