@@ -39,7 +39,7 @@ bool Has(const Status& s, const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("ParseErrorXml reads code, message, ids, EC; rejects other documents") {
+TEST_CASE("ParseErrorXml reads code, message, ids, EC - rejects other documents") {
   auto e = ParseErrorXml(ErrorXml("NoSuchKey", "<ServerTime>2023-01-01T00:00:00Z</ServerTime>"));
   REQUIRE(e);
   CHECK(e->code == "NoSuchKey");

@@ -166,7 +166,7 @@ TEST_CASE("If-Match is sent and a changed object is kPreconditionFailed") {
   CHECK(*h.executor->seen()[1].Header("if-match") == "\"v1\"");
 }
 
-TEST_CASE("CRC mismatch is retried and then succeeds; a persistent one never hands bytes up") {
+TEST_CASE("CRC mismatch is retried and then succeeds - a persistent one never hands bytes up") {
   Harness h;
   ObjectServer server;
   int corrupt = 2;
@@ -192,7 +192,7 @@ TEST_CASE("CRC mismatch is retried and then succeeds; a persistent one never han
   CHECK(out.empty());
 }
 
-TEST_CASE("A 206 that covers the whole object is CRC-checked too; partial ranges are not") {
+TEST_CASE("A 206 that covers the whole object is CRC-checked too - partial ranges are not") {
   Harness h;
   ObjectServer server;
   h.executor->respond = [&](const SeenRequest& r, int) {
@@ -271,7 +271,7 @@ TEST_CASE("GET argument checks are posted errors") {
   CHECK(h.executor->count() == 0);
 }
 
-TEST_CASE("Data endpoint: GET/HEAD go there, signed with the data signer; LIST does not") {
+TEST_CASE("Data endpoint: GET/HEAD go there, signed with the data signer - LIST does not") {
   Harness h;
   h.options.data_endpoint = "http://cn-beijing-h-internal.oss-data-acc.aliyuncs.com";
   ObjectServer server;
@@ -327,7 +327,7 @@ TEST_CASE("Data endpoint connection failure falls back to the main endpoint at o
   }
 }
 
-TEST_CASE("Data endpoint HTTP errors do not fall back; they are retried there") {
+TEST_CASE("Data endpoint HTTP errors do not fall back - they are retried there") {
   Harness h;
   h.options.data_endpoint = "acc.example.com";
   ObjectServer server;

@@ -14,7 +14,7 @@ std::string Crc(const std::string& s) { return std::to_string(Crc64(0, s.data(),
 
 }  // namespace
 
-TEST_CASE("HEAD parses the headers; a bodiless 404 is kNotFound with the request id") {
+TEST_CASE("HEAD parses the headers - a bodiless 404 is kNotFound with the request id") {
   Harness h;
   h.executor->respond = [](const SeenRequest& r, int i) {
     CHECK(r.method == "HEAD");
@@ -44,7 +44,7 @@ TEST_CASE("HEAD parses the headers; a bodiless 404 is kNotFound with the request
   CHECK(missing.status().message().find("'nope'") != std::string::npos);
 }
 
-TEST_CASE("PUT sends the body and checks the returned CRC-64; a mismatch is retried") {
+TEST_CASE("PUT sends the body and checks the returned CRC-64 - a mismatch is retried") {
   Harness h;
   auto body = std::make_shared<const std::string>("checkpoint bytes");
   int bad = 1;
@@ -157,7 +157,7 @@ TEST_CASE("Multipart argument checks and a 200 carrying an error") {
   CHECK(abort.message().find("multipart upload 'u'") != std::string::npos);
 }
 
-TEST_CASE("DELETE: 204 and a missing key succeed; a missing bucket does not") {
+TEST_CASE("DELETE: 204 and a missing key succeed - a missing bucket does not") {
   Harness h;
   h.executor->respond = [](const SeenRequest& r, int i) {
     CHECK(r.method == "DELETE");
@@ -178,7 +178,7 @@ TEST_CASE("DELETE: 204 and a missing key succeed; a missing bucket does not") {
         "bucket name and --endpoint/--region");
 }
 
-TEST_CASE("LIST errors carry the bucket context; max_keys is checked") {
+TEST_CASE("LIST errors carry the bucket context - max_keys is checked") {
   Harness h;
   h.executor->respond = [](const SeenRequest&, int) {
     return FakeReply::Error(403, "AccessDenied");

@@ -148,7 +148,7 @@ TEST_CASE("Multipart and write requests") {
   CHECK(XmlEscape("a&<>\"'\t") == "a&amp;&lt;&gt;&quot;&apos;&#9;");
 }
 
-TEST_CASE("Signer choice: OSS V4 with a region, else V1; S3 SigV4 defaulting to us-east-1") {
+TEST_CASE("Signer choice: OSS V4 with a region, else V1 - S3 SigV4 defaulting to us-east-1") {
   ClientOptions o;
   o.protocol = Protocol::kOss;
   o.region = "cn-beijing";
