@@ -141,7 +141,7 @@ TEST_CASE("A listing failing on a later page leaves no partial directory behind"
   h.fs->ReleaseDir(d->attr.ino, *fh);
 }
 
-TEST_CASE("A failed small-file GET is not cached; the next read fetches again") {
+TEST_CASE("A failed small-file GET is not cached, the next read fetches again") {
   Harness h(Harness::DefaultOptions(), true);
   h.fake->PutObject("f", kData);
   auto f = h.Lookup(kRootInode, "f");

@@ -3,7 +3,7 @@
 
 using namespace fstest;
 
-TEST_CASE("Lookup of unlisted names: file, directory, missing; negative cache and its TTL") {
+TEST_CASE("Lookup of unlisted names: file, directory, missing, negative cache and its TTL") {
   FsOptions options = Harness::DefaultOptions();
   options.metadata_ttl = 60s;
   options.negative_ttl = 5s;
@@ -108,7 +108,7 @@ TEST_CASE("Names that cannot be POSIX paths fail without a request") {
   CHECK(h.fake->total_count() == 0);
 }
 
-TEST_CASE("Hidden keys are invisible and not resolvable; the mount prefix is a jail") {
+TEST_CASE("Hidden keys are invisible and not resolvable, the mount prefix is a jail") {
   FsOptions options = Harness::DefaultOptions();
   options.prefix = "mnt/";
   Harness h(options);

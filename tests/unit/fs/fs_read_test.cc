@@ -13,7 +13,7 @@ Entry MustLookup(Harness& h, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("Any write access is EROFS; directories cannot be opened as files") {
+TEST_CASE("Any write access is EROFS, directories cannot be opened as files") {
   Harness h;
   h.fake->PutObject("f", "1");
   h.fake->PutObject("d/x", "1");
