@@ -143,15 +143,16 @@ void TlsTestServer::Serve(tcp::socket socket) {
       http::request<http::string_body> req;
       http::read(stream, buffer, req, ec);
       if (ec) break;
+      {
+        // Counted before answering: the client may look the moment it has the response.
+        std::lock_guard<std::mutex> lock(mu_);
+        ++served_;
+      }
       http::response<http::string_body> res{http::status::ok, req.version()};
       res.body() = "secure";
       res.keep_alive(req.keep_alive());
       res.prepare_payload();
       http::write(stream, res, ec);
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        ++served_;
-      }
       if (!req.keep_alive()) break;
     }
     std::lock_guard<std::mutex> lock(mu_);

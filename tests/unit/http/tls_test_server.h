@@ -29,7 +29,7 @@ class TlsTestServer {
   // "https://127.0.0.1:<port><path>"
   std::string Url(const std::string& path) const;
   const std::string& ca_file() const { return ca_file_; }
-  // Requests answered (handshakes the client rejected are not counted).
+  // Requests received over an established TLS session (a rejected handshake never gets here).
   int served() const;
 
  private:
