@@ -667,7 +667,7 @@ TEST_CASE("host names resolved by the threaded resolver work, engine after engin
 namespace ossmount::http {
 namespace {
 
-TEST_CASE("chunked bodies land in fixed and growable targets; overflow still detected",
+TEST_CASE("chunked bodies land in fixed and growable targets and overflow is still detected",
           "[fetch_engine]") {
   TestHttpServer server;
   const std::string body = RandomBytes(150000, 9);
