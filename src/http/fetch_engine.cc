@@ -411,8 +411,11 @@ int FetchEngine::Impl::OnCurlSocket(curl_socket_t fd, int what) {
   }
   if (it == sockets_.end()) {
     // A descriptor libcurl created itself (e.g. the resolver's socketpair): wait on a dup.
+    // Returning -1 would make libcurl declare the whole multi handle dead, so when the
+    // descriptor cannot be watched (out of descriptors) the transfer is left to its own
+    // deadlines (connect timeout) instead.
     int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (copy < 0) return -1;
+    if (copy < 0) return 0;
     SocketState st;
     st.id = next_socket_id_++;
     st.mirror = std::make_unique<asio::posix::stream_descriptor>(io_);
@@ -420,7 +423,7 @@ int FetchEngine::Impl::OnCurlSocket(curl_socket_t fd, int what) {
     st.mirror->assign(copy, ec);
     if (ec) {
       ::close(copy);
-      return -1;
+      return 0;
     }
     it = sockets_.emplace(fd, std::move(st)).first;
   }
