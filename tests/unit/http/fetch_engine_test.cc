@@ -3,6 +3,7 @@
 
 #include <netdb.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -735,6 +736,62 @@ TEST_CASE("URL paths are sent as built, dot segments and escapes included", "[fe
   auto seen = server.requests();
   REQUIRE(seen.size() == 1);
   CHECK(seen[0].target == "/bucket/a/../b/./c%20d?x=%2F");
+}
+
+}  // namespace
+}  // namespace ossmount::http
+
+namespace ossmount::http {
+namespace {
+
+// A listener whose accept queue is full and never drained: the kernel drops further SYNs,
+// so a new connect() neither succeeds nor fails until the client gives up.
+class FullListener {
+ public:
+  FullListener() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+    REQUIRE(::listen(fd_, 0) == 0);
+    socklen_t len = sizeof(addr);
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    for (int i = 0; i < 8; ++i) {
+      int c = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+      ::connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+      fillers_.push_back(c);
+    }
+    std::this_thread::sleep_for(100ms);  // let the fillers occupy the queue
+  }
+  ~FullListener() {
+    for (int c : fillers_) ::close(c);
+    ::close(fd_);
+  }
+  std::string Url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/x"; }
+  std::string HostPort() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  uint16_t port_ = 0;
+  std::vector<int> fillers_;
+};
+
+TEST_CASE("a connect that never completes is a retryable kTimeout", "[fetch_engine]") {
+  FullListener listener;
+  IoThreads io(1);
+  EngineOptions options;
+  options.timeouts.connect = 500ms;
+  FetchEngine engine(io.context(), options);
+  Response r = Call(engine, Get(listener.Url()));
+  CHECK(r.transport.code() == ErrorCode::kTimeout);
+  CHECK(r.transport.retryable());
+  CHECK(r.transport.message() == "could not connect to " + listener.HostPort() +
+                                     " within 500 ms (connect timeout); check the endpoint "
+                                     "and the network");
+  Response blocking = FetchBlocking(Get(listener.Url()), options);
+  CHECK(blocking.transport.code() == ErrorCode::kTimeout);
 }
 
 }  // namespace
