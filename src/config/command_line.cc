@@ -33,6 +33,9 @@ struct RawOptions {
   bool no_verify_tls = false;
   std::string max_in_flight, connect_timeout, retries, io_threads;
   bool version = false;
+  // Data path: memory budget, readahead, disk cache.
+  std::string max_memory = "1GiB", max_readahead = "64MiB", prefetch_unit = "8MiB";
+  std::string prefetch_concurrency = "64", cache_dir, max_cache_size = "10GiB";
 };
 
 // Defines every option on `app`, bound to `r`. Returns the options that are flags (take
@@ -120,6 +123,26 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
       ->group(fs);
   app.add_option("--dir-mode", r.dir_mode, "Permission bits of directories, octal (default 0555)")
       ->group(fs);
+
+  auto* data = "Data path";
+  app.add_option("--max-memory", r.max_memory,
+                 "All data buffers together: whole small files and readahead (default 1GiB)")
+      ->group(data);
+  app.add_option("--max-readahead", r.max_readahead,
+                 "Largest readahead window of one sequentially read file (default 64MiB)")
+      ->group(data);
+  app.add_option("--prefetch-unit", r.prefetch_unit,
+                 "Size of one ranged GET of a large file (default 8MiB)")
+      ->group(data);
+  app.add_option("--prefetch-concurrency", r.prefetch_concurrency,
+                 "Readahead GETs in flight, all files together (default 64)")
+      ->group(data);
+  app.add_option("--cache", r.cache_dir,
+                 "Directory of the local disk cache of object data (default: none)")
+      ->group(data);
+  app.add_option("--max-cache-size", r.max_cache_size,
+                 "Largest size of the disk cache (default 10GiB)")
+      ->group(data);
 
   auto* mnt = "Mount and daemon";
   add_flag("--allow-other", r.allow_other,
@@ -408,6 +431,35 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
     auto v = ParseOctalMode("--dir-mode", r.dir_mode);
     if (!v.ok()) return v.status();
     fso.dir_mode = *v;
+  }
+
+  // Data path.
+  auto max_memory = ParseSize("--max-memory", r.max_memory);
+  if (!max_memory.ok()) return max_memory.status();
+  if (*max_memory < (16ull << 20)) return Error("--max-memory: at least 16MiB");
+  fso.max_memory = *max_memory;
+  auto unit = ParseSize("--prefetch-unit", r.prefetch_unit);
+  if (!unit.ok()) return unit.status();
+  if (*unit < (64ull << 10) || *unit > (1ull << 30)) {
+    return Error("--prefetch-unit: between 64KiB and 1GiB");
+  }
+  fso.readahead.part_size = *unit;
+  auto max_ra = ParseSize("--max-readahead", r.max_readahead);
+  if (!max_ra.ok()) return max_ra.status();
+  if (*max_ra < fso.readahead.initial_window) return Error("--max-readahead: at least 1MiB");
+  fso.readahead.max_window = *max_ra;
+  auto pc = ParseInteger("--prefetch-concurrency", r.prefetch_concurrency, 1, 4096);
+  if (!pc.ok()) return pc.status();
+  fso.readahead.global_concurrency = static_cast<int>(*pc);
+  auto cache_size = ParseSize("--max-cache-size", r.max_cache_size);
+  if (!cache_size.ok()) return cache_size.status();
+  if (given("--max-cache-size") && r.cache_dir.empty()) {
+    return Error("--max-cache-size needs --cache DIR");
+  }
+  if (!r.cache_dir.empty()) {
+    if (r.cache_dir[0] != '/') return Error("--cache: give an absolute directory path");
+    c.cache.dir = r.cache_dir;
+    c.cache.max_size = *cache_size;
   }
 
   // Daemon.

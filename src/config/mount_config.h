@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "auth/credential_providers.h"
+#include "data/disk_block_cache.h"
 #include "fs/object_filesystem.h"
 #include "ossmount/client_options.h"
 #include "ossmount/status.h"
@@ -47,7 +48,8 @@ struct MountConfig {
   // null: the daemon builds it from `credential_sources`.
   ClientOptions client;
   auth::CredentialSources credential_sources;  // protocol and bucket filled in; no fetcher
-  fs::FsOptions fs;
+  fs::FsOptions fs;              // disk_cache left null: the daemon opens it from `cache`
+  data::DiskCacheOptions cache;  // dir "" = no disk cache
   DaemonSettings daemon;
   // Things the user should hear about but that do not stop the mount ('rw' ignored,
   // TLS verification off, ...). The daemon logs each at warn level.

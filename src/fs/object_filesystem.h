@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "data/disk_block_cache.h"
 #include "fs/filesystem.h"
 #include "ossmount/object_client.h"
 
@@ -17,6 +18,16 @@ class io_context;
 }
 
 namespace ossmount::fs {
+
+// Readahead for large files read sequentially (src/prefetch).
+struct ReadaheadOptions {
+  uint64_t initial_window = 1ull << 20;  // first window once reads look sequential
+  uint64_t max_window = 64ull << 20;     // the window doubles up to this (--max-readahead)
+  uint64_t part_size = 8ull << 20;       // one ranged GET (--prefetch-unit, prefetchUnitMB)
+  int per_file_concurrency = 8;          // ranged GETs in flight per open file
+  int global_concurrency = 64;           // readahead GETs in flight in all
+                                         // (--prefetch-concurrency, prefetchConcurrency)
+};
 
 struct FsOptions {
   // Key prefix mounted as the root, "" or ending in '/': "imagenet/".
@@ -32,6 +43,11 @@ struct FsOptions {
   uint32_t gid = 0;
   uint32_t file_mode = 0444;  // permission bits only
   uint32_t dir_mode = 0555;
+  // All data buffers together (whole objects, readahead parts): --max-memory / prefetchMB.
+  uint64_t max_memory = 1ull << 30;
+  ReadaheadOptions readahead;
+  // Local disk cache of object data (--cache DIR); null = none. Opened by the daemon.
+  std::shared_ptr<data::DiskBlockCache> disk_cache;
   // The steady clock TTLs are measured with; empty = std::chrono::steady_clock::now. Tests
   // inject a controllable clock so expiry needs no sleeping.
   std::function<std::chrono::steady_clock::time_point()> clock;

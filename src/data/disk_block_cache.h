@@ -1,0 +1,73 @@
+// DiskBlockCache: object data on local disk (--cache DIR), so a second epoch, and a remount,
+// read without a GET.
+//
+// Blocks are keyed by (object key, etag, block index). A whole small object is one block
+// (index kWholeObject); a large object is cached in blocks of the readahead part size,
+// index = offset / part size. Because the etag is part of the key, a changed object never
+// hits a stale block, and after a restart every block whose etag still matches the listing
+// is served without a GET (the cache survives restarts, unlike Mountpoint's and gcsfuse's).
+//
+// On disk: DIR is created 0700, files are 0600. Each block file carries a header (magic,
+// key, etag, index, length) and a checksum of its bytes that is verified on EVERY read; a
+// corrupt or truncated block is deleted and reported as a miss (then refetched), never
+// served. Blocks are written to a temporary file and renamed into place, so a crash never
+// leaves a half-written block under a real name. The total size is kept within max_size by
+// evicting least-recently-used blocks. Opening an existing DIR indexes the blocks there.
+//
+// Thread-safety: all methods may be called concurrently. Get() reads the disk on the
+// calling thread (local NVMe or page cache: fast); Put() returns at once and writes on a
+// background thread (a full write queue drops the block rather than blocking readers).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ossmount/status.h"
+
+namespace ossmount::data {
+
+constexpr uint64_t kWholeObject = ~0ull;
+
+struct BlockId {
+  std::string key;
+  std::string etag;
+  uint64_t index = 0;
+};
+
+struct DiskCacheOptions {
+  std::string dir;
+  uint64_t max_size = 10ull << 30;
+};
+
+struct DiskCacheStats {
+  uint64_t hits = 0;
+  uint64_t misses = 0;
+  uint64_t corrupt = 0;  // blocks that failed verification and were dropped
+  uint64_t writes = 0;
+  uint64_t evictions = 0;
+  uint64_t bytes = 0;   // on disk now
+  uint64_t blocks = 0;  // on disk now
+};
+
+class DiskBlockCache {
+ public:
+  virtual ~DiskBlockCache() = default;
+
+  // Creates or reopens the cache directory (refusing one that others may write to), indexes
+  // existing blocks and evicts down to max_size. Errors say what to fix.
+  static Result<std::shared_ptr<DiskBlockCache>> Open(const DiskCacheOptions& options);
+
+  // The block's bytes if present, exactly expected_length long and intact; nullopt otherwise.
+  virtual std::optional<std::shared_ptr<const std::vector<char>>> Get(const BlockId& id,
+                                                                      uint64_t expected_length) = 0;
+  // Stores a copy of the block (asynchronously; may be dropped under pressure).
+  virtual void Put(const BlockId& id, std::shared_ptr<const std::vector<char>> data) = 0;
+  // Waits until queued writes are on disk (tests, shutdown).
+  virtual void Flush() = 0;
+  virtual DiskCacheStats Stats() const = 0;
+};
+
+}  // namespace ossmount::data
