@@ -40,6 +40,9 @@ struct BlockId {
 struct DiskCacheOptions {
   std::string dir;
   uint64_t max_size = 10ull << 30;
+  // Blocks waiting for the writer thread; a Put beyond this is dropped (counted), never
+  // blocks. The queued buffers are the callers' own (shared, not copied).
+  size_t max_pending_writes = 256;
 };
 
 struct DiskCacheStats {
@@ -48,8 +51,10 @@ struct DiskCacheStats {
   uint64_t corrupt = 0;  // blocks that failed verification and were dropped
   uint64_t writes = 0;
   uint64_t evictions = 0;
-  uint64_t bytes = 0;   // on disk now
-  uint64_t blocks = 0;  // on disk now
+  uint64_t bytes = 0;    // on disk now
+  uint64_t blocks = 0;   // on disk now
+  uint64_t dropped = 0;  // Puts dropped: write queue full, too large, or write failed
+  uint64_t pending = 0;  // Puts queued, not yet written
 };
 
 class DiskBlockCache {

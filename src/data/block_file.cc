@@ -1,0 +1,139 @@
+#include "data/block_file.h"
+
+#include <openssl/evp.h>
+
+#include <cstring>
+
+#include "common/crc64.h"
+
+namespace ossmount::data {
+
+namespace {
+
+constexpr char kMagic[8] = {'O', 'S', 'M', 'B', 'L', 'K', '\0', '\1'};
+
+void PutU32(std::string& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+void PutU64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+uint64_t GetLE(std::string_view s, size_t pos, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) {
+    v |= static_cast<uint64_t>(static_cast<unsigned char>(s[pos + i])) << (8 * i);
+  }
+  return v;
+}
+
+void AppendLengthPrefixed(std::string& out, std::string_view s) {
+  PutU64(out, s.size());
+  out.append(s);
+}
+
+}  // namespace
+
+std::string BlockFileName(const BlockId& id) {
+  // Length-prefixed fields: ("a", "bc") and ("ab", "c") must not collide.
+  std::string material;
+  AppendLengthPrefixed(material, id.key);
+  AppendLengthPrefixed(material, id.etag);
+  PutU64(material, id.index);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int digest_len = 0;
+  EVP_Digest(material.data(), material.size(), digest, &digest_len, EVP_sha256(), nullptr);
+  static const char kHex[] = "0123456789abcdef";
+  std::string name;
+  name.reserve(digest_len * 2 + kBlockSuffix.size());
+  for (unsigned int i = 0; i < digest_len; ++i) {
+    name.push_back(kHex[digest[i] >> 4]);
+    name.push_back(kHex[digest[i] & 0xf]);
+  }
+  name.append(kBlockSuffix);
+  return name;
+}
+
+bool IsBlockFileName(std::string_view name) {
+  if (name.size() != 64 + kBlockSuffix.size()) return false;
+  if (name.substr(64) != kBlockSuffix) return false;
+  for (char c : name.substr(0, 64)) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+std::string EncodeBlockHeader(const BlockId& id, const char* data, size_t size) {
+  std::string h;
+  h.reserve(kBlockFixedHeaderSize + id.key.size() + id.etag.size());
+  h.append(kMagic, sizeof(kMagic));
+  PutU32(h, kBlockFormatVersion);
+  PutU32(h, static_cast<uint32_t>(id.key.size()));
+  PutU32(h, static_cast<uint32_t>(id.etag.size()));
+  PutU32(h, 0);
+  PutU64(h, id.index);
+  PutU64(h, size);
+  PutU64(h, Crc64(0, data, size));
+  // Header CRC over the fixed part so far, then key and etag.
+  uint64_t hcrc = Crc64(0, h.data(), h.size());
+  hcrc = Crc64(hcrc, id.key.data(), id.key.size());
+  hcrc = Crc64(hcrc, id.etag.data(), id.etag.size());
+  PutU64(h, hcrc);
+  h.append(id.key);
+  h.append(id.etag);
+  return h;
+}
+
+const char* BlockCheckName(BlockCheck check) {
+  switch (check) {
+    case BlockCheck::kOk:
+      return "ok";
+    case BlockCheck::kTruncated:
+      return "truncated";
+    case BlockCheck::kBadHeader:
+      return "bad header";
+    case BlockCheck::kWrongBlock:
+      return "header names another block";
+    case BlockCheck::kWrongLength:
+      return "unexpected length";
+    case BlockCheck::kBadChecksum:
+      return "data checksum mismatch";
+  }
+  return "?";
+}
+
+size_t BlockHeaderSize(const BlockId& id) {
+  return kBlockFixedHeaderSize + id.key.size() + id.etag.size();
+}
+
+BlockCheck CheckBlock(std::string_view header, uint64_t file_size, std::string_view data,
+                      const BlockId& id, uint64_t expected_length) {
+  if (header.size() < kBlockFixedHeaderSize) return BlockCheck::kTruncated;
+  if (std::memcmp(header.data(), kMagic, sizeof(kMagic)) != 0) return BlockCheck::kBadHeader;
+  if (GetLE(header, 8, 4) != kBlockFormatVersion) return BlockCheck::kBadHeader;
+  const uint64_t key_len = GetLE(header, 12, 4);
+  const uint64_t etag_len = GetLE(header, 16, 4);
+  const uint64_t index = GetLE(header, 24, 8);
+  const uint64_t length = GetLE(header, 32, 8);
+  const uint64_t data_crc = GetLE(header, 40, 8);
+  const uint64_t header_crc = GetLE(header, 48, 8);
+  const uint64_t names_end = kBlockFixedHeaderSize + key_len + etag_len;
+  if (key_len != id.key.size() || etag_len != id.etag.size()) {
+    return file_size < names_end ? BlockCheck::kTruncated : BlockCheck::kWrongBlock;
+  }
+  if (header.size() < names_end) return BlockCheck::kTruncated;
+  uint64_t hcrc = Crc64(0, header.data(), 48);
+  hcrc = Crc64(hcrc, header.data() + kBlockFixedHeaderSize, key_len + etag_len);
+  if (hcrc != header_crc) return BlockCheck::kBadHeader;
+  if (header.substr(kBlockFixedHeaderSize, key_len) != id.key ||
+      header.substr(kBlockFixedHeaderSize + key_len, etag_len) != id.etag || index != id.index) {
+    return BlockCheck::kWrongBlock;
+  }
+  if (file_size < names_end + length) return BlockCheck::kTruncated;
+  if (file_size > names_end + length) return BlockCheck::kBadHeader;  // trailing bytes
+  if (length != expected_length) return BlockCheck::kWrongLength;
+  if (data.size() != length) return BlockCheck::kTruncated;
+  if (Crc64(0, data.data(), data.size()) != data_crc) return BlockCheck::kBadChecksum;
+  return BlockCheck::kOk;
+}
+
+}  // namespace ossmount::data

@@ -1,0 +1,55 @@
+// The on-disk format of one DiskBlockCache block file, and how blocks are named.
+//
+// A block file is a fixed header, the key and etag bytes, then the block's bytes:
+//
+//   magic "OSMBLK\0\1" (8) | version u32 | key length u32 | etag length u32 | reserved u32 |
+//   index u64 | data length u64 | CRC-64/XZ of the data u64 | header CRC-64 u64 |
+//   key | etag | data
+//
+// All integers are little-endian. The header CRC covers every header byte before it plus
+// the key and etag, so a header rewritten for another block is caught even when its data
+// checksum is self-consistent; the data CRC is checked on every read.
+//
+// File names are the hex SHA-256 of (key, etag, index) plus ".blk": a key ("../x", control
+// characters, 10 KB long) never becomes part of a path. Temporary files start with "tmp.".
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "data/disk_block_cache.h"
+
+namespace ossmount::data {
+
+constexpr uint32_t kBlockFormatVersion = 1;
+constexpr size_t kBlockFixedHeaderSize = 56;
+constexpr std::string_view kBlockSuffix = ".blk";
+constexpr std::string_view kTempPrefix = "tmp.";
+
+// "<64 hex digits>.blk".
+std::string BlockFileName(const BlockId& id);
+// True for names BlockFileName can produce.
+bool IsBlockFileName(std::string_view name);
+
+// The header (fixed part, key, etag) for `data` of block `id`.
+std::string EncodeBlockHeader(const BlockId& id, const char* data, size_t size);
+
+// Why a block file was rejected; kOk when it is intact and is the block asked for.
+enum class BlockCheck { kOk, kTruncated, kBadHeader, kWrongBlock, kWrongLength, kBadChecksum };
+const char* BlockCheckName(BlockCheck check);
+
+// The header size a block file for `id` has (fixed part plus key and etag).
+size_t BlockHeaderSize(const BlockId& id);
+
+// Checks a block file against `id` and `expected_length`. `header` is what was read from the
+// file's start (up to BlockHeaderSize(id) bytes), `data` what was read right after it (up to
+// expected_length bytes), `file_size` the file's size. kOk means `data` is the block, intact.
+BlockCheck CheckBlock(std::string_view header, uint64_t file_size, std::string_view data,
+                      const BlockId& id, uint64_t expected_length);
+
+}  // namespace ossmount::data

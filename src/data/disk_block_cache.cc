@@ -1,0 +1,417 @@
+// DiskBlockCache implementation: an in-memory LRU index over block files in one directory,
+// one background writer thread. See disk_block_cache.h for the contract and block_file.h
+// for the file format.
+//
+// Durability: block files are NOT fsynced. A crash can leave a renamed file whose data did
+// not reach the disk (empty or partly zero); the checksums catch that on the next read and
+// the block is refetched. An fsync per block would cost a disk flush per small file on the
+// writer thread for no gain in what a reader can observe.
+//
+// Locks: mu_ (index, LRU, byte count, counters) and queue_mu_ (write queue) are never held
+// together. Unlinks and the rename into place happen under mu_, so the index and the
+// directory agree: a block is in the index exactly when its file is in place.
+#include <dirent.h>
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <list>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "data/block_file.h"
+#include "data/disk_block_cache.h"
+
+namespace ossmount::data {
+
+namespace {
+
+std::string ErrnoText(int err) { return std::strerror(err); }
+
+// Reads up to `size` bytes at `offset`; returns how many were read (short only at EOF), or
+// -1 with errno set.
+ssize_t ReadFull(int fd, char* buf, size_t size, off_t offset) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::pread(fd, buf + done, size - done, offset + static_cast<off_t>(done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  return static_cast<ssize_t>(done);
+}
+
+bool WriteFull(int fd, const char* buf, size_t size) {
+  size_t done = 0;
+  while (done < size) {
+    ssize_t n = ::write(fd, buf + done, size - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// mkdir -p, each directory it creates 0700.
+Status MakeDirs(const std::string& dir) {
+  for (size_t pos = 1; pos <= dir.size(); ++pos) {
+    if (pos != dir.size() && dir[pos] != '/') continue;
+    std::string part = dir.substr(0, pos);
+    if (::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "cannot create cache directory '" + part + "': " + ErrnoText(errno));
+    }
+  }
+  return Status::Ok();
+}
+
+class DiskBlockCacheImpl final : public DiskBlockCache {
+ public:
+  DiskBlockCacheImpl(DiskCacheOptions options, int dir_fd)
+      : options_(std::move(options)), dir_fd_(dir_fd) {}
+
+  ~DiskBlockCacheImpl() override {
+    {
+      std::lock_guard lock(queue_mu_);
+      stop_ = true;
+    }
+    queue_cv_.notify_all();
+    if (writer_.joinable()) writer_.join();  // the writer drains the queue first
+    ::close(dir_fd_);
+  }
+
+  // Deletes leftover temporary files, indexes the blocks there (oldest use first, by
+  // mtime, which every hit refreshes) and evicts down to max_size. Before Start().
+  Status Scan() {
+    int fd = ::dup(dir_fd_);
+    if (fd < 0) return Status(ErrorCode::kInternal, "dup: " + ErrnoText(errno));
+    DIR* d = ::fdopendir(fd);
+    if (d == nullptr) {
+      ::close(fd);
+      return Status(ErrorCode::kInvalidArgument,
+                    "cannot list cache directory '" + options_.dir + "': " + ErrnoText(errno));
+    }
+    struct Found {
+      std::string name;
+      uint64_t size;
+      struct timespec mtime;
+    };
+    std::vector<Found> found;
+    size_t temps = 0;
+    while (struct dirent* e = ::readdir(d)) {
+      std::string_view name = e->d_name;
+      if (name.substr(0, kTempPrefix.size()) == kTempPrefix) {
+        if (::unlinkat(dir_fd_, e->d_name, 0) == 0) ++temps;
+        continue;
+      }
+      if (!IsBlockFileName(name)) continue;  // not ours: leave it alone
+      struct stat st;
+      if (::fstatat(dir_fd_, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      if (!S_ISREG(st.st_mode)) continue;
+      found.push_back({std::string(name), static_cast<uint64_t>(st.st_size), st.st_mtim});
+    }
+    ::closedir(d);
+    std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+      if (a.mtime.tv_sec != b.mtime.tv_sec) return a.mtime.tv_sec < b.mtime.tv_sec;
+      return a.mtime.tv_nsec < b.mtime.tv_nsec;
+    });
+    std::lock_guard lock(mu_);
+    for (auto& f : found) {
+      auto it = lru_.insert(lru_.end(), f.name);
+      index_[f.name] = Entry{f.size, it, ++generation_};
+      bytes_ += f.size;
+    }
+    EvictLocked(0);
+    if (temps > 0) spdlog::info("disk cache: removed {} unfinished block file(s)", temps);
+    spdlog::info("disk cache '{}': {} block(s), {} bytes (limit {})", options_.dir, index_.size(),
+                 bytes_, options_.max_size);
+    return Status::Ok();
+  }
+
+  void Start() {
+    writer_ = std::thread([this] { WriterLoop(); });
+  }
+
+  std::optional<std::shared_ptr<const std::vector<char>>> Get(const BlockId& id,
+                                                              uint64_t expected_length) override {
+    const std::string name = BlockFileName(id);
+    uint64_t generation = 0;
+    {
+      std::lock_guard lock(mu_);
+      auto it = index_.find(name);
+      if (it == index_.end()) {
+        ++stats_.misses;
+        return std::nullopt;
+      }
+      generation = it->second.generation;
+      lru_.splice(lru_.end(), lru_, it->second.lru);
+    }
+    int fd = ::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+      int err = errno;
+      std::lock_guard lock(mu_);
+      ++stats_.misses;
+      // Gone behind our back (someone cleaned the directory): forget it.
+      if (err == ENOENT) ForgetLocked(name, generation, /*unlink=*/false);
+      return std::nullopt;
+    }
+    struct stat st;
+    BlockCheck check = BlockCheck::kTruncated;
+    auto data = std::make_shared<std::vector<char>>();
+    if (::fstat(fd, &st) == 0) {
+      const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+      std::string header(std::min<uint64_t>(BlockHeaderSize(id), file_size), '\0');
+      ssize_t hn = ReadFull(fd, header.data(), header.size(), 0);
+      if (hn >= 0) {
+        header.resize(static_cast<size_t>(hn));
+        // Never allocate more than the file can hold (a hostile expected_length).
+        const uint64_t rest = file_size - std::min<uint64_t>(file_size, header.size());
+        data->resize(std::min(expected_length, rest));
+        ssize_t dn = ReadFull(fd, data->data(), data->size(), static_cast<off_t>(header.size()));
+        if (dn >= 0) {
+          data->resize(static_cast<size_t>(dn));
+          check = CheckBlock(header, file_size, std::string_view(data->data(), data->size()), id,
+                             expected_length);
+        }
+      }
+      // Recency survives a restart through the mtime (Scan orders by it).
+      if (check == BlockCheck::kOk) ::futimens(fd, nullptr);
+    }
+    ::close(fd);
+    std::lock_guard lock(mu_);
+    if (check != BlockCheck::kOk) {
+      ++stats_.corrupt;
+      ++stats_.misses;
+      ForgetLocked(name, generation, /*unlink=*/true);
+      spdlog::warn("disk cache: dropped block {} of '{}' ({}); it will be refetched", name, id.key,
+                   BlockCheckName(check));
+      return std::nullopt;
+    }
+    ++stats_.hits;
+    return std::shared_ptr<const std::vector<char>>(std::move(data));
+  }
+
+  void Put(const BlockId& id, std::shared_ptr<const std::vector<char>> data) override {
+    if (!data) return;
+    std::string name = BlockFileName(id);
+    {
+      std::lock_guard lock(mu_);
+      if (BlockHeaderSize(id) + data->size() > options_.max_size) {
+        ++stats_.dropped;
+        return;
+      }
+      if (index_.count(name)) return;  // already on disk
+    }
+    bool dropped = false;
+    {
+      std::lock_guard lock(queue_mu_);
+      if (stop_ || queued_names_.count(name)) return;
+      if (queue_.size() >= options_.max_pending_writes) {
+        dropped = true;
+      } else {
+        queued_names_.insert(name);
+        queue_.push_back(Pending{id, std::move(name), std::move(data)});
+      }
+    }
+    if (dropped) {
+      std::lock_guard lock(mu_);
+      ++stats_.dropped;
+      return;
+    }
+    queue_cv_.notify_one();
+  }
+
+  void Flush() override {
+    std::unique_lock lock(queue_mu_);
+    idle_cv_.wait(lock, [this] { return queue_.empty() && !writing_; });
+  }
+
+  DiskCacheStats Stats() const override {
+    DiskCacheStats s;
+    {
+      std::lock_guard lock(mu_);
+      s = stats_;
+      s.bytes = bytes_;
+      s.blocks = index_.size();
+    }
+    std::lock_guard lock(queue_mu_);
+    s.pending = queue_.size() + (writing_ ? 1 : 0);
+    return s;
+  }
+
+ private:
+  struct Entry {
+    uint64_t size = 0;                     // of the file, header included
+    std::list<std::string>::iterator lru;  // position in lru_
+    uint64_t generation = 0;               // tells a re-written block from the one read
+  };
+  struct Pending {
+    BlockId id;
+    std::string name;
+    std::shared_ptr<const std::vector<char>> data;
+  };
+
+  // REQUIRES: mu_ held. Removes `name` if it is still the version `generation`.
+  void ForgetLocked(const std::string& name, uint64_t generation, bool unlink) {
+    auto it = index_.find(name);
+    if (it == index_.end() || it->second.generation != generation) return;
+    if (unlink) ::unlinkat(dir_fd_, name.c_str(), 0);
+    bytes_ -= it->second.size;
+    lru_.erase(it->second.lru);
+    index_.erase(it);
+  }
+
+  // REQUIRES: mu_ held. Evicts least-recently-used blocks until `incoming` more bytes fit.
+  void EvictLocked(uint64_t incoming) {
+    while (!lru_.empty() && bytes_ + incoming > options_.max_size) {
+      const std::string victim = lru_.front();
+      auto it = index_.find(victim);
+      ::unlinkat(dir_fd_, victim.c_str(), 0);
+      bytes_ -= it->second.size;
+      index_.erase(it);
+      lru_.pop_front();
+      ++stats_.evictions;
+    }
+  }
+
+  void WriterLoop() {
+    std::unique_lock lock(queue_mu_);
+    for (;;) {
+      queue_cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) break;  // stopping, and everything queued is written
+      Pending p = std::move(queue_.front());
+      queue_.pop_front();
+      writing_ = true;
+      lock.unlock();
+      Write(p.id, p.name, *p.data);
+      p.data.reset();  // may free the caller's buffer: never under our locks
+      lock.lock();
+      queued_names_.erase(p.name);
+      writing_ = false;
+      if (queue_.empty()) idle_cv_.notify_all();
+    }
+    idle_cv_.notify_all();
+  }
+
+  void Write(const BlockId& id, const std::string& name, const std::vector<char>& data) {
+    const std::string temp =
+        std::string(kTempPrefix) + name + "." + std::to_string(++temp_counter_);
+    const std::string header = EncodeBlockHeader(id, data.data(), data.size());
+    int fd =
+        ::openat(dir_fd_, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    bool ok = fd >= 0;
+    int err = ok ? 0 : errno;
+    if (ok &&
+        !(WriteFull(fd, header.data(), header.size()) && WriteFull(fd, data.data(), data.size()))) {
+      ok = false;
+      err = errno;
+    }
+    if (fd >= 0 && ::close(fd) != 0 && ok) {
+      ok = false;
+      err = errno;
+    }
+    const uint64_t size = header.size() + data.size();
+    std::lock_guard lock(mu_);
+    if (ok && !index_.count(name)) {
+      EvictLocked(size);
+      if (::renameat(dir_fd_, temp.c_str(), dir_fd_, name.c_str()) == 0) {
+        auto it = lru_.insert(lru_.end(), name);
+        index_[name] = Entry{size, it, ++generation_};
+        bytes_ += size;
+        ++stats_.writes;
+        return;
+      }
+      err = errno;
+      ok = false;
+    }
+    if (fd >= 0) ::unlinkat(dir_fd_, temp.c_str(), 0);
+    if (!ok) {
+      ++stats_.dropped;
+      // Rate of these is bounded by the queue; the key is not secret, the data is not logged.
+      spdlog::warn("disk cache: cannot write a block of '{}': {}", id.key, ErrnoText(err));
+    }
+  }
+
+  const DiskCacheOptions options_;
+  const int dir_fd_;  // the cache directory; every file operation is relative to it
+
+  mutable std::mutex mu_;  // guards index_, lru_, bytes_, generation_, stats_
+  std::unordered_map<std::string, Entry> index_;
+  std::list<std::string> lru_;  // front = least recently used
+  uint64_t bytes_ = 0;
+  uint64_t generation_ = 0;
+  DiskCacheStats stats_;
+
+  mutable std::mutex queue_mu_;       // guards queue_, queued_names_, writing_, stop_
+  std::condition_variable queue_cv_;  // work for the writer, or stop
+  std::condition_variable idle_cv_;   // queue empty and writer idle (Flush)
+  std::deque<Pending> queue_;
+  std::unordered_set<std::string> queued_names_;
+  bool writing_ = false;
+  bool stop_ = false;
+
+  uint64_t temp_counter_ = 0;  // writer thread only
+  std::thread writer_;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<DiskBlockCache>> DiskBlockCache::Open(const DiskCacheOptions& options) {
+  if (options.dir.empty()) {
+    return Status(ErrorCode::kInvalidArgument, "the disk cache needs a directory (--cache DIR)");
+  }
+  if (options.max_size == 0) {
+    return Status(ErrorCode::kInvalidArgument, "--max-cache-size must be more than 0");
+  }
+  if (Status st = MakeDirs(options.dir); !st.ok()) return st;
+  int fd = ::open(options.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "cannot open cache directory '" + options.dir + "': " + ErrnoText(errno));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return Status(ErrorCode::kInvalidArgument,
+                  "cache directory '" + options.dir + "' is not a directory");
+  }
+  if (st.st_uid != ::geteuid()) {
+    ::close(fd);
+    return Status(ErrorCode::kAccessDenied,
+                  "cache directory '" + options.dir + "' is owned by uid " +
+                      std::to_string(st.st_uid) + ", not by this user (uid " +
+                      std::to_string(::geteuid()) + "); use a directory of your own");
+  }
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    ::close(fd);
+    return Status(ErrorCode::kAccessDenied,
+                  "cache directory '" + options.dir + "' is writable by group or others (mode " +
+                      mode + "), so others could plant blocks; run chmod 700 on it");
+  }
+  if (::faccessat(fd, ".", W_OK | X_OK, AT_EACCESS) != 0) {
+    ::close(fd);
+    return Status(ErrorCode::kAccessDenied,
+                  "cache directory '" + options.dir + "' is not writable by this user");
+  }
+  auto cache = std::make_shared<DiskBlockCacheImpl>(options, fd);
+  if (Status s = cache->Scan(); !s.ok()) return s;
+  cache->Start();
+  return std::shared_ptr<DiskBlockCache>(std::move(cache));
+}
+
+}  // namespace ossmount::data

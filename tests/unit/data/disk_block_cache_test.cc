@@ -1,0 +1,393 @@
+// DiskBlockCache against a real temporary directory.
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "data/block_file.h"
+#include "data/disk_block_cache.h"
+
+namespace {
+
+using namespace ossmount::data;
+using Bytes = std::shared_ptr<const std::vector<char>>;
+
+// A fresh directory under TMPDIR, removed with everything in it at the end.
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string templ = std::string(base ? base : "/tmp") + "/ossmount-data-test-XXXXXX";
+    path_ = ::mkdtemp(templ.data());
+    REQUIRE(!path_.empty());
+  }
+  ~TempDir() {
+    std::string cmd = "rm -rf '" + path_ + "'";
+    (void)std::system(cmd.c_str());
+  }
+  const std::string& path() const { return path_; }
+  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+Bytes MakeBytes(size_t size, uint32_t seed) {
+  std::mt19937 rng(seed);
+  auto v = std::make_shared<std::vector<char>>(size);
+  for (auto& c : *v) c = static_cast<char>(rng() & 0xff);
+  return v;
+}
+
+std::shared_ptr<DiskBlockCache> OpenCache(const std::string& dir, uint64_t max_size = 1 << 30,
+                                          size_t max_pending = 256) {
+  DiskCacheOptions o;
+  o.dir = dir;
+  o.max_size = max_size;
+  o.max_pending_writes = max_pending;
+  auto r = DiskBlockCache::Open(o);
+  if (!r.ok()) FAIL(r.status().message());
+  return *r;
+}
+
+std::vector<std::string> ListDir(const std::string& dir) {
+  std::vector<std::string> names;
+  DIR* d = ::opendir(dir.c_str());
+  REQUIRE(d != nullptr);
+  while (auto* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(n);
+  }
+  ::closedir(d);
+  return names;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+void WriteFile(const std::string& path, const std::string& data) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << data;
+}
+
+bool Same(const std::optional<Bytes>& got, const Bytes& want) {
+  return got.has_value() && *got && **got == *want;
+}
+
+BlockId Id(const std::string& key, const std::string& etag = "\"e1\"",
+           uint64_t index = kWholeObject) {
+  return BlockId{key, etag, index};
+}
+
+}  // namespace
+
+TEST_CASE("disk cache: put then get returns the same bytes; unknown blocks miss") {
+  TempDir tmp;
+  auto cache = OpenCache(tmp.Sub("c"));
+  auto a = MakeBytes(100000, 1);
+  auto b = MakeBytes(0, 2);  // empty blocks are valid
+  cache->Put(Id("train/a.jpg"), a);
+  cache->Put(Id("big", "\"x\"", 3), b);
+  cache->Flush();
+  CHECK(Same(cache->Get(Id("train/a.jpg"), a->size()), a));
+  CHECK(Same(cache->Get(Id("big", "\"x\"", 3), 0), b));
+  CHECK_FALSE(cache->Get(Id("big", "\"x\"", 4), 0).has_value());  // other index
+  CHECK_FALSE(cache->Get(Id("nope"), 10).has_value());
+  auto s = cache->Stats();
+  CHECK(s.hits == 2);
+  CHECK(s.misses == 2);
+  CHECK(s.writes == 2);
+  CHECK(s.blocks == 2);
+  CHECK(s.corrupt == 0);
+  CHECK(s.pending == 0);
+}
+
+TEST_CASE("disk cache: an etag mismatch is a miss, not a stale hit") {
+  TempDir tmp;
+  auto cache = OpenCache(tmp.Sub("c"));
+  auto a = MakeBytes(5000, 3);
+  cache->Put(Id("k", "\"v1\""), a);
+  cache->Flush();
+  CHECK_FALSE(cache->Get(Id("k", "\"v2\""), a->size()).has_value());
+  CHECK(Same(cache->Get(Id("k", "\"v1\""), a->size()), a));
+  CHECK(cache->Stats().corrupt == 0);
+}
+
+TEST_CASE("disk cache: blocks survive destroying and reopening the cache") {
+  TempDir tmp;
+  auto a = MakeBytes(70000, 4);
+  auto b = MakeBytes(123, 5);
+  {
+    auto cache = OpenCache(tmp.Sub("c"));
+    cache->Put(Id("a"), a);
+    cache->Put(Id("b", "\"e\"", 0), b);
+    // No Flush: destruction writes what is queued.
+  }
+  auto cache = OpenCache(tmp.Sub("c"));
+  auto s = cache->Stats();
+  CHECK(s.blocks == 2);
+  CHECK(s.bytes > a->size() + b->size());
+  CHECK(Same(cache->Get(Id("a"), a->size()), a));
+  CHECK(Same(cache->Get(Id("b", "\"e\"", 0), b->size()), b));
+}
+
+TEST_CASE("disk cache: corrupt, truncated and foreign-header blocks are dropped and counted") {
+  TempDir tmp;
+  const std::string dir = tmp.Sub("c");
+  auto flipped = MakeBytes(4096, 6);
+  auto truncated = MakeBytes(4096, 7);
+  auto foreign = MakeBytes(4096, 8);
+  auto good = MakeBytes(4096, 9);
+  {
+    auto cache = OpenCache(dir);
+    cache->Put(Id("flipped"), flipped);
+    cache->Put(Id("truncated"), truncated);
+    cache->Put(Id("foreign"), foreign);
+    cache->Put(Id("other"), good);
+    cache->Put(Id("good"), good);
+    cache->Flush();
+  }
+  // One data byte flipped.
+  std::string path = dir + "/" + BlockFileName(Id("flipped"));
+  std::string bytes = ReadFile(path);
+  bytes[bytes.size() - 100] ^= 0x01;
+  WriteFile(path, bytes);
+  // Cut short.
+  path = dir + "/" + BlockFileName(Id("truncated"));
+  bytes = ReadFile(path);
+  WriteFile(path, bytes.substr(0, bytes.size() / 2));
+  // A valid block of another key, copied under this block's name.
+  WriteFile(dir + "/" + BlockFileName(Id("foreign")),
+            ReadFile(dir + "/" + BlockFileName(Id("other"))));
+
+  auto cache = OpenCache(dir);
+  CHECK(cache->Stats().blocks == 5);
+  CHECK_FALSE(cache->Get(Id("flipped"), 4096).has_value());
+  CHECK_FALSE(cache->Get(Id("truncated"), 4096).has_value());
+  // "other" and "foreign" share a key length, so the foreign header is fully read and
+  // rejected as naming another block.
+  CHECK_FALSE(cache->Get(Id("foreign"), 4096).has_value());
+  CHECK(Same(cache->Get(Id("good"), 4096), good));
+  auto s = cache->Stats();
+  CHECK(s.corrupt == 3);
+  CHECK(s.misses == 3);
+  CHECK(s.hits == 1);
+  CHECK(s.blocks == 2);
+  // The bad files are gone from the directory; a second Get is a plain miss.
+  CHECK(::access((dir + "/" + BlockFileName(Id("flipped"))).c_str(), F_OK) != 0);
+  CHECK(::access((dir + "/" + BlockFileName(Id("truncated"))).c_str(), F_OK) != 0);
+  CHECK(::access((dir + "/" + BlockFileName(Id("foreign"))).c_str(), F_OK) != 0);
+  CHECK_FALSE(cache->Get(Id("flipped"), 4096).has_value());
+  CHECK(cache->Stats().corrupt == 3);
+  // A refetched block can be stored again.
+  cache->Put(Id("flipped"), flipped);
+  cache->Flush();
+  CHECK(Same(cache->Get(Id("flipped"), 4096), flipped));
+}
+
+TEST_CASE("disk cache: a block of an unexpected length is not served") {
+  TempDir tmp;
+  auto cache = OpenCache(tmp.Sub("c"));
+  auto a = MakeBytes(1000, 10);
+  cache->Put(Id("a"), a);
+  cache->Flush();
+  CHECK_FALSE(cache->Get(Id("a"), 999).has_value());
+  CHECK(cache->Stats().corrupt == 1);
+  // A huge expected length must not allocate it.
+  cache->Put(Id("b"), a);
+  cache->Flush();
+  CHECK_FALSE(cache->Get(Id("b"), ~0ull >> 2).has_value());
+}
+
+TEST_CASE("disk cache: eviction keeps the budget and removes least recently used first") {
+  TempDir tmp;
+  const std::string dir = tmp.Sub("c");
+  const size_t block = 10000;
+  const uint64_t per_file = BlockHeaderSize(Id("k0")) + block;
+  auto cache = OpenCache(dir, 3 * per_file);
+  std::vector<Bytes> data;
+  for (int i = 0; i < 3; ++i) {
+    data.push_back(MakeBytes(block, 20 + i));
+    cache->Put(Id("k" + std::to_string(i)), data.back());
+    cache->Flush();
+  }
+  CHECK(cache->Stats().blocks == 3);
+  // Use k0 so k1 becomes the least recently used.
+  CHECK(Same(cache->Get(Id("k0"), block), data[0]));
+  data.push_back(MakeBytes(block, 23));
+  cache->Put(Id("k3"), data.back());
+  cache->Flush();
+  auto s = cache->Stats();
+  CHECK(s.blocks == 3);
+  CHECK(s.evictions == 1);
+  CHECK(s.bytes <= 3 * per_file);
+  CHECK_FALSE(cache->Get(Id("k1"), block).has_value());
+  CHECK(Same(cache->Get(Id("k0"), block), data[0]));
+  CHECK(Same(cache->Get(Id("k2"), block), data[2]));
+  CHECK(Same(cache->Get(Id("k3"), block), data[3]));
+  CHECK(ListDir(dir).size() == 3);
+
+  // A block larger than the whole cache is not written at all.
+  cache->Put(Id("huge"), MakeBytes(4 * per_file, 30));
+  cache->Flush();
+  CHECK(cache->Stats().dropped == 1);
+  CHECK(cache->Stats().blocks == 3);
+}
+
+TEST_CASE("disk cache: reopening with a smaller budget evicts down to it") {
+  TempDir tmp;
+  const std::string dir = tmp.Sub("c");
+  const uint64_t per_file = BlockHeaderSize(Id("k0")) + 1000;
+  {
+    auto cache = OpenCache(dir);
+    for (int i = 0; i < 5; ++i) cache->Put(Id("k" + std::to_string(i)), MakeBytes(1000, i));
+    cache->Flush();
+  }
+  auto cache = OpenCache(dir, 2 * per_file);
+  auto s = cache->Stats();
+  CHECK(s.blocks == 2);
+  CHECK(s.bytes <= 2 * per_file);
+  CHECK(ListDir(dir).size() == 2);
+}
+
+TEST_CASE("disk cache: directory is created 0700, files 0600; a group-writable dir is refused") {
+  TempDir tmp;
+  const std::string dir = tmp.Sub("parent/c");
+  auto cache = OpenCache(dir);
+  cache->Put(Id("a"), MakeBytes(10, 1));
+  cache->Flush();
+  struct stat st;
+  REQUIRE(::stat(dir.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0700);
+  auto names = ListDir(dir);
+  REQUIRE(names.size() == 1);
+  REQUIRE(::stat((dir + "/" + names[0]).c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0600);
+  cache.reset();
+
+  for (mode_t bad : {0770, 0702, 0777}) {
+    const std::string open_dir = tmp.Sub("open" + std::to_string(bad));
+    REQUIRE(::mkdir(open_dir.c_str(), 0700) == 0);
+    REQUIRE(::chmod(open_dir.c_str(), bad) == 0);
+    DiskCacheOptions o;
+    o.dir = open_dir;
+    auto r = DiskBlockCache::Open(o);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find("chmod 700") != std::string::npos);
+  }
+  // A path that is a file is refused with a message naming it.
+  WriteFile(tmp.Sub("file"), "x");
+  DiskCacheOptions o;
+  o.dir = tmp.Sub("file");
+  auto r = DiskBlockCache::Open(o);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find(o.dir) != std::string::npos);
+  o.dir = "";
+  CHECK_FALSE(DiskBlockCache::Open(o).ok());
+}
+
+TEST_CASE("disk cache: temporary files left by a crash are removed on open") {
+  TempDir tmp;
+  const std::string dir = tmp.Sub("c");
+  auto a = MakeBytes(500, 40);
+  {
+    auto cache = OpenCache(dir);
+    cache->Put(Id("a"), a);
+    cache->Flush();
+  }
+  WriteFile(dir + "/tmp." + BlockFileName(Id("b")) + ".7", "half a block");
+  WriteFile(dir + "/tmp.whatever", "");
+  WriteFile(dir + "/README", "not ours: left alone");
+  auto cache = OpenCache(dir);
+  auto names = ListDir(dir);
+  std::sort(names.begin(), names.end());
+  CHECK(names == std::vector<std::string>{BlockFileName(Id("a")), "README"});
+  CHECK(cache->Stats().blocks == 1);
+  CHECK(Same(cache->Get(Id("a"), a->size()), a));
+}
+
+TEST_CASE("disk cache: hostile keys become safe file names inside the directory") {
+  TempDir tmp;
+  const std::string dir = tmp.Sub("c");
+  auto cache = OpenCache(dir);
+  const std::vector<std::string> keys = {"../x",
+                                         "../../etc/passwd",
+                                         "/abs",
+                                         std::string(5000, 'k'),
+                                         std::string("a\0b", 3),
+                                         "ctl\n\r\t\x01\x7f",
+                                         "dir/../../y",
+                                         "."};
+  std::vector<Bytes> data;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    data.push_back(MakeBytes(100 + i, 50 + i));
+    cache->Put(Id(keys[i]), data.back());
+  }
+  cache->Flush();
+  auto names = ListDir(dir);
+  CHECK(names.size() == keys.size());
+  for (const auto& n : names) CHECK(IsBlockFileName(n));
+  for (size_t i = 0; i < keys.size(); ++i)
+    CHECK(Same(cache->Get(Id(keys[i]), data[i]->size()), data[i]));
+  CHECK(ListDir(tmp.path()).size() == 1);  // nothing escaped next to the cache dir
+  // Length-prefixed naming: ("ab","c") and ("a","bc") are different blocks.
+  CHECK(BlockFileName(BlockId{"ab", "c", 1}) != BlockFileName(BlockId{"a", "bc", 1}));
+}
+
+TEST_CASE("disk cache: a full write queue drops blocks instead of blocking") {
+  TempDir tmp;
+  auto cache = OpenCache(tmp.Sub("c"), 1 << 30, /*max_pending=*/2);
+  for (int i = 0; i < 200; ++i) cache->Put(Id("k" + std::to_string(i)), MakeBytes(20000, i));
+  cache->Flush();
+  auto s = cache->Stats();
+  CHECK(s.writes + s.dropped == 200);
+  CHECK(s.writes >= 1);
+  CHECK(s.blocks == s.writes);
+}
+
+TEST_CASE("disk cache: concurrent Get and Put from several threads") {
+  TempDir tmp;
+  const size_t block = 3000;
+  const uint64_t per_file = BlockHeaderSize(Id("k00")) + block;
+  // Room for about half the keys, so eviction runs concurrently with reads too.
+  auto cache = OpenCache(tmp.Sub("c"), 20 * per_file);
+  std::vector<Bytes> data;
+  for (int i = 0; i < 40; ++i) data.push_back(MakeBytes(block, 100 + i));
+  std::atomic<int> wrong{0};
+  std::atomic<int> hits{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 rng(t);
+      for (int n = 0; n < 2000; ++n) {
+        int i = static_cast<int>(rng() % data.size());
+        char key[8];
+        std::snprintf(key, sizeof(key), "k%02d", i);
+        if (rng() % 2) {
+          cache->Put(Id(key), data[i]);
+        } else if (auto got = cache->Get(Id(key), block)) {
+          ++hits;
+          if (**got != *data[i]) ++wrong;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  cache->Flush();
+  auto s = cache->Stats();
+  CHECK(wrong == 0);
+  CHECK(hits > 0);
+  CHECK(s.corrupt == 0);
+  CHECK(s.bytes <= 20 * per_file);
+  CHECK(s.hits == static_cast<uint64_t>(hits.load()));
+}
