@@ -1,52 +1,65 @@
 #include "fs/name_prober.h"
 
-#include <mutex>
+#include <utility>
 
 namespace ossmount::fs {
 
 namespace {
 
-struct ProbeState {
-  std::mutex mu;  // guards the fields below; never held while `done` runs
-  int pending = 2;
-  std::optional<Result<ObjectInfo>> head;
-  std::optional<Result<ListPage>> list;
-  ProbeCallback done;
-
-  // Called by each half; the second one decides.
-  void Arrive(std::optional<Result<ObjectInfo>> h, std::optional<Result<ListPage>> l) {
-    {
-      std::lock_guard lock(mu);
-      if (h) head = std::move(h);
-      if (l) list = std::move(l);
-      if (--pending > 0) return;
-    }
-    done(Decide());
-  }
-
-  ProbeResult Decide() {
-    const Result<ObjectInfo>& h = *head;
-    const Result<ListPage>& l = *list;
-    if (l.ok() && (!l->objects.empty() || !l->common_prefixes.empty())) {
-      return std::optional<meta::NodeAttr>(meta::DirAttr());
-    }
-    if (!l.ok()) return l.status();  // cannot rule out a directory that would win
-    if (h.ok()) return std::optional<meta::NodeAttr>(meta::FileAttrFrom(*h));
-    if (h.status().code() == ErrorCode::kNotFound) return std::optional<meta::NodeAttr>();
-    return h.status();
-  }
+// What one probe page proves about <key> and <key>/.
+struct PageVerdict {
+  bool dir = false;
+  std::optional<ObjectInfo> file;
+  bool conclusive = true;  // false: the page ended before "<key>/" could appear
 };
+
+PageVerdict Judge(const ListPage& page, const std::string& key) {
+  PageVerdict v;
+  const std::string dir_prefix = key + "/";
+  std::string last;  // the greatest key or prefix on the page
+  for (const auto& p : page.common_prefixes) {
+    if (p == dir_prefix) v.dir = true;
+    if (p > last) last = p;
+  }
+  for (const auto& o : page.objects) {
+    if (o.key == key) v.file = o;
+    // Without delimiter support a server may list "<key>/..." objects directly.
+    if (o.key.compare(0, dir_prefix.size(), dir_prefix) == 0) v.dir = true;
+    if (o.key > last) last = o.key;
+  }
+  v.conclusive = v.dir || !page.truncated || last >= dir_prefix;
+  return v;
+}
+
+ProbeResult FileOrMissing(const std::optional<ObjectInfo>& file) {
+  if (file) return std::optional<meta::NodeAttr>(meta::FileAttrFrom(*file));
+  return std::optional<meta::NodeAttr>();
+}
 
 }  // namespace
 
-void ProbeName(ObjectClient& client, const std::string& key, ProbeCallback done) {
-  auto state = std::make_shared<ProbeState>();
-  state->done = std::move(done);
+void ProbeName(std::shared_ptr<ObjectClient> client, const std::string& key, ProbeCallback done) {
   ListRequest list;
-  list.prefix = key + "/";
-  list.max_keys = 1;
-  client.Head(key, [state](Result<ObjectInfo> r) { state->Arrive(std::move(r), std::nullopt); });
-  client.List(list, [state](Result<ListPage> r) { state->Arrive(std::nullopt, std::move(r)); });
+  list.prefix = key;
+  list.delimiter = "/";
+  list.max_keys = kProbePageSize;
+  client->List(list, [client, key, done = std::move(done)](Result<ListPage> page) mutable {
+    if (!page.ok()) return done(page.status());
+    PageVerdict v = Judge(*page, key);
+    if (v.dir) return done(std::optional<meta::NodeAttr>(meta::DirAttr()));
+    if (v.conclusive) return done(FileOrMissing(v.file));
+    // Many siblings sort between "<key>" and "<key>/": ask about the directory directly.
+    ListRequest under;
+    under.prefix = key + "/";
+    under.max_keys = 1;
+    client->List(under, [file = std::move(v.file), done = std::move(done)](Result<ListPage> r) {
+      if (!r.ok()) return done(r.status());  // cannot rule out a directory that would win
+      if (!r->objects.empty() || !r->common_prefixes.empty()) {
+        return done(std::optional<meta::NodeAttr>(meta::DirAttr()));
+      }
+      done(FileOrMissing(file));
+    });
+  });
 }
 
 }  // namespace ossmount::fs

@@ -88,7 +88,7 @@ void ObjectFilesystem::Resolve(const std::string& path, ResolveCallback done) {
     return Post<std::optional<meta::NodeAttr>>(std::move(done), std::optional<meta::NodeAttr>());
   }
   if (!probes_.Join(path, [done = std::move(done)](const ProbeResult& r) { done(r); })) return;
-  ProbeName(*client_, meta::FileKey(options_.prefix, path),
+  ProbeName(client_, meta::FileKey(options_.prefix, path),
             [self = shared_from_this(), path](ProbeResult r) {
               if (r.ok()) {
                 if (r->has_value()) {
