@@ -152,6 +152,7 @@ void FakeObjectClient::ResetCounters() {
   for (auto& c : counters_) c = 0;
   log_.clear();
   max_in_flight_ = in_flight_;
+  cancelled_ = 0;
 }
 
 std::vector<RequestRecord> FakeObjectClient::requests() const {
@@ -167,6 +168,11 @@ int FakeObjectClient::in_flight() const {
 int FakeObjectClient::max_in_flight() const {
   std::lock_guard lock(mu_);
   return max_in_flight_;
+}
+
+uint64_t FakeObjectClient::cancelled_count() const {
+  std::lock_guard lock(mu_);
+  return cancelled_;
 }
 
 void FakeObjectClient::RecordLocked(RequestRecord record) {
@@ -306,6 +312,8 @@ void FakeObjectClient::Get(const GetRequest& request, GetTarget target, GetHandl
     record.offset = request.offset;
     record.length = request.length;
     record.if_match = request.if_match;
+    record.priority = request.priority;
+    record.cancellable = request.cancel != nullptr;
     RecordLocked(std::move(record));
     auto it = objects_.find(request.key);
     if (it == objects_.end()) {
@@ -338,7 +346,16 @@ void FakeObjectClient::Get(const GetRequest& request, GetTarget target, GetHandl
       }
     }
   }
-  Finish([handler = std::move(handler), error, body = std::move(body), result, target]() {
+  Finish([self = shared_from_this(), cancel = request.cancel, handler = std::move(handler), error,
+          body = std::move(body), result, target]() {
+    if (cancel && cancel->cancelled) {
+      {
+        std::lock_guard lock(self->mu_);
+        ++self->cancelled_;
+      }
+      handler(Status(ErrorCode::kCancelled, "request cancelled"));
+      return;
+    }
     if (!error.ok()) {
       handler(error);
       return;

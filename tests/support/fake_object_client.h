@@ -6,6 +6,8 @@
 //   - Get: ranges (kInvalidRange at or past the end, short at the end), If-Match
 //     (kPreconditionFailed), fixed targets that are too small (kIntegrity).
 //   - Put / multipart / Delete change the bucket; every write gets a new etag.
+//   - Get honours CancelFlag: a request whose flag is set by the time it completes is
+//     answered kCancelled without touching the target (counted by cancelled_count()).
 // Every call is counted per operation (before it completes), and completions are always
 // posted to the io_context, after an optional latency (a steady_timer, no thread blocked).
 // Pause() holds completions back until Resume(), so tests can make requests overlap
@@ -43,6 +45,8 @@ struct RequestRecord {
   std::string if_match;
   std::string delimiter;
   int max_keys = 0;
+  Priority priority = Priority::kForeground;  // Get only
+  bool cancellable = false;                   // Get only: a CancelFlag was attached
 };
 
 class FakeObjectClient : public ObjectClient,
@@ -81,6 +85,8 @@ class FakeObjectClient : public ObjectClient,
   // Requests started and not yet completed, and the most ever at once.
   int in_flight() const;
   int max_in_flight() const;
+  // GETs answered kCancelled because their CancelFlag was set.
+  uint64_t cancelled_count() const;
 
   // --- ObjectClient. ---
   void List(const ListRequest& request, ListHandler handler) override;
@@ -131,6 +137,7 @@ class FakeObjectClient : public ObjectClient,
   std::vector<std::function<void()>> held_;
   int in_flight_ = 0;
   int max_in_flight_ = 0;
+  uint64_t cancelled_ = 0;
   uint64_t next_etag_ = 1;
   int64_t next_mtime_ = 1700000000;
 };

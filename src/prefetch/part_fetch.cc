@@ -1,0 +1,110 @@
+// SequentialReader: fetching parts (disk cache, then a pinned ranged GET) and direct reads.
+#include <boost/asio/post.hpp>
+
+#include "prefetch/reader_parts.h"
+#include "prefetch/sequential_reader.h"
+
+namespace ossmount::prefetch {
+
+Status SequentialReader::CheckGet(const Result<GetResult>& r, uint64_t expected_bytes) const {
+  if (!r.ok()) {
+    Status status = r.status();
+    if (status.code() == ErrorCode::kInvalidRange) {
+      // The object shrank below the size seen at open.
+      status = Status(ErrorCode::kPreconditionFailed, status.message());
+    }
+    status.Prefix("reading '" + key_ + "'");
+    return status;
+  }
+  if (r->bytes != expected_bytes || r->object_size != size_ ||
+      (!etag_.empty() && !r->etag.empty() && r->etag != etag_)) {
+    return Status(ErrorCode::kPreconditionFailed,
+                  "'" + key_ + "' changed since it was opened (size or etag differs)");
+  }
+  return Status();
+}
+
+void SequentialReader::StartParts(StartList parts) {
+  for (auto& part : parts) StartPart(part);
+}
+
+void SequentialReader::StartPart(const std::shared_ptr<Part>& part) {
+  const data::BlockId id{key_, etag_, part->index};
+  if (shared_.disk_cache) {
+    if (auto hit = shared_.disk_cache->Get(id, part->length)) {
+      part->buffer->bytes = std::move(*hit);
+      OnPartDone(part, Status());
+      return;
+    }
+  }
+  auto bytes = std::make_shared<std::vector<char>>(part->length);
+  GetRequest request;
+  request.key = key_;
+  request.offset = part->offset;
+  request.length = part->length;
+  request.if_match = etag_;
+  request.priority = part->readahead ? Priority::kPrefetch : Priority::kForeground;
+  request.cancel = part->cancel;
+  client_->Get(request, GetTarget::Fixed(bytes->data(), bytes->size()),
+               [self = shared_from_this(), part, bytes, id](Result<GetResult> r) {
+                 Status status = self->CheckGet(r, part->length);
+                 if (status.ok()) {
+                   part->buffer->bytes = bytes;  // published to readers under mu_ via state
+                   if (self->shared_.disk_cache) self->shared_.disk_cache->Put(id, bytes);
+                 }
+                 self->OnPartDone(part, std::move(status));
+               });
+}
+
+void SequentialReader::OnPartDone(const std::shared_ptr<Part>& part, Status status) {
+  std::vector<std::function<void()>> waiters;
+  std::shared_ptr<PartBuffer> dropped;  // a failed part's buffer, freed after the lock
+  StartList start;
+  {
+    std::lock_guard lock(mu_);
+    --in_flight_;
+    if (part->readahead) shared_.slots->Release();
+    waiters.swap(part->waiters);
+    auto it = parts_.find(part->index);
+    const bool kept = it != parts_.end() && it->second == part;
+    if (status.ok()) {
+      part->state = Part::State::kReady;
+    } else {
+      part->state = Part::State::kFailed;
+      part->status = std::move(status);
+      dropped = std::move(part->buffer);
+      if (kept) parts_.erase(it);
+    }
+    // A slot (and maybe memory) came free: continue the readahead.
+    if (!closed_ && part->state == Part::State::kReady) TopUpLocked(start);
+  }
+  for (auto& w : waiters) w();
+  StartParts(std::move(start));
+}
+
+void SequentialReader::ReadDirect(uint64_t offset, uint64_t length, ReadCallback done) {
+  auto buffer = std::make_shared<PartBuffer>();
+  shared_.budget->Reserve(length);
+  buffer->reservation = data::Reservation(shared_.budget, length);
+  auto bytes = std::make_shared<std::vector<char>>(length);
+  GetRequest request;
+  request.key = key_;
+  request.offset = offset;
+  request.length = length;
+  request.if_match = etag_;
+  request.priority = Priority::kForeground;
+  client_->Get(request, GetTarget::Fixed(bytes->data(), bytes->size()),
+               [self = shared_from_this(), buffer, bytes, length,
+                done = std::move(done)](Result<GetResult> r) {
+                 Status status = self->CheckGet(r, length);
+                 if (!status.ok()) return done(status);
+                 buffer->bytes = bytes;
+                 ReadBytes reply;
+                 reply.data = bytes->data();
+                 reply.size = length;
+                 reply.owner = buffer;
+                 done(std::move(reply));
+               });
+}
+
+}  // namespace ossmount::prefetch

@@ -1,0 +1,48 @@
+// ReadaheadWindow: the access-pattern state of one open file: is the reader sequential, and
+// how far ahead of it should data be fetched.
+//
+// A read is sequential when it is the first read and starts at 0, or when it starts within
+// `slack` of where the furthest read so far ended (slightly behind covers reads the kernel
+// issues concurrently and that arrive out of order), or inside the current window ahead of
+// it (skipping forward into data that is already being fetched). Anything else is random.
+//
+//   - The first sequential read opens a window of `initial` bytes (beyond the read's end).
+//   - Every time the reader has advanced by a whole window, the window doubles, up to `max`.
+//   - Shrink() halves it (not below `initial`): the memory budget refused a part.
+//   - A random read closes the window (window() == 0) until reads are sequential again.
+//
+// Pure logic, no I/O. Not thread-safe: its owner serialises calls (SequentialReader::mu_).
+#pragma once
+
+#include <cstdint>
+
+namespace ossmount::prefetch {
+
+class ReadaheadWindow {
+ public:
+  struct Options {
+    uint64_t initial = 1ull << 20;
+    uint64_t max = 64ull << 20;
+    uint64_t slack = 256ull << 10;
+  };
+  enum class Access { kSequential, kRandom };
+
+  explicit ReadaheadWindow(Options options);
+
+  // Classifies the read [offset, offset + size) and updates the window.
+  Access OnRead(uint64_t offset, uint64_t size);
+  // Bytes to have fetched beyond end(); 0 while the access pattern is random.
+  uint64_t window() const { return window_; }
+  // Where the furthest read so far ended (the reader's position).
+  uint64_t end() const { return end_; }
+  void Shrink();
+
+ private:
+  const Options options_;
+  bool any_read_ = false;
+  uint64_t end_ = 0;
+  uint64_t window_ = 0;
+  uint64_t advanced_ = 0;  // bytes the reader moved since the window last grew
+};
+
+}  // namespace ossmount::prefetch

@@ -1,0 +1,231 @@
+// SequentialReader: classification of reads, the part map and the readahead window.
+// The GETs themselves are in part_fetch.cc.
+#include "prefetch/sequential_reader.h"
+
+#include <boost/asio/post.hpp>
+#include <cstring>
+
+#include "prefetch/reader_parts.h"
+
+namespace ossmount::prefetch {
+
+namespace {
+
+ReadaheadWindow::Options WindowOptions(const ReaderOptions& o) {
+  ReadaheadWindow::Options w;
+  w.initial = o.initial_window;
+  w.max = std::max(o.max_window, o.initial_window);
+  w.slack = o.slack;
+  return w;
+}
+
+ReaderOptions Sanitise(ReaderOptions o) {
+  if (o.part_size == 0) o.part_size = 8ull << 20;
+  if (o.per_file_concurrency < 1) o.per_file_concurrency = 1;
+  return o;
+}
+
+}  // namespace
+
+SequentialReader::SequentialReader(boost::asio::io_context& io,
+                                   std::shared_ptr<ObjectClient> client, std::string key,
+                                   uint64_t size, std::string etag, ReaderOptions options,
+                                   SharedReadState shared)
+    : io_(io),
+      client_(std::move(client)),
+      key_(std::move(key)),
+      size_(size),
+      etag_(std::move(etag)),
+      options_(Sanitise(options)),
+      shared_(std::move(shared)),
+      window_(WindowOptions(options_)) {}
+
+SequentialReader::~SequentialReader() {
+  // In-flight GETs hold a reference, so nothing is in flight here; parts_ frees its buffers.
+}
+
+uint64_t SequentialReader::PartLength(uint64_t index) const {
+  const uint64_t start = index * options_.part_size;
+  return std::min<uint64_t>(options_.part_size, size_ - start);
+}
+
+void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
+  if (offset >= size_ || size == 0) {
+    boost::asio::post(io_, [done = std::move(done)]() { done(ReadBytes{}); });
+    return;
+  }
+  const uint64_t end = std::min<uint64_t>(size_, offset + size);
+  const uint64_t first = offset / options_.part_size;
+  const uint64_t last = (end - 1) / options_.part_size;
+
+  auto gather = std::make_shared<Gather>();
+  gather->offset = offset;
+  gather->end = end;
+  gather->done = std::move(done);
+  StartList start;
+  bool direct = false;
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) {
+      boost::asio::post(
+          io_, [gather]() { gather->done(Status(ErrorCode::kCancelled, "the file was closed")); });
+      return;
+    }
+    const auto access = window_.OnRead(offset, end - offset);
+    bool covered = true;
+    for (uint64_t i = first; i <= last && covered; ++i) covered = parts_.count(i) > 0;
+
+    if (access == ReadaheadWindow::Access::kRandom) {
+      // Whatever was fetched for the old position is no longer wanted.
+      DropOutsideLocked(covered ? first : 1, covered ? last : 0);
+      direct = !covered && !shared_.disk_cache;
+    } else {
+      // Keep parts from the one holding (reader - slack) to the end of the window.
+      const uint64_t keep_from = offset > options_.slack ? offset - options_.slack : 0;
+      const uint64_t window_end = std::min<uint64_t>(size_, window_.end() + window_.window());
+      const uint64_t hi =
+          std::max(last, window_end == 0 ? 0 : (window_end - 1) / options_.part_size);
+      DropOutsideLocked(std::min(first, keep_from / options_.part_size), hi);
+    }
+    if (!direct) {
+      size_t not_ready = 0;
+      for (uint64_t i = first; i <= last; ++i) {
+        auto it = parts_.find(i);
+        std::shared_ptr<Part> part;
+        if (it == parts_.end()) {
+          part = NewPartLocked(i, /*readahead=*/false, nullptr);
+          start.push_back(part);
+        } else {
+          part = it->second;
+        }
+        if (part->state != Part::State::kReady) ++not_ready;
+        gather->parts.push_back(part);
+      }
+      // Set before any waiter is registered: completions need mu_ to run waiters.
+      gather->pending = not_ready;
+      for (auto& part : gather->parts) {
+        if (part->state == Part::State::kReady) continue;
+        part->waiters.push_back([gather]() {
+          if (--gather->pending == 0) Assemble(gather);
+        });
+      }
+      if (not_ready == 0) boost::asio::post(io_, [gather]() { Assemble(gather); });
+    }
+    if (access == ReadaheadWindow::Access::kSequential) TopUpLocked(start);
+  }
+  StartParts(std::move(start));
+  if (direct) ReadDirect(offset, end - offset, std::move(gather->done));
+}
+
+std::shared_ptr<SequentialReader::Part> SequentialReader::NewPartLocked(uint64_t index,
+                                                                        bool readahead,
+                                                                        bool* budget_refused) {
+  const uint64_t length = PartLength(index);
+  data::Reservation reservation;
+  if (readahead) {
+    if (in_flight_ >= options_.per_file_concurrency) return nullptr;
+    if (!shared_.budget->TryReserve(length)) {
+      if (budget_refused) *budget_refused = true;
+      return nullptr;
+    }
+    reservation = data::Reservation(shared_.budget, length);
+    if (!shared_.slots->TryAcquire()) return nullptr;  // `reservation` is released
+  } else {
+    shared_.budget->Reserve(length);
+    reservation = data::Reservation(shared_.budget, length);
+  }
+  auto part = std::make_shared<Part>();
+  part->index = index;
+  part->offset = index * options_.part_size;
+  part->length = length;
+  part->readahead = readahead;
+  part->buffer = std::make_shared<PartBuffer>();
+  part->buffer->reservation = std::move(reservation);
+  parts_[index] = part;
+  ++in_flight_;
+  return part;
+}
+
+void SequentialReader::TopUpLocked(StartList& start) {
+  const uint64_t window = window_.window();
+  if (window == 0 || closed_) return;
+  const uint64_t from = window_.end();
+  const uint64_t to = std::min<uint64_t>(size_, from + window);
+  if (from >= to) return;
+  for (uint64_t i = from / options_.part_size; i <= (to - 1) / options_.part_size; ++i) {
+    if (parts_.count(i)) continue;
+    bool refused = false;
+    auto part = NewPartLocked(i, /*readahead=*/true, &refused);
+    if (!part) {
+      if (refused) window_.Shrink();  // memory pressure: look less far ahead
+      return;
+    }
+    start.push_back(std::move(part));
+  }
+}
+
+void SequentialReader::DropOutsideLocked(uint64_t lo, uint64_t hi) {
+  for (auto it = parts_.begin(); it != parts_.end();) {
+    auto next = std::next(it);
+    if ((it->first < lo || it->first > hi) && it->second->waiters.empty()) DropLocked(it);
+    it = next;
+  }
+}
+
+void SequentialReader::DropLocked(std::map<uint64_t, std::shared_ptr<Part>>::iterator it) {
+  // An in-flight GET is aborted; its completion (kCancelled) still arrives and frees the
+  // buffer. A ready part's buffer goes once the last reply using it is sent.
+  if (it->second->state == Part::State::kFetching) it->second->cancel->cancelled = true;
+  parts_.erase(it);
+}
+
+void SequentialReader::Close() {
+  std::map<uint64_t, std::shared_ptr<Part>> parts;  // destroyed after the lock
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    for (auto& [index, part] : parts_) {
+      if (part->state == Part::State::kFetching) part->cancel->cancelled = true;
+    }
+    parts.swap(parts_);
+  }
+}
+
+SequentialReader::Stats SequentialReader::stats() const {
+  std::lock_guard lock(mu_);
+  Stats s;
+  s.parts = parts_.size();
+  s.in_flight = in_flight_;
+  s.window = window_.window();
+  return s;
+}
+
+void SequentialReader::Assemble(const std::shared_ptr<Gather>& gather) {
+  for (const auto& part : gather->parts) {
+    if (part->state != Part::State::kReady) {
+      gather->done(part->status.ok() ? Status(ErrorCode::kCancelled, "read abandoned")
+                                     : part->status);
+      return;
+    }
+  }
+  ReadBytes reply;
+  reply.size = gather->end - gather->offset;
+  if (gather->parts.size() == 1) {
+    const auto& part = gather->parts[0];
+    reply.data = part->buffer->bytes->data() + (gather->offset - part->offset);
+    reply.owner = part->buffer;
+  } else {
+    auto buffer = std::make_shared<std::vector<char>>(reply.size);
+    for (const auto& part : gather->parts) {
+      const uint64_t from = std::max(gather->offset, part->offset);
+      const uint64_t to = std::min(gather->end, part->offset + part->length);
+      std::memcpy(buffer->data() + (from - gather->offset),
+                  part->buffer->bytes->data() + (from - part->offset), to - from);
+    }
+    reply.data = buffer->data();
+    reply.owner = buffer;
+  }
+  gather->done(std::move(reply));
+}
+
+}  // namespace ossmount::prefetch

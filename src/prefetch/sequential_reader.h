@@ -1,0 +1,142 @@
+// SequentialReader: reads of one open large file, with readahead for sequential readers.
+//
+// The object is read in aligned parts of part_size (index = offset / part_size), each one
+// ranged GET with If-Match = the etag pinned at open.
+//   - Sequential reads (ReadaheadWindow) keep the parts covering [reader, reader + window)
+//     fetched or in flight: parts the reader waits for go out with Priority::kForeground,
+//     parts ahead of it with Priority::kPrefetch. The window starts at initial_window and
+//     doubles while reads stay sequential, up to max_window.
+//   - A random read that no kept part covers closes the window, cancels (CancelFlag) and drops
+//     every part it does not need, and fetches exactly the bytes asked for with one ranged GET
+//     that is not kept (a 4 KiB pread costs 4 KiB, not a part). With a disk cache, random reads
+//     fetch the covering parts instead, so that they are looked up in and fed to the cache.
+//   - Parts behind the reader (ended more than `slack` before it) are dropped at once, so a
+//     sequential reader holds about one window of memory.
+//
+// Backpressure: at most per_file_concurrency GETs in flight for this file, and readahead
+// parts also take a slot from the shared FetchSlots (global_concurrency). Every part buffer is
+// accounted in the shared MemoryBudget: parts a reader waits for Reserve(), readahead parts
+// TryReserve(); a refusal stops the readahead and shrinks the window instead of growing the
+// process. The reservation lives with the buffer (also in replies still being sent).
+//
+// Disk cache (optional): a part is looked up ({key, etag, index}, its exact length) before it
+// is fetched, and stored after a successful GET.
+//
+// Version pinning: a 412, or a body whose size/etag differs from the pinned ones, fails the
+// read with kPreconditionFailed (ESTALE); bytes of two versions are never mixed in a reply.
+// Failed parts are not kept, so a later read retries.
+//
+// Replies: a read inside one part points into the part buffer (owner = the buffer); a read
+// spanning parts is gathered into one new buffer.
+//
+// Ownership: create with std::make_shared; in-flight GETs keep it alive. Call Close() when
+// the file is released: it cancels every GET and drops every part (reads after it fail).
+// Thread-safety: all methods may be called concurrently; mu_ is a leaf lock (never held
+// while calling the client, the disk cache or a callback).
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "data/disk_block_cache.h"
+#include "data/memory_budget.h"
+#include "ossmount/object_client.h"
+#include "prefetch/fetch_slots.h"
+#include "prefetch/readahead_window.h"
+
+namespace ossmount::prefetch {
+
+struct ReaderOptions {
+  uint64_t initial_window = 1ull << 20;
+  uint64_t max_window = 64ull << 20;
+  uint64_t part_size = 8ull << 20;
+  int per_file_concurrency = 8;
+  // How far behind the reader a read still counts as sequential, and how long a part is kept
+  // after the reader passed its end.
+  uint64_t slack = 256ull << 10;
+};
+
+// What all readers of one mount share.
+struct SharedReadState {
+  std::shared_ptr<data::MemoryBudget> budget;        // required
+  std::shared_ptr<FetchSlots> slots;                 // required: global readahead GETs
+  std::shared_ptr<data::DiskBlockCache> disk_cache;  // optional
+};
+
+// Bytes of one read; `data` stays valid while `owner` is held.
+struct ReadBytes {
+  const char* data = nullptr;
+  size_t size = 0;
+  std::shared_ptr<const void> owner;
+};
+using ReadCallback = std::function<void(Result<ReadBytes>)>;
+
+class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
+ public:
+  SequentialReader(boost::asio::io_context& io, std::shared_ptr<ObjectClient> client,
+                   std::string key, uint64_t size, std::string etag, ReaderOptions options,
+                   SharedReadState shared);
+  ~SequentialReader();
+
+  // Up to `size` bytes at `offset` (fewer only at the end of the object); `done` is always
+  // called asynchronously, exactly once.
+  void Read(uint64_t offset, size_t size, ReadCallback done);
+  // Cancels every GET in flight and drops every part; later reads fail with kCancelled.
+  void Close();
+
+  struct Stats {
+    size_t parts = 0;     // kept, ready or in flight
+    int in_flight = 0;    // GETs of this file not yet completed (including cancelled ones)
+    uint64_t window = 0;  // current readahead window in bytes (0 = random access)
+  };
+  Stats stats() const;
+
+ private:
+  struct PartBuffer;
+  struct Part;
+  struct Gather;
+
+  // Parts to start once mu_ is released.
+  using StartList = std::vector<std::shared_ptr<Part>>;
+
+  uint64_t PartLength(uint64_t index) const;
+  // REQUIRES mu_. Creates the part (kept in parts_), reserving its memory; a readahead part
+  // may be refused (nullptr) by the per-file cap, the global slots or the budget.
+  std::shared_ptr<Part> NewPartLocked(uint64_t index, bool readahead, bool* budget_refused);
+  // REQUIRES mu_. Issues readahead parts for [window_.end(), window_.end() + window).
+  void TopUpLocked(StartList& start);
+  // REQUIRES mu_. Drops (and cancels) parts nobody waits for with index outside [lo, hi].
+  void DropOutsideLocked(uint64_t lo, uint64_t hi);
+  void DropLocked(std::map<uint64_t, std::shared_ptr<Part>>::iterator it);
+
+  void StartParts(StartList parts);
+  void StartPart(const std::shared_ptr<Part>& part);
+  void OnPartDone(const std::shared_ptr<Part>& part, Status status);
+  void ReadDirect(uint64_t offset, uint64_t length, ReadCallback done);
+  // Checks a GET result against the pinned version; ok when the bytes may be used.
+  Status CheckGet(const Result<GetResult>& r, uint64_t expected_bytes) const;
+  static void Assemble(const std::shared_ptr<Gather>& gather);
+
+  boost::asio::io_context& io_;
+  const std::shared_ptr<ObjectClient> client_;
+  const std::string key_;
+  const uint64_t size_;
+  const std::string etag_;
+  const ReaderOptions options_;
+  const SharedReadState shared_;
+
+  // mu_ guards everything below and the state/waiters/buffer of every Part.
+  mutable std::mutex mu_;
+  ReadaheadWindow window_;
+  std::map<uint64_t, std::shared_ptr<Part>> parts_;
+  int in_flight_ = 0;
+  bool closed_ = false;
+};
+
+}  // namespace ossmount::prefetch

@@ -1,0 +1,73 @@
+// ReadaheadWindow: sequential detection and window sizing, no I/O.
+#include <catch2/catch.hpp>
+
+#include "prefetch/readahead_window.h"
+
+using ossmount::prefetch::ReadaheadWindow;
+using Access = ReadaheadWindow::Access;
+
+namespace {
+constexpr uint64_t KiB = 1024;
+constexpr uint64_t MiB = 1024 * KiB;
+
+ReadaheadWindow::Options Opts() {
+  ReadaheadWindow::Options o;
+  o.initial = 1 * MiB;
+  o.max = 8 * MiB;
+  o.slack = 256 * KiB;
+  return o;
+}
+}  // namespace
+
+TEST_CASE("Window opens at the initial size on a read from offset 0 and doubles per window read") {
+  ReadaheadWindow w(Opts());
+  CHECK(w.window() == 0);
+  CHECK(w.OnRead(0, 128 * KiB) == Access::kSequential);
+  CHECK(w.window() == 1 * MiB);
+  uint64_t off = 128 * KiB;
+  std::vector<uint64_t> sizes;
+  while (off < 64 * MiB) {
+    REQUIRE(w.OnRead(off, 128 * KiB) == Access::kSequential);
+    off += 128 * KiB;
+    if (sizes.empty() || sizes.back() != w.window()) sizes.push_back(w.window());
+  }
+  CHECK(sizes == std::vector<uint64_t>{1 * MiB, 2 * MiB, 4 * MiB, 8 * MiB});
+  CHECK(w.end() == 64 * MiB);
+}
+
+TEST_CASE("A far read is random and closes the window, contiguous reads reopen it") {
+  ReadaheadWindow w(Opts());
+  for (uint64_t off = 0; off < 4 * MiB; off += 128 * KiB) w.OnRead(off, 128 * KiB);
+  REQUIRE(w.window() > 1 * MiB);
+  CHECK(w.OnRead(100 * MiB, 4 * KiB) == Access::kRandom);
+  CHECK(w.window() == 0);
+  CHECK(w.OnRead(100 * MiB + 4 * KiB, 4 * KiB) == Access::kSequential);
+  CHECK(w.window() == 1 * MiB);
+  // Backwards far is random too.
+  CHECK(w.OnRead(0, 4 * KiB) == Access::kRandom);
+  // The first read of a file away from 0 is random.
+  ReadaheadWindow fresh(Opts());
+  CHECK(fresh.OnRead(5 * MiB, 128 * KiB) == Access::kRandom);
+}
+
+TEST_CASE("Reads slightly out of order or skipping into the window stay sequential") {
+  ReadaheadWindow w(Opts());
+  w.OnRead(0, 128 * KiB);
+  w.OnRead(256 * KiB, 128 * KiB);  // the kernel sent 256K before 128K
+  CHECK(w.OnRead(128 * KiB, 128 * KiB) == Access::kSequential);
+  CHECK(w.end() == 384 * KiB);
+  CHECK(w.OnRead(384 * KiB + 900 * KiB, 4 * KiB) == Access::kSequential);  // inside 1 MiB
+  CHECK(w.OnRead(w.end() + 3 * MiB, 4 * KiB) == Access::kRandom);
+}
+
+TEST_CASE("Shrink halves the window but not below the initial size") {
+  ReadaheadWindow w(Opts());
+  for (uint64_t off = 0; off < 32 * MiB; off += 128 * KiB) w.OnRead(off, 128 * KiB);
+  REQUIRE(w.window() == 8 * MiB);
+  w.Shrink();
+  CHECK(w.window() == 4 * MiB);
+  w.Shrink();
+  w.Shrink();
+  w.Shrink();
+  CHECK(w.window() == 1 * MiB);
+}

@@ -1,0 +1,143 @@
+// Test harness for SequentialReader: a FakeObjectClient on an io_context run by two threads,
+// a shared budget and slots, and a blocking Read wrapper with a generous timeout.
+#pragma once
+
+#include <catch2/catch.hpp>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "prefetch/sequential_reader.h"
+#include "support/fake_object_client.h"
+
+namespace prefetchtest {
+
+using namespace ossmount;
+using namespace ossmount::prefetch;
+using ossmount::testing::FakeObjectClient;
+using ossmount::testing::Op;
+using ossmount::testing::RequestRecord;
+using namespace std::chrono_literals;
+
+constexpr uint64_t KiB = 1024;
+constexpr uint64_t MiB = 1024 * KiB;
+
+inline std::string Content(size_t size, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::string s(size, '\0');
+  for (size_t i = 0; i + 4 <= size; i += 4) {
+    uint32_t v = rng();
+    std::memcpy(&s[i], &v, 4);
+  }
+  for (size_t i = size & ~size_t{3}; i < size; ++i) s[i] = static_cast<char>(rng());
+  return s;
+}
+
+// An in-memory DiskBlockCache that records what it was asked.
+class MemoryBlockCache : public data::DiskBlockCache {
+ public:
+  std::optional<std::shared_ptr<const std::vector<char>>> Get(const data::BlockId& id,
+                                                              uint64_t expected_length) override {
+    std::lock_guard lock(mu_);
+    auto it = blocks_.find(Name(id));
+    if (it == blocks_.end() || it->second->size() != expected_length) {
+      ++misses;
+      return std::nullopt;
+    }
+    ++hits;
+    return it->second;
+  }
+  void Put(const data::BlockId& id, std::shared_ptr<const std::vector<char>> bytes) override {
+    std::lock_guard lock(mu_);
+    ++puts;
+    blocks_[Name(id)] = std::move(bytes);
+  }
+  void Flush() override {}
+  data::DiskCacheStats Stats() const override { return {}; }
+  size_t blocks() const {
+    std::lock_guard lock(mu_);
+    return blocks_.size();
+  }
+  static std::string Name(const data::BlockId& id) {
+    return id.key + "|" + id.etag + "|" + std::to_string(id.index);
+  }
+  std::atomic<int> hits{0}, misses{0}, puts{0};
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const std::vector<char>>> blocks_;
+};
+
+struct Harness {
+  boost::asio::io_context io;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard;
+  std::shared_ptr<FakeObjectClient> fake;
+  std::shared_ptr<data::MemoryBudget> budget;
+  std::shared_ptr<FetchSlots> slots;
+  std::shared_ptr<MemoryBlockCache> disk;
+  std::vector<std::thread> threads;
+
+  explicit Harness(uint64_t max_memory = 1ull << 30, int global = 64)
+      : guard(boost::asio::make_work_guard(io)),
+        fake(std::make_shared<FakeObjectClient>(io)),
+        budget(std::make_shared<data::MemoryBudget>(max_memory)),
+        slots(std::make_shared<FetchSlots>(global)) {
+    for (int i = 0; i < 2; ++i) threads.emplace_back([this]() { io.run(); });
+  }
+  ~Harness() {
+    fake->Resume();
+    guard.reset();
+    for (auto& t : threads) t.join();
+  }
+
+  std::shared_ptr<SequentialReader> Open(const std::string& key, ReaderOptions options) {
+    auto info = fake->Info(key);
+    REQUIRE(info);
+    SharedReadState shared{budget, slots, disk};
+    return std::make_shared<SequentialReader>(io, fake, key, info->size, info->etag, options,
+                                              shared);
+  }
+
+  static Result<std::string> Read(SequentialReader& reader, uint64_t offset, size_t size) {
+    auto promise = std::make_shared<std::promise<Result<std::string>>>();
+    auto future = promise->get_future();
+    reader.Read(offset, size, [promise](Result<ReadBytes> r) {
+      if (!r.ok()) return promise->set_value(r.status());
+      promise->set_value(std::string(r->data, r->size));
+    });
+    if (future.wait_for(60s) != std::future_status::ready) {
+      FAIL("read did not complete");
+    }
+    return future.get();
+  }
+
+  // Waits (bounded) until `pred` holds; for states reached through asynchronous completions.
+  template <typename Pred>
+  static bool Eventually(Pred pred) {
+    for (int i = 0; i < 6000; ++i) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return pred();
+  }
+};
+
+inline ReaderOptions SmallParts() {
+  ReaderOptions o;
+  o.initial_window = 1 * MiB;
+  o.max_window = 8 * MiB;
+  o.part_size = 1 * MiB;
+  o.per_file_concurrency = 4;
+  return o;
+}
+
+}  // namespace prefetchtest

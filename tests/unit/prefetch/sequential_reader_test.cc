@@ -1,0 +1,250 @@
+// SequentialReader against the FakeObjectClient: request pattern, content, seeks, version
+// pinning, disk cache, reply ownership.
+#include <algorithm>
+#include <set>
+
+#include "reader_harness.h"
+
+using namespace prefetchtest;
+
+TEST_CASE(
+    "Sequential 128 KiB reads of 100 MiB issue part-sized GETs ahead with a doubling window") {
+  Harness h;
+  const std::string data = Content(100 * MiB, 1);
+  const std::string etag = h.fake->PutObject("big", data);
+  h.fake->set_latency(1ms);
+  ReaderOptions o;
+  o.initial_window = 1 * MiB;
+  o.max_window = 32 * MiB;
+  o.part_size = 4 * MiB;
+  o.per_file_concurrency = 8;
+  auto reader = h.Open("big", o);
+
+  std::vector<uint64_t> windows;
+  uint64_t max_lead = 0;
+  bool exact = true;
+  for (uint64_t off = 0; off < data.size(); off += 128 * KiB) {
+    auto r = Harness::Read(*reader, off, 128 * KiB);
+    REQUIRE(r.ok());
+    exact = exact && *r == data.substr(off, 128 * KiB);
+    const uint64_t w = reader->stats().window;
+    if (windows.empty() || windows.back() != w) windows.push_back(w);
+    uint64_t furthest = 0;
+    for (const auto& rec : h.fake->requests())
+      furthest = std::max(furthest, rec.offset + *rec.length);
+    max_lead = std::max(max_lead, furthest - std::min(furthest, off + 128 * KiB));
+  }
+  CHECK(exact);
+  CHECK(windows == std::vector<uint64_t>{1 * MiB, 2 * MiB, 4 * MiB, 8 * MiB, 16 * MiB, 32 * MiB});
+  CHECK(max_lead >= 16 * MiB);  // the reader never waited for every part it needed
+
+  const auto log = h.fake->requests();
+  CHECK(log.size() == 25);  // every 4 MiB part exactly once
+  std::set<uint64_t> offsets;
+  int prefetch = 0;
+  for (const auto& rec : log) {
+    CHECK(rec.op == Op::kGet);
+    CHECK(rec.offset % (4 * MiB) == 0);
+    REQUIRE(rec.length);
+    CHECK(*rec.length == 4 * MiB);
+    CHECK(rec.if_match == etag);
+    CHECK(rec.cancellable);
+    offsets.insert(rec.offset);
+    if (rec.priority == Priority::kPrefetch) ++prefetch;
+  }
+  CHECK(offsets.size() == 25);
+  CHECK(log.front().priority == Priority::kForeground);
+  CHECK(prefetch >= 20);
+  CHECK(h.fake->max_in_flight() <= 8);
+  CHECK(h.fake->max_in_flight() >= 2);
+
+  reader->Close();
+  CHECK(Harness::Eventually([&] { return h.budget->used() == 0; }));
+  CHECK(h.slots->in_use() == 0);
+}
+
+TEST_CASE("Random, mixed and part-spanning reads are byte-exact") {
+  Harness h;
+  const std::string data = Content(20 * MiB + 123, 2);
+  h.fake->PutObject("big", data);
+  auto reader = h.Open("big", SmallParts());
+  std::mt19937_64 rng(7);
+  auto check = [&](uint64_t off, size_t size) {
+    INFO("offset " << off << " size " << size);
+    auto r = Harness::Read(*reader, off, size);
+    REQUIRE(r.ok());
+    if (off >= data.size()) {
+      CHECK(r->empty());
+    } else {
+      CHECK(*r == data.substr(off, size));
+    }
+  };
+  SECTION("random") {
+    for (int i = 0; i < 300; ++i) check(rng() % (data.size() + 1000), 1 + rng() % (3 * MiB));
+  }
+  SECTION("mixed: sequential runs from random places") {
+    for (int run = 0; run < 30; ++run) {
+      uint64_t off = rng() % data.size();
+      const size_t step = 4 * KiB + rng() % (256 * KiB);
+      for (int i = 0; i < 40; ++i, off += step) check(off, step);
+    }
+  }
+  SECTION("across part boundaries") {
+    check(1 * MiB - 10, 20);
+    check(3 * MiB - 1, 2 * MiB + 2);  // three parts
+    check(data.size() - 1, 10);
+    check(0, data.size() + 5);  // everything at once
+  }
+  reader->Close();
+  CHECK(Harness::Eventually([&] { return h.budget->used() == 0; }));
+}
+
+TEST_CASE("A seek resets the window, cancels unwanted parts and fetches only the bytes asked") {
+  Harness h;
+  const std::string data = Content(32 * MiB, 3);
+  h.fake->PutObject("big", data);
+  ReaderOptions o = SmallParts();
+  o.initial_window = 2 * MiB;
+  auto reader = h.Open("big", o);
+
+  h.fake->Pause();
+  std::promise<Result<std::string>> first, second;
+  reader->Read(0, 128 * KiB, [&](Result<ReadBytes> r) {
+    first.set_value(r.ok() ? Result<std::string>(std::string(r->data, r->size))
+                           : Result<std::string>(r.status()));
+  });
+  // Part 0 for the reader, parts 1 and 2 ahead of it.
+  REQUIRE(Harness::Eventually([&] { return h.fake->in_flight() == 3; }));
+  CHECK(reader->stats().window == 2 * MiB);
+
+  reader->Read(20 * MiB + 5, 4 * KiB, [&](Result<ReadBytes> r) {
+    second.set_value(r.ok() ? Result<std::string>(std::string(r->data, r->size))
+                            : Result<std::string>(r.status()));
+  });
+  CHECK(reader->stats().window == 0);
+  CHECK(reader->stats().parts == 1);  // part 0 still has a reader waiting for it
+  h.fake->Resume();
+  auto f = first.get_future().get();
+  auto s = second.get_future().get();
+  REQUIRE(f.ok());
+  REQUIRE(s.ok());
+  CHECK(*f == data.substr(0, 128 * KiB));
+  CHECK(*s == data.substr(20 * MiB + 5, 4 * KiB));
+  CHECK(h.fake->cancelled_count() == 2);
+  const auto log = h.fake->requests();
+  REQUIRE(log.size() == 4);
+  CHECK(log[3].offset == 20 * MiB + 5);  // the random read: exactly its bytes, foreground
+  CHECK(*log[3].length == 4 * KiB);
+  CHECK(log[3].priority == Priority::kForeground);
+
+  // Reading on from there is sequential again: the window reopens at its initial size.
+  auto next = Harness::Read(*reader, 20 * MiB + 5 + 4 * KiB, 128 * KiB);
+  REQUIRE(next.ok());
+  CHECK(*next == data.substr(20 * MiB + 5 + 4 * KiB, 128 * KiB));
+  CHECK(reader->stats().window == 2 * MiB);
+  reader->Close();
+  CHECK(Harness::Eventually([&] { return h.budget->used() == 0 && h.fake->in_flight() == 0; }));
+}
+
+TEST_CASE("A read inside one part points into the part buffer, a spanning read is gathered") {
+  Harness h;
+  const std::string data = Content(4 * MiB, 4);
+  h.fake->PutObject("big", data);
+  auto reader = h.Open("big", SmallParts());
+  auto owner_of = [&](uint64_t off, size_t size) {
+    std::promise<Result<ReadBytes>> p;
+    reader->Read(off, size, [&](Result<ReadBytes> r) { p.set_value(std::move(r)); });
+    auto r = p.get_future().get();
+    REQUIRE(r.ok());
+    CHECK(std::string(r->data, r->size) == data.substr(off, size));
+    return *r;
+  };
+  auto a = owner_of(0, 100);
+  auto b = owner_of(100, 100);
+  CHECK(a.owner == b.owner);
+  CHECK(b.data == a.data + 100);
+  auto c = owner_of(1 * MiB - 50, 100);
+  CHECK(c.owner != a.owner);
+  reader->Close();
+}
+
+TEST_CASE("An object changed after open fails reads with ESTALE and never mixes versions") {
+  Harness h;
+  const std::string v1 = Content(8 * MiB, 5);
+  const std::string etag = h.fake->PutObject("big", v1);
+  auto reader = h.Open("big", SmallParts());
+  REQUIRE(*Harness::Read(*reader, 0, 128 * KiB) == v1.substr(0, 128 * KiB));
+  REQUIRE(Harness::Eventually([&] { return reader->stats().in_flight == 0; }));
+
+  SECTION("same size, new content") { h.fake->PutObject("big", Content(8 * MiB, 6)); }
+  SECTION("shrunk") { h.fake->PutObject("big", Content(3 * MiB, 6)); }
+  SECTION("deleted") { h.fake->DeleteObject("big"); }
+
+  int failed = 0;
+  for (uint64_t off = 128 * KiB; off < v1.size(); off += 128 * KiB) {
+    auto r = Harness::Read(*reader, off, 128 * KiB);
+    if (r.ok()) {
+      CHECK(*r == v1.substr(off, 128 * KiB));  // from a part fetched before the change
+    } else {
+      ++failed;
+      const int err = r.status().ToErrno();
+      CHECK((err == ESTALE || err == ENOENT));
+    }
+  }
+  CHECK(failed > 0);
+  auto random = Harness::Read(*reader, 6 * MiB + 7, 1000);
+  CHECK(!random.ok());
+  for (const auto& rec : h.fake->requests()) CHECK(rec.if_match == etag);
+  reader->Close();
+  CHECK(Harness::Eventually([&] { return h.budget->used() == 0; }));
+}
+
+TEST_CASE("Disk cache: parts are stored after a GET and a hit avoids the GET") {
+  Harness h;
+  h.disk = std::make_shared<MemoryBlockCache>();
+  const std::string data = Content(6 * MiB + 17, 8);
+  const std::string etag = h.fake->PutObject("big", data);
+  {
+    auto reader = h.Open("big", SmallParts());
+    for (uint64_t off = 0; off < data.size(); off += 128 * KiB) {
+      REQUIRE(*Harness::Read(*reader, off, 128 * KiB) == data.substr(off, 128 * KiB));
+    }
+    reader->Close();
+  }
+  CHECK(h.fake->count(Op::kGet) == 7);
+  CHECK(h.disk->blocks() == 7);  // six full parts and the 17-byte tail
+  h.fake->ResetCounters();
+
+  auto reader = h.Open("big", SmallParts());
+  for (uint64_t off = 0; off < data.size(); off += 128 * KiB) {
+    REQUIRE(*Harness::Read(*reader, off, 128 * KiB) == data.substr(off, 128 * KiB));
+  }
+  CHECK(*Harness::Read(*reader, 5 * MiB + 3, 10) == data.substr(5 * MiB + 3, 10));  // random
+  CHECK(h.fake->count(Op::kGet) == 0);
+  CHECK(h.disk->hits >= 7);
+  reader->Close();
+
+  // Another version of the object misses (the etag is part of the block id).
+  h.fake->PutObject("big", Content(6 * MiB + 17, 9));
+  auto v2 = h.Open("big", SmallParts());
+  CHECK(*Harness::Read(*v2, 0, 10) == Content(6 * MiB + 17, 9).substr(0, 10));
+  CHECK(h.fake->count(Op::kGet) >= 1);
+  v2->Close();
+}
+
+TEST_CASE("Reads after Close fail, and Close cancels parts in flight") {
+  Harness h;
+  h.fake->PutObject("big", Content(16 * MiB, 10));
+  auto reader = h.Open("big", SmallParts());
+  h.fake->Pause();
+  std::promise<Result<ReadBytes>> p;
+  reader->Read(0, 4 * KiB, [&](Result<ReadBytes> r) { p.set_value(std::move(r)); });
+  REQUIRE(Harness::Eventually([&] { return h.fake->in_flight() == 2; }));
+  reader->Close();
+  h.fake->Resume();
+  auto r = p.get_future().get();
+  CHECK(!r.ok());
+  CHECK(h.fake->cancelled_count() == 2);
+  CHECK(!Harness::Read(*reader, 0, 10).ok());
+  CHECK(Harness::Eventually([&] { return h.budget->used() == 0; }));
+}
