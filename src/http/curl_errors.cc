@@ -81,8 +81,10 @@ Status MapCurlError(CURLcode code, const TransportFacts& f) {
                           std::to_string(f.timeouts.low_speed_time.count()) + " s (stall deadline)",
                       true);
       }
-      if (Contains(m, "Connection timed out") || Contains(m, "Failed to connect") ||
-          Contains(m, "Resolving timed out")) {
+      // libcurl words it "Connection timed out after N ms" (multi state machine),
+      // "Connection timeout after N ms" (connect filter) or "Resolving timed out".
+      if (Contains(m, "Connection timed out") || Contains(m, "Connection timeout") ||
+          Contains(m, "Failed to connect") || Contains(m, "Resolving timed out")) {
         return Status(ErrorCode::kTimeout,
                       "could not connect to " + hp + " within " +
                           std::to_string(f.timeouts.connect.count()) +
