@@ -1,0 +1,311 @@
+#!/usr/bin/python3
+"""Runs ossmount and its peers side by side against one object server (see bench/run.sh).
+
+  harness.py [--quick|--full] [--only WORKLOAD...]
+
+Workloads: capacity imagefolder remount threaded seqread metadata memory.
+One thing runs at a time (2 shared cores). Every step has a timeout; every mount is
+unmounted in a finally; a failed peer is recorded as failed. Results go to
+bench/results/<timestamp>.json and bench/results/<timestamp>.md.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ossbench import datasets, report, workloads  # noqa: E402
+from ossbench.mounts import Mount, MountError  # noqa: E402
+from ossbench.server import TestServer  # noqa: E402
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(BENCH)
+WORKLOADS = ["capacity", "imagefolder", "remount", "threaded", "seqread", "metadata", "memory"]
+MOUNT_PEERS = ("ossmount", "s3fs", "rclone-off", "rclone-full")
+MEMORY_BUDGET_MIB = 256
+
+
+def log(msg):
+    print("[bench %s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
+
+
+class Plan:
+    """What a mode runs. quick: 35 ms for the peers (ossmount and curl also at 12 and 0 ms),
+    16 workers (ossmount also 4), subsets for the slowest peers; full: everything."""
+
+    def __init__(self, full):
+        self.full = full
+        self.ttfbs = [35, 12, 0]
+        self.step_timeout = 1200 if full else 300
+
+    def imagefolder_cases(self):
+        cases = []
+        for ttfb in self.ttfbs:
+            for workers in (16, 4):
+                for peer in ("ossmount", "s3fs", "rclone-off", "rclone-full", "local", "curl"):
+                    c = self._imagefolder_case(peer, ttfb, workers)
+                    if c:
+                        cases.append(c)
+        return cases
+
+    def _imagefolder_case(self, peer, ttfb, workers):
+        c = {"peer": peer, "ttfb": ttfb, "workers": workers, "epochs": 2, "limit": 0}
+        if peer == "local" and ttfb != 35:
+            return None  # no server involved: measured once, compared at every TTFB
+        if peer == "curl":
+            c["epochs"] = 1
+        if self.full:
+            return c
+        if workers == 4:
+            return dict(c, epochs=1) if peer in ("ossmount", "local") and ttfb == 35 else None
+        if ttfb != 35:
+            return c if peer in ("ossmount", "curl") else None
+        if peer == "s3fs":
+            return dict(c, epochs=1, limit=1000)
+        if peer == "rclone-full":
+            return dict(c, limit=2000)
+        return c
+
+    def remount_ttfbs(self):
+        return self.ttfbs if self.full else [35]
+
+    def threaded_cases(self):
+        peers = {"ossmount": 0, "s3fs": 1000, "rclone-off": 2000, "local": 0}
+        ttfbs = [35, 0] if self.full else [35]
+        return [{"peer": p, "ttfb": t, "threads": 16, "limit": 0 if self.full and p != "s3fs" else l}
+                for t in ttfbs for p, l in peers.items()]
+
+    def seqread_cases(self):
+        ttfbs = self.ttfbs if self.full else [35]
+        return [{"peer": p, "ttfb": t} for t in ttfbs
+                for p in ("ossmount", "s3fs", "rclone-off", "curl")]
+
+    def metadata_cases(self):
+        peers = ("ossmount", "rclone-off", "s3fs") if self.full else ("ossmount", "rclone-off")
+        ttfbs = [35, 0] if self.full else [35]
+        return [{"peer": p, "ttfb": t} for t in ttfbs for p in peers]
+
+
+class Harness:
+    def __init__(self, args):
+        self.args = args
+        self.plan = Plan(args.full)
+        self.data_root = os.path.join(BENCH, "data", "root")
+        self.work = tempfile.mkdtemp(prefix="ossmount-bench-")
+        self.server = None
+        self.cases = []
+        self.stamp = datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%SZ")
+
+    # ---- helpers -------------------------------------------------------------------
+    def record(self, workload, params, result, daemon=None):
+        case = {"workload": workload, **params, "result": result}
+        if daemon is not None:
+            case["daemon"] = daemon
+        self.cases.append(case)
+        status = "ok" if result.get("ok") else "FAILED: %s" % result.get("error")
+        log("%s %s -> %s" % (workload, json.dumps(params), status))
+        self.save()
+
+    def mount(self, peer, bucket, cache_dir=None, extra=None):
+        return Mount(peer, REPO, self.work, self.server.endpoint, bucket, cache_dir=cache_dir,
+                     extra=extra)
+
+    def stats_around(self, fn):
+        self.server.reset()
+        cpu0 = self.server.cpu_seconds()
+        out = fn()
+        out["requests"] = self.server.stats()
+        out["server_cpu_s"] = round(self.server.cpu_seconds() - cpu0, 2)
+        return out
+
+    def with_mount(self, peer, bucket, fn, cache_dir=None, extra=None):
+        """Runs fn(mountpoint) inside a fresh mount; returns (result, daemon usage)."""
+        m = self.mount(peer, bucket, cache_dir, extra)
+        try:
+            with m:
+                result = fn(m.mnt)
+        except MountError as e:
+            return {"ok": False, "error": str(e)}, None
+        except Exception as e:  # a harness bug in one case must not lose the others
+            return {"ok": False, "error": "%s: %s" % (type(e).__name__, e)}, m.usage or None
+        finally:
+            m.cleanup()
+        return result, m.usage
+
+    # ---- workloads -----------------------------------------------------------------
+    def run_capacity(self):
+        log("server capacity (bench/server_capacity.sh, about 40 s)")
+        p = subprocess.run([os.path.join(BENCH, "server_capacity.sh"), os.path.join(REPO, "build")],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=600)
+        self.capacity = {"ok": p.returncode == 0, "table": p.stdout}
+        self.save()
+
+    def run_imagefolder(self):
+        stats_url = self.server.endpoint
+        keys = datasets.image_keys(self.data_root)
+        for c in self.plan.imagefolder_cases():
+            self.server.set_ttfb(c["ttfb"])
+            params = dict(c)
+            t = self.plan.step_timeout
+            if c["peer"] == "local":
+                res = workloads.imagefolder(os.path.join(self.data_root, "img", "train"),
+                                            c["workers"], c["epochs"], "", t)
+                self.record("imagefolder", params, res)
+            elif c["peer"] == "curl":
+                urls = ["%s/img/%s" % (self.server.endpoint, k) for k in keys]
+                random.Random(1).shuffle(urls)
+                res = self.stats_around(lambda: workloads.curl_parallel(urls, c["workers"], t))
+                self.record("imagefolder", params, res)
+            else:
+                res, usage = self.with_mount(
+                    c["peer"], "img", lambda mnt: workloads.imagefolder(
+                        os.path.join(mnt, "train"), c["workers"], c["epochs"], stats_url, t,
+                        c["limit"]))
+                self.record("imagefolder", params, res, usage)
+
+    def run_remount(self):
+        """Epoch 1 with --cache DIR, unmount, remount with the same DIR, epoch 2."""
+        for ttfb in self.plan.remount_ttfbs():
+            self.server.set_ttfb(ttfb)
+            cache = tempfile.mkdtemp(prefix="cache-", dir=self.work)
+            t = self.plan.step_timeout
+            run = lambda mnt: workloads.imagefolder(os.path.join(mnt, "train"), 16, 1,
+                                                    self.server.endpoint, t)
+            first, u1 = self.with_mount("ossmount", "img", run, cache_dir=cache)
+            second, u2 = self.with_mount("ossmount", "img", run, cache_dir=cache) \
+                if first.get("ok") else ({"ok": False, "error": "first mount failed"}, None)
+            du = subprocess.run(["du", "-sm", cache], stdout=subprocess.PIPE, text=True).stdout
+            res = {"ok": bool(first.get("ok") and second.get("ok")), "before": first,
+                   "after_remount": second, "cache_mib": int(du.split()[0]) if du else None}
+            if not res["ok"]:
+                res["error"] = first.get("error") or second.get("error")
+            self.record("remount", {"peer": "ossmount", "ttfb": ttfb, "workers": 16}, res,
+                        {"first": u1, "second": u2})
+            shutil.rmtree(cache, ignore_errors=True)
+
+    def run_threaded(self):
+        for c in self.plan.threaded_cases():
+            self.server.set_ttfb(c["ttfb"])
+            t = self.plan.step_timeout
+            if c["peer"] == "local":
+                res = workloads.threaded_files(os.path.join(self.data_root, "img", "train"),
+                                               c["threads"], t, c["limit"])
+                self.record("threaded", c, res)
+                continue
+            fn = lambda mnt: self.stats_around(lambda: workloads.threaded_files(
+                os.path.join(mnt, "train"), c["threads"], t, c["limit"]))
+            res, usage = self.with_mount(c["peer"], "img", fn)
+            self.record("threaded", c, res, usage)
+
+    def run_seqread(self):
+        for c in self.plan.seqread_cases():
+            self.server.set_ttfb(c["ttfb"])
+            t = self.plan.step_timeout
+            if c["peer"] == "curl":
+                url = "%s/big/1g.bin" % self.server.endpoint
+                self.record("seqread", c, self.stats_around(lambda: workloads.curl_single(url, t)))
+                continue
+            fn = lambda mnt: self.stats_around(
+                lambda: workloads.dd(os.path.join(mnt, "1g.bin"), t))
+            res, usage = self.with_mount(c["peer"], "big", fn)
+            self.record("seqread", c, res, usage)
+
+    def run_metadata(self):
+        for c in self.plan.metadata_cases():
+            self.server.set_ttfb(c["ttfb"])
+            t = self.plan.step_timeout
+            for tool in ("find", "ls"):
+                def fn(mnt, tool=tool):
+                    root = os.path.join(mnt, "meta")
+                    cold = self.stats_around(lambda: workloads.tree_walk(root, tool, t))
+                    warm = self.stats_around(lambda: workloads.tree_walk(root, tool, t)) \
+                        if cold.get("ok") else {"ok": False, "error": "cold run failed"}
+                    return {"ok": bool(cold.get("ok") and warm.get("ok")), "cold": cold,
+                            "warm": warm, "error": cold.get("error") or warm.get("error")}
+                res, usage = self.with_mount(c["peer"], "meta", fn)
+                self.record("metadata", dict(c, tool=tool), res, usage)
+
+    def run_memory(self):
+        self.server.set_ttfb(35)
+        t = self.plan.step_timeout
+        fn = lambda mnt: self.stats_around(
+            lambda: workloads.threaded_offsets(os.path.join(mnt, "1g.bin"), 64, t))
+        res, usage = self.with_mount("ossmount", "big", fn,
+                                     extra=["--max-memory", "%dMiB" % MEMORY_BUDGET_MIB])
+        self.record("memory", {"peer": "ossmount", "ttfb": 35, "threads": 64,
+                               "max_memory_mib": MEMORY_BUDGET_MIB}, res, usage)
+
+    # ---- driver --------------------------------------------------------------------
+    def meta(self):
+        commit = subprocess.run(["git", "-C", REPO, "log", "-1", "--format=%h %s"],
+                                stdout=subprocess.PIPE, text=True).stdout.strip()
+        cpu = ""
+        try:
+            cpu = [l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
+                   if l.startswith("model name")][0]
+        except (OSError, IndexError):
+            pass
+        return {"timestamp": self.stamp, "mode": "full" if self.args.full else "quick",
+                "only": self.args.only, "commit": commit, "kernel": platform.release(),
+                "cpu": cpu, "cores": os.cpu_count(),
+                "mem_gib": round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1),
+                "loadavg_start": open("/proc/loadavg").read().split()[:3],
+                "server": "ossmount-testserver --auth off --threads 2 --memory-cache-mb 2048"}
+
+    def save(self):
+        os.makedirs(os.path.join(BENCH, "results"), exist_ok=True)
+        doc = {"meta": self.meta_info, "server_capacity": getattr(self, "capacity", None),
+               "cases": self.cases}
+        base = os.path.join(BENCH, "results", self.stamp)
+        with open(base + ".json.tmp", "w") as f:
+            json.dump(doc, f, indent=1)
+        os.replace(base + ".json.tmp", base + ".json")
+        with open(base + ".md", "w") as f:
+            f.write(report.markdown(doc))
+        return base
+
+    def run(self):
+        self.meta_info = self.meta()
+        only = self.args.only or WORKLOADS
+        datasets.ensure(REPO, self.data_root, log)
+        try:
+            if "capacity" in only:
+                self.run_capacity()
+            self.server = TestServer(os.path.join(REPO, "build/tests/server/ossmount-testserver"),
+                                     self.data_root, self.work)
+            self.server.start()
+            log("object server at %s" % self.server.endpoint)
+            for w in WORKLOADS[1:]:
+                if w in only:
+                    getattr(self, "run_" + w)()
+        finally:
+            if self.server:
+                self.server.stop()
+            self.meta_info["loadavg_end"] = open("/proc/loadavg").read().split()[:3]
+            base = self.save()
+            shutil.rmtree(self.work, ignore_errors=True)
+        log("results: %s.json and %s.md" % (base, base))
+        return 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--quick", action="store_true", help="a few minutes (default)")
+    g.add_argument("--full", action="store_true", help="every peer, TTFB and worker count")
+    p.add_argument("--only", nargs="+", choices=WORKLOADS, metavar="WORKLOAD",
+                   help="run only these: " + " ".join(WORKLOADS))
+    return Harness(p.parse_args()).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

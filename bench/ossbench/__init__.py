@@ -1,0 +1,1 @@
+"""ossmount benchmark harness (bench/run.sh): server, mounts, workloads, report."""
