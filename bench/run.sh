@@ -2,10 +2,12 @@
 # Benchmarks ossmount against s3fs-fuse, rclone mount, a local-disk copy and curl, side by
 # side against the project's object server. See docs/BENCHMARKS.md.
 #
-#   bench/run.sh [--quick|--full] [--only WORKLOAD...]
+#   bench/run.sh [--quick|--full] [--only WORKLOAD...] [--build DIR]
 #       --quick (default): a few minutes; 35 ms TTFB for the peers, subsets for the slowest.
 #       --full: every peer at 35, 12 and 0 ms, 4 and 16 workers.
 #       WORKLOAD: capacity imagefolder remount threaded seqread metadata memory
+#       --build DIR: where daemon/ossmount and tests/server/ossmount-testserver are
+#         (default build/, a Release build; built here when missing).
 # Results: bench/results/<timestamp>.json and .md (the Markdown report).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -43,12 +43,13 @@ class MountError(Exception):
 
 
 class Mount:
-    """kind: ossmount | s3fs | rclone-off | rclone-full. bucket: a server bucket name."""
+    """kind: ossmount | s3fs | rclone-off | rclone-full. bucket: a server bucket name.
+    build: the build directory holding daemon/ossmount."""
 
-    def __init__(self, kind, repo, work, endpoint, bucket, cache_dir=None, extra=None,
+    def __init__(self, kind, build, work, endpoint, bucket, cache_dir=None, extra=None,
                  timeout=60):
         self.kind = kind
-        self.repo = repo
+        self.build = build
         self.endpoint = endpoint
         self.bucket = bucket
         self.cache_dir = cache_dir
@@ -65,7 +66,7 @@ class Mount:
         env = dict(os.environ)
         if self.kind == "ossmount":
             env.update(OSS_ACCESS_KEY_ID=DUMMY_ID, OSS_ACCESS_KEY_SECRET=DUMMY_SECRET)
-            cmd = [os.path.join(self.repo, "build/daemon/ossmount"), self.bucket, self.mnt,
+            cmd = [os.path.join(self.build, "daemon", "ossmount"), self.bucket, self.mnt,
                    "--endpoint", self.endpoint, "--path-style", "--region", "cn-bench",
                    "--metadata-ttl", "indefinite", "-f"]
             if self.cache_dir:

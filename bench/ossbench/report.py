@@ -93,8 +93,7 @@ def targets(doc):
     rm = find(doc, "remount", ttfb=35)
     loc = find(doc, "imagefolder", peer="local", workers=16)
     if rm:
-        after = epoch({"result": rm["result"].get("after_remount", {}), "peer": "ossmount"}, 1) \
-            if ok(rm) else None
+        after = rm["result"]["after_remount"]["epochs"][0] if ok(rm) else None
         loc2 = rate(loc, 2) or rate(loc, 1)
         ra = after["files_per_s"] if after else None
         gets = after["requests"].get("GET") if after else None
@@ -259,9 +258,9 @@ def markdown(doc):
     parts = [
         "# ossmount benchmark %s (%s mode)\n" % (m["timestamp"], m["mode"]),
         "Commit `%s`; %s, %s cores, %s GiB, kernel %s; load average at start %s, at end %s. "
-        "Server: %s.\n" % (m["commit"], m["cpu"], m["cores"], m["mem_gib"], m["kernel"],
+        "Daemon: %s. Server: %s.\n" % (m["commit"], m["cpu"], m["cores"], m["mem_gib"], m["kernel"],
                           " ".join(m["loadavg_start"]), " ".join(m.get("loadavg_end", ["?"])),
-                          m["server"]),
+                          m.get("ossmount_binary", "?"), m["server"]),
         "## Targets (issue 4)\n", targets(doc),
         "\n## Server capacity (bench/server_capacity.sh)\n",
         cap.get("table", "(not run)") if cap else "(not run)",

@@ -1,0 +1,102 @@
+#!/usr/bin/python3
+"""Checks that the report marks each issue-4 target met / not met from the figures, shows
+failed peers instead of dropping them, and computes ratios. Run: /usr/bin/python3 bench/test_report.py
+"""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ossbench import report  # noqa: E402
+
+
+def epoch_case(peer, files_per_s, get=1.0, head=0.0, workers=16, ttfb=35, epoch2=None):
+    epochs = [{"epoch": 1, "files": 5000, "files_per_s": files_per_s, "MB_per_s": 1.0,
+               "requests": {"GET": 5000 * get, "HEAD": 5000 * head, "LIST": 0},
+               "per_file": {"GET": get, "HEAD": head, "LIST": 0}}]
+    if epoch2:
+        epochs.append({"epoch": 2, "files": 5000, "files_per_s": epoch2, "MB_per_s": 1.0,
+                       "requests": {"GET": 0, "HEAD": 0, "LIST": 0}})
+    return {"workload": "imagefolder", "peer": peer, "ttfb": ttfb, "workers": workers,
+            "epochs": 2, "limit": 0,
+            "result": {"ok": True, "list": {"seconds": 1, "requests": {"LIST": 21}},
+                       "epochs": epochs}}
+
+
+def doc(cases):
+    return {"meta": {"timestamp": "T", "mode": "quick", "commit": "c", "cpu": "cpu", "cores": 2,
+                     "mem_gib": 1, "kernel": "k", "loadavg_start": ["1", "1", "1"],
+                     "server": "s"}, "cases": cases}
+
+
+def remount(after_fps, gets):
+    ep = {"epoch": 1, "files": 5000, "files_per_s": after_fps, "MB_per_s": 1,
+          "requests": {"GET": gets, "HEAD": 0, "LIST": 21}}
+    return {"workload": "remount", "peer": "ossmount", "ttfb": 35, "workers": 16,
+            "result": {"ok": True, "before": {"epochs": [dict(ep, requests={"GET": 5000})]},
+                       "after_remount": {"epochs": [ep]}, "cache_mib": 600}}
+
+
+class TargetTest(unittest.TestCase):
+    def line(self, text, prefix):
+        for line in text.splitlines():
+            if line.startswith("| " + prefix):
+                return line
+        self.fail("no row starting with %r in\n%s" % (prefix, text))
+
+    def test_epoch1_targets_met(self):
+        t = report.targets(doc([epoch_case("ossmount", 400), epoch_case("s3fs", 40),
+                                epoch_case("rclone-off", 250)]))
+        self.assertIn("**met**", self.line(t, "Epoch 1"))
+        self.assertIn("10.00x", self.line(t, "... >= 8x s3fs"))
+        self.assertIn("**met**", self.line(t, "... >= 8x s3fs"))
+        self.assertIn("**met**", self.line(t, "... >= 1.4x"))
+        self.assertIn("**met**", self.line(t, "... 1 GET"))
+
+    def test_epoch1_targets_not_met(self):
+        t = report.targets(doc([epoch_case("ossmount", 300, head=1.0), epoch_case("s3fs", 40),
+                                epoch_case("rclone-off", 250)]))
+        self.assertIn("**not met**", self.line(t, "Epoch 1"))
+        self.assertIn("**not met**", self.line(t, "... >= 8x s3fs"))
+        self.assertIn("**not met**", self.line(t, "... >= 1.4x"))
+        self.assertIn("**not met**", self.line(t, "... 1 GET"))
+
+    def test_failed_peer_is_not_met_and_shown(self):
+        s3fs = {"workload": "imagefolder", "peer": "s3fs", "ttfb": 35, "workers": 16,
+                "result": {"ok": False, "error": "timed out after 300 s"}}
+        d = doc([epoch_case("ossmount", 400), s3fs])
+        self.assertIn("**not met**", self.line(report.targets(d), "... >= 8x s3fs"))
+        self.assertIn("FAILED (timed out after 300 s)", report.markdown(d))
+
+    def test_remount_needs_zero_gets_and_local_ratio(self):
+        local = epoch_case("local", 3000, epoch2=3000)
+        t = report.targets(doc([remount(2500, 0), local]))
+        self.assertIn("**met**", self.line(t, "Epoch 2 after remount"))
+        t = report.targets(doc([remount(2500, 3), local]))
+        self.assertIn("**not met**", self.line(t, "Epoch 2 after remount"))
+        t = report.targets(doc([remount(2000, 0), local]))
+        self.assertIn("**not met**", self.line(t, "Epoch 2 after remount"))
+
+    def test_cold_find_bound(self):
+        def find_case(secs, head):
+            return {"workload": "metadata", "peer": "ossmount", "ttfb": 35, "tool": "find",
+                    "result": {"ok": True, "cold": {"seconds": secs, "lines": 100000,
+                               "requests": {"GET": 0, "HEAD": head, "LIST": 101}},
+                               "warm": {"seconds": 0.1, "lines": 100000,
+                                        "requests": {"GET": 0, "HEAD": 0, "LIST": 0}}}}
+        # bound = 1.5 x 101 x 35 ms = 5.30 s
+        self.assertIn("**met**", self.line(report.targets(doc([find_case(5.2, 0)])), "Cold find"))
+        self.assertIn("**not met**", self.line(report.targets(doc([find_case(5.4, 0)])), "Cold find"))
+        self.assertIn("**not met**", self.line(report.targets(doc([find_case(1.0, 5)])), "Cold find"))
+
+    def test_memory_bound(self):
+        def mem(rss):
+            return {"workload": "memory", "peer": "ossmount", "ttfb": 35, "threads": 64,
+                    "max_memory_mib": 256, "daemon": {"peak_rss_mib": rss, "cpu_s": 1},
+                    "result": {"ok": True, "MB_per_s": 1, "seconds": 1, "requests": {}}}
+        self.assertIn("**met**", self.line(report.targets(doc([mem(320)])), "Peak RSS"))
+        self.assertIn("**not met**", self.line(report.targets(doc([mem(321)])), "Peak RSS"))
+
+
+if __name__ == "__main__":
+    unittest.main()
