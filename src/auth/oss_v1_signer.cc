@@ -198,16 +198,7 @@ std::string EncodePresignedQuery(const Params& params) {
   Params sorted = params;
   std::stable_sort(sorted.begin(), sorted.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::string out;
-  for (const auto& [name, value] : sorted) {
-    if (!out.empty()) out += '&';
-    out += PercentEncode(name);
-    if (!value.empty()) {
-      out += '=';
-      out += PercentEncode(value);
-    }
-  }
-  return out;
+  return EncodeQueryString(sorted);
 }
 
 }  // namespace ossmount::auth

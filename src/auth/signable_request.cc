@@ -4,28 +4,13 @@
 
 #include "auth/signer.h"
 #include "auth/signing_internal.h"
+#include "common/strings.h"
 
 namespace ossmount::auth {
-namespace {
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 const std::string* SignableRequest::Header(std::string_view name) const {
-  for (const auto& [n, v] : headers) {
-    if (EqualsIgnoreCase(n, name)) return &v;
-  }
-  return nullptr;
+  return FindIgnoreCase(headers, name);
 }
 
 void SignableRequest::SetHeader(std::string name, std::string value) {

@@ -4,8 +4,8 @@ namespace ossmount {
 namespace {
 
 bool IsUnreserved(unsigned char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-         c == '-' || c == '_' || c == '.' || c == '~';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_' || c == '.' || c == '~';
 }
 
 int HexValue(char c) {
@@ -28,6 +28,19 @@ std::string PercentEncode(std::string_view in, bool keep_slash) {
       out.push_back('%');
       out.push_back(kHex[c >> 4]);
       out.push_back(kHex[c & 0xF]);
+    }
+  }
+  return out;
+}
+
+std::string EncodeQueryString(const std::vector<std::pair<std::string, std::string>>& params) {
+  std::string out;
+  for (const auto& [name, value] : params) {
+    if (!out.empty()) out += '&';
+    out += PercentEncode(name);
+    if (!value.empty()) {
+      out += '=';
+      out += PercentEncode(value);
     }
   }
   return out;

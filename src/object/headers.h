@@ -4,27 +4,18 @@
 #include <string>
 #include <string_view>
 
+#include "common/strings.h"
 #include "http/fetch_engine.h"
 
 namespace ossmount::object {
 
 inline bool HeaderNameEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    char x = a[i], y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
+  return EqualsIgnoreCase(a, b);
 }
 
 // The first header with this name, or nullptr.
 inline const std::string* FindHeader(const http::HeaderList& headers, std::string_view name) {
-  for (const auto& [n, v] : headers) {
-    if (HeaderNameEquals(n, name)) return &v;
-  }
-  return nullptr;
+  return FindIgnoreCase(headers, name);
 }
 
 // Replaces every header of this name with one (name, value).

@@ -5,18 +5,7 @@
 
 namespace ossmount::object {
 
-std::string EncodeQuery(const auth::Params& query) {
-  std::string out;
-  for (const auto& [name, value] : query) {
-    if (!out.empty()) out += '&';
-    out += PercentEncode(name);
-    if (!value.empty()) {
-      out += '=';
-      out += PercentEncode(value);
-    }
-  }
-  return out;
-}
+std::string EncodeQuery(const auth::Params& query) { return EncodeQueryString(query); }
 
 WireRequest BuildWireRequest(const RequestSpec& spec, const Endpoint& endpoint,
                              const std::string& bucket, bool path_style) {
