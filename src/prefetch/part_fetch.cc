@@ -30,7 +30,7 @@ void SequentialReader::StartParts(StartList parts) {
 
 void SequentialReader::StartPart(const std::shared_ptr<Part>& part) {
   const data::BlockId id{key_, etag_, part->index};
-  if (shared_.disk_cache) {
+  if (shared_.disk_cache && part->index != kSpillIndex) {
     if (auto hit = shared_.disk_cache->Get(id, part->length)) {
       part->buffer->bytes = std::move(*hit);
       OnPartDone(part, Status());
@@ -50,7 +50,9 @@ void SequentialReader::StartPart(const std::shared_ptr<Part>& part) {
                  Status status = self->CheckGet(r, part->length);
                  if (status.ok()) {
                    part->buffer->bytes = bytes;  // published to readers under mu_ via state
-                   if (self->shared_.disk_cache) self->shared_.disk_cache->Put(id, bytes);
+                   if (self->shared_.disk_cache && part->index != kSpillIndex) {
+                     self->shared_.disk_cache->Put(id, bytes);
+                   }
                  }
                  self->OnPartDone(part, std::move(status));
                });
@@ -74,6 +76,7 @@ void SequentialReader::OnPartDone(const std::shared_ptr<Part>& part, Status stat
       part->status = std::move(status);
       dropped = std::move(part->buffer);
       if (kept) parts_.erase(it);
+      if (spill_ == part) spill_.reset();
     }
     // A slot (and maybe memory) came free: continue the readahead.
     if (!closed_ && part->state == Part::State::kReady) TopUpLocked(start);

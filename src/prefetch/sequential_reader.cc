@@ -74,11 +74,16 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
     const auto access = window_.OnRead(offset, end - offset);
     bool covered = true;
     for (uint64_t i = first; i <= last && covered; ++i) covered = parts_.count(i) > 0;
+    const bool in_spill =
+        spill_ && spill_->offset <= offset && end <= spill_->offset + spill_->length;
+    if (spill_ && !in_spill && spill_->state != Part::State::kFetching && spill_->waiters.empty()) {
+      spill_.reset();  // the reader left it
+    }
 
     if (access == ReadaheadWindow::Access::kRandom) {
       // Whatever was fetched for the old position is no longer wanted.
       DropOutsideLocked(covered ? first : 1, covered ? last : 0);
-      direct = !covered && !shared_.disk_cache;
+      direct = !covered && !in_spill && !shared_.disk_cache;
     } else {
       // Keep parts from the one holding (reader - slack) to the end of the window.
       const uint64_t keep_from = offset > options_.slack ? offset - options_.slack : 0;
@@ -88,19 +93,24 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
       DropOutsideLocked(std::min(first, keep_from / options_.part_size), hi);
     }
     if (!direct) {
-      size_t not_ready = 0;
-      for (uint64_t i = first; i <= last; ++i) {
-        auto it = parts_.find(i);
-        std::shared_ptr<Part> part;
-        if (it == parts_.end()) {
-          part = NewPartLocked(i, /*readahead=*/false, nullptr);
-          start.push_back(part);
-        } else {
-          part = it->second;
-        }
-        if (part->state != Part::State::kReady) ++not_ready;
-        gather->parts.push_back(part);
+      if (covered) {
+        for (uint64_t i = first; i <= last; ++i) gather->parts.push_back(parts_[i]);
+      } else if (in_spill) {
+        gather->parts.push_back(spill_);
+      } else if (auto created = NewNeededPartsLocked(first, last)) {
+        start = *created;
+        for (uint64_t i = first; i <= last; ++i) gather->parts.push_back(parts_[i]);
+      } else {
+        // The budget is spent (by readahead of all files): fetch a small piece instead of a
+        // whole part, so that waiting readers overshoot the limit by little.
+        const uint64_t len =
+            std::max(end - offset, std::min(options_.part_size, options_.initial_window));
+        spill_ = NewSpillLocked(offset, std::min(len, size_ - offset));
+        start.push_back(spill_);
+        gather->parts.push_back(spill_);
       }
+      size_t not_ready = 0;
+      for (auto& part : gather->parts) not_ready += part->state != Part::State::kReady;
       // Set before any waiter is registered: completions need mu_ to run waiters.
       gather->pending = not_ready;
       for (auto& part : gather->parts) {
@@ -117,28 +127,57 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
   if (direct) ReadDirect(offset, end - offset, std::move(gather->done));
 }
 
-std::shared_ptr<SequentialReader::Part> SequentialReader::NewPartLocked(uint64_t index,
-                                                                        bool readahead,
-                                                                        bool* budget_refused) {
-  const uint64_t length = PartLength(index);
-  data::Reservation reservation;
-  if (readahead) {
-    if (in_flight_ >= options_.per_file_concurrency) return nullptr;
-    if (!shared_.budget->TryReserve(length)) {
-      if (budget_refused) *budget_refused = true;
-      return nullptr;
-    }
-    reservation = data::Reservation(shared_.budget, length);
-    if (!shared_.slots->TryAcquire()) return nullptr;  // `reservation` is released
-  } else {
-    shared_.budget->Reserve(length);
-    reservation = data::Reservation(shared_.budget, length);
+std::optional<SequentialReader::StartList> SequentialReader::NewNeededPartsLocked(uint64_t first,
+                                                                                  uint64_t last) {
+  uint64_t total = 0;
+  for (uint64_t i = first; i <= last; ++i) {
+    if (!parts_.count(i)) total += PartLength(i);
   }
+  if (!shared_.budget->TryReserve(total)) return std::nullopt;
+  StartList created;
+  for (uint64_t i = first; i <= last; ++i) {
+    if (parts_.count(i)) continue;
+    auto part = std::make_shared<Part>();
+    part->index = i;
+    part->offset = i * options_.part_size;
+    part->length = PartLength(i);
+    part->buffer = std::make_shared<PartBuffer>();
+    part->buffer->reservation = data::Reservation(shared_.budget, part->length);
+    parts_[i] = part;
+    ++in_flight_;
+    created.push_back(std::move(part));
+  }
+  return created;
+}
+
+std::shared_ptr<SequentialReader::Part> SequentialReader::NewSpillLocked(uint64_t offset,
+                                                                         uint64_t length) {
+  shared_.budget->Reserve(length);  // a reader waits: never refused
+  auto part = std::make_shared<Part>();
+  part->index = kSpillIndex;
+  part->offset = offset;
+  part->length = length;
+  part->buffer = std::make_shared<PartBuffer>();
+  part->buffer->reservation = data::Reservation(shared_.budget, length);
+  ++in_flight_;
+  return part;
+}
+
+std::shared_ptr<SequentialReader::Part> SequentialReader::NewReadaheadPartLocked(
+    uint64_t index, bool* budget_refused) {
+  const uint64_t length = PartLength(index);
+  if (in_flight_ >= options_.per_file_concurrency) return nullptr;
+  if (!shared_.budget->TryReserve(length)) {
+    *budget_refused = true;
+    return nullptr;
+  }
+  data::Reservation reservation(shared_.budget, length);
+  if (!shared_.slots->TryAcquire()) return nullptr;  // `reservation` is released
   auto part = std::make_shared<Part>();
   part->index = index;
   part->offset = index * options_.part_size;
   part->length = length;
-  part->readahead = readahead;
+  part->readahead = true;
   part->buffer = std::make_shared<PartBuffer>();
   part->buffer->reservation = std::move(reservation);
   parts_[index] = part;
@@ -155,7 +194,7 @@ void SequentialReader::TopUpLocked(StartList& start) {
   for (uint64_t i = from / options_.part_size; i <= (to - 1) / options_.part_size; ++i) {
     if (parts_.count(i)) continue;
     bool refused = false;
-    auto part = NewPartLocked(i, /*readahead=*/true, &refused);
+    auto part = NewReadaheadPartLocked(i, &refused);
     if (!part) {
       if (refused) window_.Shrink();  // memory pressure: look less far ahead
       return;
@@ -184,6 +223,8 @@ void SequentialReader::Close() {
   {
     std::lock_guard lock(mu_);
     closed_ = true;
+    if (spill_ && spill_->state == Part::State::kFetching) spill_->cancel->cancelled = true;
+    spill_.reset();
     for (auto& [index, part] : parts_) {
       if (part->state == Part::State::kFetching) part->cancel->cancelled = true;
     }

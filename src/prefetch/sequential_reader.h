@@ -13,11 +13,15 @@
 //   - Parts behind the reader (ended more than `slack` before it) are dropped at once, so a
 //     sequential reader holds about one window of memory.
 //
-// Backpressure: at most per_file_concurrency GETs in flight for this file, and readahead
-// parts also take a slot from the shared FetchSlots (global_concurrency). Every part buffer is
-// accounted in the shared MemoryBudget: parts a reader waits for Reserve(), readahead parts
-// TryReserve(); a refusal stops the readahead and shrinks the window instead of growing the
-// process. The reservation lives with the buffer (also in replies still being sent).
+// Backpressure: readahead parts are issued only while this file has fewer than
+// per_file_concurrency GETs in flight, a slot of the shared FetchSlots (global_concurrency) is
+// free and the shared MemoryBudget grants TryReserve(); a refusal by the budget stops the
+// readahead and shrinks the window instead of growing the process. A part a reader waits for
+// also asks TryReserve(); when the budget is spent (by the readahead of all files) the reader
+// instead gets a small unaligned piece (max(read, min(part_size, initial_window)) bytes) that
+// is Reserve()d, so a waiting reader never fails or waits for memory, and the overshoot is
+// about initial_window per waiting reader, not a part. The reservation lives with the buffer
+// (also in replies still being sent).
 //
 // Disk cache (optional): a part is looked up ({key, etag, index}, its exact length) before it
 // is fetched, and stored after a successful GET.
@@ -41,6 +45,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -101,14 +106,21 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   struct PartBuffer;
   struct Part;
   struct Gather;
+  static constexpr uint64_t kSpillIndex = ~0ull;
 
   // Parts to start once mu_ is released.
   using StartList = std::vector<std::shared_ptr<Part>>;
 
   uint64_t PartLength(uint64_t index) const;
-  // REQUIRES mu_. Creates the part (kept in parts_), reserving its memory; a readahead part
-  // may be refused (nullptr) by the per-file cap, the global slots or the budget.
-  std::shared_ptr<Part> NewPartLocked(uint64_t index, bool readahead, bool* budget_refused);
+  // REQUIRES mu_. Creates the missing parts of [first, last] for a waiting reader if the
+  // budget has room for them (TryReserve); nullopt (nothing created) when it has not.
+  std::optional<StartList> NewNeededPartsLocked(uint64_t first, uint64_t last);
+  // REQUIRES mu_. A small unaligned piece for a waiting reader when the budget is spent:
+  // Reserve()d, not kept in parts_, not cached on disk.
+  std::shared_ptr<Part> NewSpillLocked(uint64_t offset, uint64_t length);
+  // REQUIRES mu_. A readahead part, or nullptr when the per-file cap, the global slots or the
+  // budget (then *budget_refused) says no.
+  std::shared_ptr<Part> NewReadaheadPartLocked(uint64_t index, bool* budget_refused);
   // REQUIRES mu_. Issues readahead parts for [window_.end(), window_.end() + window).
   void TopUpLocked(StartList& start);
   // REQUIRES mu_. Drops (and cancels) parts nobody waits for with index outside [lo, hi].
@@ -135,6 +147,7 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   mutable std::mutex mu_;
   ReadaheadWindow window_;
   std::map<uint64_t, std::shared_ptr<Part>> parts_;
+  std::shared_ptr<Part> spill_;  // the last piece fetched under memory pressure
   int in_flight_ = 0;
   bool closed_ = false;
 };

@@ -149,3 +149,36 @@ TEST_CASE("Global concurrency caps readahead GETs across readers") {
   for (auto& r : readers) r->Close();
   CHECK(Harness::Eventually([&] { return h.slots->in_use() == 0; }));
 }
+
+TEST_CASE("With the budget spent, a waiting reader fetches small pieces instead of whole parts") {
+  Harness h(/*max_memory=*/16 * MiB);
+  const std::string data = Content(16 * MiB, 13);
+  h.fake->PutObject("big", data);
+  ReaderOptions o = SmallParts();
+  o.part_size = 4 * MiB;  // a part is larger than the piece (initial_window, 1 MiB)
+  auto reader = h.Open("big", o);
+  h.budget->Reserve(16 * MiB);  // e.g. other files' buffers
+  UsageSampler sampler(h.budget);
+  CHECK(ReadAllSequential(*reader, data));
+  const uint64_t peak = sampler.Stop();
+  INFO("peak " << peak);
+  CHECK(peak <= 16 * MiB + 2 * MiB);
+  const auto log = h.fake->requests();
+  CHECK(log.size() == 16);  // one 1 MiB piece per 8 reads of 128 KiB
+  for (const auto& rec : log) {
+    CHECK(*rec.length == 1 * MiB);
+    CHECK(rec.priority == Priority::kForeground);
+  }
+  // Once the memory is back, the reader returns to whole parts with readahead.
+  h.budget->Release(16 * MiB);
+  h.fake->ResetCounters();
+  CHECK(*Harness::Read(*reader, 0, 128 * KiB) == data.substr(0, 128 * KiB));
+  CHECK(*Harness::Read(*reader, 128 * KiB, 128 * KiB) == data.substr(128 * KiB, 128 * KiB));
+  // The first read (back at 0) is random: its exact bytes; the next one is sequential.
+  const auto after = h.fake->requests();
+  REQUIRE(after.size() == 2);
+  CHECK(*after[0].length == 128 * KiB);
+  CHECK(*after[1].length == 4 * MiB);
+  reader->Close();
+  CHECK(Harness::Eventually([&] { return h.budget->used() == 0; }));
+}
