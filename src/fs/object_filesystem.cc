@@ -39,7 +39,8 @@ ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
       options_(std::move(options)),
       mount_time_sec_(NowUnixSeconds()),
       cache_(meta::TtlPolicy(options_.metadata_ttl, options_.negative_ttl, options_.clock)),
-      whole_objects_(io, client_) {}
+      memory_budget_(std::make_shared<data::MemoryBudget>(options_.max_memory)),
+      whole_objects_(io, client_, memory_budget_, options_.disk_cache) {}
 
 template <typename T>
 void ObjectFilesystem::Post(Callback<T> done, Result<T> result) {

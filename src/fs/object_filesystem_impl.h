@@ -24,6 +24,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "data/memory_budget.h"
 #include "fs/dir_lister.h"
 #include "fs/object_filesystem.h"
 #include "fs/ranged_reader.h"
@@ -65,6 +66,8 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
     size_t cached_listings = 0;
   };
   Stats stats() const;
+  // The budget every data buffer of this filesystem is accounted in (tests, readers).
+  const std::shared_ptr<data::MemoryBudget>& memory_budget() const { return memory_budget_; }
   // The inode the table currently gives `path` ("" = root), for tests.
   std::optional<InodeId> InodeOf(const std::string& path) const { return inodes_.Find(path); }
 
@@ -110,6 +113,9 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   meta::MetadataCache cache_;
   SingleFlight<std::optional<meta::NodeAttr>> probes_;
   SingleFlight<std::shared_ptr<const meta::DirSnapshot>> listings_;
+  // One limit on all data buffers (whole small objects, readahead parts): FsOptions::max_memory.
+  // Shared with the readers of large files.
+  const std::shared_ptr<data::MemoryBudget> memory_budget_;
   WholeObjectCache whole_objects_;
 
   // handles_mu_ guards the two handle maps, next_fh_, and DirHandle::snapshot and

@@ -5,8 +5,14 @@
 namespace ossmount::fs {
 
 WholeObjectCache::WholeObjectCache(boost::asio::io_context& io,
-                                   std::shared_ptr<ObjectClient> client)
-    : io_(io), client_(std::move(client)), state_(std::make_shared<State>()) {}
+                                   std::shared_ptr<ObjectClient> client,
+                                   std::shared_ptr<data::MemoryBudget> budget,
+                                   std::shared_ptr<data::DiskBlockCache> disk)
+    : io_(io), state_(std::make_shared<State>()) {
+  state_->client = std::move(client);
+  state_->budget = std::move(budget);
+  state_->disk = std::move(disk);
+}
 
 void WholeObjectCache::Fetch(const std::string& key, const std::string& etag, uint64_t size,
                              BlobCallback done) {
@@ -30,14 +36,44 @@ void WholeObjectCache::Fetch(const std::string& key, const std::string& etag, ui
     return;
   }
   if (!start) return;
+  if (state_->disk) {
+    // Posted: callbacks are never run inline, and the disk read does not delay the caller.
+    boost::asio::post(io_,
+                      [state = state_, slot_key, size]() { LoadFromDisk(state, slot_key, size); });
+    return;
+  }
+  StartGet(state_, slot_key, size);
+}
 
+WholeObjectCache::ReservationPtr WholeObjectCache::Reserve(const State& state, uint64_t size) {
+  if (!state.budget) return nullptr;
+  state.budget->Reserve(size);  // a reader is waiting: never refused
+  return std::make_shared<data::Reservation>(state.budget, size);
+}
+
+void WholeObjectCache::LoadFromDisk(const std::shared_ptr<State>& state, const SlotKey& slot_key,
+                                    uint64_t size) {
+  ReservationPtr reservation = Reserve(*state, size);
+  auto hit =
+      state->disk->Get(data::BlockId{slot_key.first, slot_key.second, data::kWholeObject}, size);
+  if (!hit || !*hit) {
+    reservation.reset();  // StartGet reserves for its own buffer
+    return StartGet(state, slot_key, size);
+  }
+  OnFetched(*state, slot_key, Publish(state, slot_key, std::move(*hit), std::move(reservation)));
+}
+
+void WholeObjectCache::StartGet(const std::shared_ptr<State>& state, const SlotKey& slot_key,
+                                uint64_t size) {
+  ReservationPtr reservation = Reserve(*state, size);
   auto buffer = std::make_shared<Blob>(size);
   GetRequest request;
-  request.key = key;
-  request.if_match = etag;
-  client_->Get(
+  request.key = slot_key.first;
+  request.if_match = slot_key.second;
+  state->client->Get(
       request, GetTarget::Fixed(buffer->data(), buffer->size()),
-      [state = state_, slot_key, buffer, size, etag](Result<GetResult> r) mutable {
+      [state, slot_key, buffer, size, reservation](Result<GetResult> r) mutable {
+        const std::string& etag = slot_key.second;
         if (!r.ok()) {
           Status s = r.status();
           s.Prefix("reading '" + slot_key.first + "'");
@@ -53,22 +89,34 @@ void WholeObjectCache::Fetch(const std::string& key, const std::string& etag, ui
                                "differs)"));
           return;
         }
-        // The deleter removes the entry once the last holder lets go, unless a new
-        // fetch of the same (key, etag) started meanwhile.
-        std::weak_ptr<State> weak_state = state;
-        Blob* raw = new Blob(std::move(*buffer));
-        buffer.reset();
-        std::shared_ptr<const Blob> blob(raw, [weak_state, slot_key](const Blob* b) {
-          delete b;
-          if (auto st = weak_state.lock()) {
-            std::lock_guard lock(st->mu);
-            auto it = st->slots.find(slot_key);
-            if (it != st->slots.end() && !it->second.fetching && it->second.blob.expired()) {
-              st->slots.erase(it);
-            }
-          }
-        });
+        auto blob = Publish(state, slot_key, std::move(buffer), std::move(reservation));
+        if (state->disk) {
+          state->disk->Put(data::BlockId{slot_key.first, etag, data::kWholeObject}, blob);
+        }
         OnFetched(*state, slot_key, std::move(blob));
+      });
+}
+
+std::shared_ptr<const Blob> WholeObjectCache::Publish(const std::shared_ptr<State>& state,
+                                                      const SlotKey& slot_key,
+                                                      std::shared_ptr<const Blob> bytes,
+                                                      ReservationPtr reservation) {
+  // The deleter frees the bytes, releases the reservation, and removes the entry once the
+  // last holder lets go, unless a new fetch of the same (key, etag) started meanwhile.
+  std::weak_ptr<State> weak_state = state;
+  const Blob* raw = bytes.get();
+  return std::shared_ptr<const Blob>(
+      raw, [weak_state, slot_key, bytes = std::move(bytes),
+            reservation = std::move(reservation)](const Blob*) mutable {
+        bytes.reset();
+        reservation.reset();
+        if (auto st = weak_state.lock()) {
+          std::lock_guard lock(st->mu);
+          auto it = st->slots.find(slot_key);
+          if (it != st->slots.end() && !it->second.fetching && it->second.blob.expired()) {
+            st->slots.erase(it);
+          }
+        }
       });
 }
 

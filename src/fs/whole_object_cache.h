@@ -7,6 +7,13 @@
 // at once. The cache itself holds no strong reference: the buffer is freed, and its entry
 // removed, when the last holder (open file handles, in-flight read replies) lets go.
 //
+// Memory: every buffer reserves its size in the shared MemoryBudget (Reserve: an on-demand
+// read is never refused) for exactly as long as it lives; the buffer's deleter releases it.
+//
+// Disk cache (optional): before the GET, the block (key, etag, kWholeObject) is looked up in
+// the DiskBlockCache; a verified hit sends no request. After a successful GET the buffer is
+// handed to the disk cache (shared, not copied; written in the background).
+//
 // A body that is not exactly `size` bytes, or an etag other than `etag`, means the object
 // changed since its attributes were read: kPreconditionFailed (ESTALE). Errors are not
 // cached.
@@ -23,6 +30,8 @@
 #include <string>
 #include <vector>
 
+#include "data/disk_block_cache.h"
+#include "data/memory_budget.h"
 #include "ossmount/object_client.h"
 
 namespace ossmount::fs {
@@ -32,7 +41,10 @@ using BlobCallback = std::function<void(Result<std::shared_ptr<const Blob>>)>;
 
 class WholeObjectCache {
  public:
-  WholeObjectCache(boost::asio::io_context& io, std::shared_ptr<ObjectClient> client);
+  // `budget` null: no accounting; `disk` null: no disk cache.
+  WholeObjectCache(boost::asio::io_context& io, std::shared_ptr<ObjectClient> client,
+                   std::shared_ptr<data::MemoryBudget> budget = nullptr,
+                   std::shared_ptr<data::DiskBlockCache> disk = nullptr);
 
   // `done` is always called asynchronously (posted when the buffer is already live).
   void Fetch(const std::string& key, const std::string& etag, uint64_t size, BlobCallback done);
@@ -48,15 +60,29 @@ class WholeObjectCache {
     std::vector<BlobCallback> waiters;
   };
   struct State {
-    std::mutex mu;  // guards slots
+    std::shared_ptr<ObjectClient> client;        // immutable
+    std::shared_ptr<data::MemoryBudget> budget;  // immutable; may be null
+    std::shared_ptr<data::DiskBlockCache> disk;  // immutable; may be null
+    std::mutex mu;                               // guards slots
     std::map<SlotKey, Slot> slots;
   };
+  using ReservationPtr = std::shared_ptr<data::Reservation>;
 
+  // The disk cache's copy if it has a verified one, else StartGet. Runs posted.
+  static void LoadFromDisk(const std::shared_ptr<State>& state, const SlotKey& slot_key,
+                           uint64_t size);
+  static void StartGet(const std::shared_ptr<State>& state, const SlotKey& slot_key, uint64_t size);
+  // The buffer callers share: `bytes` plus a deleter that releases `reservation` and
+  // removes the slot once the last holder lets go.
+  static std::shared_ptr<const Blob> Publish(const std::shared_ptr<State>& state,
+                                             const SlotKey& slot_key,
+                                             std::shared_ptr<const Blob> bytes,
+                                             ReservationPtr reservation);
+  static ReservationPtr Reserve(const State& state, uint64_t size);
   static void OnFetched(State& state, const SlotKey& slot_key,
                         Result<std::shared_ptr<const Blob>> result);
 
   boost::asio::io_context& io_;
-  std::shared_ptr<ObjectClient> client_;
   std::shared_ptr<State> state_;
 };
 
