@@ -268,8 +268,7 @@ void ObjectFilesystem::Open(InodeId ino, int flags, Callback<OpenReply> done) {
     handle->etag = attr.etag;
     handle->small = attr.size <= self->options_.small_file_threshold;
     if (!handle->small) {
-      handle->reader = std::make_shared<RangedReader>(
-          self->io_, self->client_, handle->key, attr.size, attr.etag, RangedReader::Options());
+      handle->reader = self->NewLargeFileReader(handle->key, attr.size, attr.etag);
     }
     OpenReply reply;
     reply.keep_cache = self->cache_.ttl().indefinite();
@@ -298,11 +297,15 @@ void ObjectFilesystem::Read(InodeId /*ino*/, uint64_t fh, off_t offset, size_t s
   if (size == 0 || off >= handle->size) return Post<ReadReply>(std::move(done), ReadReply{});
   if (handle->small) return ReadSmall(handle, off, size, std::move(done));
   handle->reader->Read(
-      off, size, [self = shared_from_this(), handle, done = std::move(done)](Result<ReadReply> r) {
-        if (!r.ok() && r.status().code() == ErrorCode::kPreconditionFailed) {
-          self->cache_.Invalidate(handle->path);  // the next open asks the server again
+      off, size,
+      [self = shared_from_this(), handle, done = std::move(done)](Result<prefetch::ReadBytes> r) {
+        if (!r.ok()) {
+          if (r.status().code() == ErrorCode::kPreconditionFailed) {
+            self->cache_.Invalidate(handle->path);  // the next open asks again
+          }
+          return done(r.status());
         }
-        done(std::move(r));
+        done(ReadReply{r->data, r->size, std::move(r->owner)});
       });
 }
 
@@ -349,6 +352,20 @@ void ObjectFilesystem::Release(InodeId /*ino*/, uint64_t fh) {
     handle = std::move(it->second);
     file_handles_.erase(it);
   }
+  // Cancels readahead still in flight and frees the parts (and their budget) at once.
+  if (handle->reader) handle->reader->Close();
+}
+
+std::shared_ptr<prefetch::SequentialReader> ObjectFilesystem::NewLargeFileReader(
+    const std::string& key, uint64_t size, const std::string& etag) {
+  prefetch::ReaderOptions o;
+  o.initial_window = options_.readahead.initial_window;
+  o.max_window = options_.readahead.max_window;
+  o.part_size = options_.readahead.part_size;
+  o.per_file_concurrency = options_.readahead.per_file_concurrency;
+  prefetch::SharedReadState shared{memory_budget_, readahead_slots_, options_.disk_cache};
+  return std::make_shared<prefetch::SequentialReader>(io_, client_, key, size, etag, o,
+                                                      std::move(shared));
 }
 
 StatFs ObjectFilesystem::GetStatFs() {

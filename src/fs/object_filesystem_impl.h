@@ -9,11 +9,12 @@
 //   ReadDir: none when the handle or the cache has a fresh listing; else every page of the
 //     directory, shared by concurrent listings of the same directory.
 //   Read of a small file (<= small_file_threshold): one GET per (object version) while any
-//     handle holds it; of an empty file: none. Larger: one GET per 1 MiB chunk missed.
+//     handle holds it; of an empty file: none. Larger: one ranged GET per part, read ahead
+//     of sequential readers; random reads get exactly their range (src/prefetch).
 //
 // Locks (all leaf locks: none is held while taking another, calling the client or running a
 // callback): InodeTable::mu_, MetadataCache::mu_, handles_mu_ here, the SingleFlight
-// mutexes, WholeObjectCache's and RangedReader's. Handle objects and buffers whose
+// mutexes, WholeObjectCache's and SequentialReader's. Handle objects and buffers whose
 // destruction may take another lock are always released outside handles_mu_.
 #pragma once
 
@@ -27,11 +28,11 @@
 #include "data/memory_budget.h"
 #include "fs/dir_lister.h"
 #include "fs/object_filesystem.h"
-#include "fs/ranged_reader.h"
 #include "fs/single_flight.h"
 #include "fs/whole_object_cache.h"
 #include "meta/inode_table.h"
 #include "meta/metadata_cache.h"
+#include "prefetch/sequential_reader.h"
 
 namespace ossmount::fs {
 
@@ -84,8 +85,8 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
     uint64_t size = 0;
     std::string etag;  // pinned at open
     bool small = false;
-    std::shared_ptr<const Blob> blob;      // small files, after the first read
-    std::shared_ptr<RangedReader> reader;  // large files
+    std::shared_ptr<const Blob> blob;                    // small files, after the first read
+    std::shared_ptr<prefetch::SequentialReader> reader;  // large files; Close()d on Release
   };
   using ResolveCallback = std::function<void(Result<std::optional<meta::NodeAttr>>)>;
 
@@ -97,6 +98,10 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   void GetListing(const std::string& path, ListingCallback done);
   void ServeDir(const std::string& path, const std::shared_ptr<const meta::DirSnapshot>& snap,
                 off_t offset, Callback<std::vector<DirEntry>>& done);
+  // The reader of one open large file, sharing the budget, slots and disk cache.
+  std::shared_ptr<prefetch::SequentialReader> NewLargeFileReader(const std::string& key,
+                                                                 uint64_t size,
+                                                                 const std::string& etag);
   void ReadSmall(const std::shared_ptr<FileHandle>& h, uint64_t offset, size_t size,
                  Callback<ReadReply> done);
 
@@ -117,6 +122,9 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   // Shared with the readers of large files.
   const std::shared_ptr<data::MemoryBudget> memory_budget_;
   WholeObjectCache whole_objects_;
+  // Readahead GETs in flight across all open large files (ReadaheadOptions::global_concurrency).
+  const std::shared_ptr<prefetch::FetchSlots> readahead_slots_ =
+      std::make_shared<prefetch::FetchSlots>(options_.readahead.global_concurrency);
 
   // handles_mu_ guards the two handle maps, next_fh_, and DirHandle::snapshot and
   // FileHandle::blob of every handle.
