@@ -19,6 +19,7 @@
 #include "background.h"
 #include "config/mount_config.h"
 #include "config/mountpoint_check.h"
+#include "data/disk_block_cache.h"
 #include "logging.h"
 #include "mount_session.h"
 
@@ -103,7 +104,28 @@ int Mount(const std::vector<std::string>& args) {
     std::fprintf(stderr, "ossmount: %s\n", st.message().c_str());
     return 1;
   }
+  // The disk cache starts its writer thread, so it opens after the fork; a cache that cannot
+  // be used fails the start (a user who asked for --cache expects it to work).
+  if (!cfg.cache.dir.empty()) {
+    auto cache = ossmount::data::DiskBlockCache::Open(cfg.cache);
+    if (!cache.ok()) {
+      std::string message = "disk cache: " + cache.status().message();
+      spdlog::error("{}", message);
+      reporter.Fail(message);
+      std::fprintf(stderr, "ossmount: %s\n", message.c_str());
+      spdlog::shutdown();
+      return 1;
+    }
+    cfg.fs.disk_cache = *cache;
+  }
   int code = daemon_ns::RunMountSession(cfg, reporter);
+  if (cfg.fs.disk_cache) {
+    // main() leaves with _Exit: write what is queued first, so the next mount finds it.
+    cfg.fs.disk_cache->Flush();
+    auto s = cfg.fs.disk_cache->Stats();
+    spdlog::info("disk cache: {} hits, {} misses, {} corrupt, {} written, {} evicted, {} dropped",
+                 s.hits, s.misses, s.corrupt, s.writes, s.evictions, s.dropped);
+  }
   spdlog::shutdown();
   return code;
 }

@@ -1,0 +1,110 @@
+"""The disk cache (--cache DIR) through a real mount.
+
+Mounts the bundled test server with --cache DIR --metadata-ttl indefinite, reads every file
+of an ImageFolder-like tree, unmounts, remounts with the same DIR and reads everything
+again: the second mount costs zero GETs at the server and every byte matches the source.
+A block file corrupted between mounts is detected and refetched with one GET. The cache
+directory is 0700 and its files 0600; a directory others can write to fails the start.
+"""
+import os
+import shutil
+import stat
+import tempfile
+import unittest
+
+import harness
+
+
+class DiskCacheTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.src = harness.ensure_dataset("imagefolder", "cache-images", "--classes", "4",
+                                         "--per-class", "25", "--seed", "7")
+        cls.manifest = harness.read_manifest(cls.src)
+        cls.server = harness.TestServer(os.path.dirname(cls.src), bucket="cache-images")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="ossmount-cache-test-")
+        self.cache = os.path.join(self.tmp, "cache")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def mount(self):
+        return harness.Mount(self.server,
+                             args=["--cache", self.cache, "--metadata-ttl", "indefinite"])
+
+    def read_everything(self, m):
+        """Reads every file through the mount and checks its bytes against the manifest."""
+        for rel, (size, digest) in sorted(self.manifest.items()):
+            path = m.path(rel)
+            self.assertEqual(os.path.getsize(path), size, rel)
+            self.assertEqual(harness.sha256_file(path), digest, rel)
+
+    def one_mount_pass(self):
+        """Mounts, reads everything, unmounts; returns the server's request counts."""
+        m = self.mount()
+        try:
+            self.server.reset_stats()
+            self.read_everything(m)
+            stats = self.server.stats()
+            self.assertEqual(m.unmount(), 0, m.output())
+            return stats, m.output()
+        finally:
+            m.close()
+
+    def block_files(self):
+        return sorted(n for n in os.listdir(self.cache) if n.endswith(".blk"))
+
+    def test_remount_with_same_cache_costs_zero_gets(self):
+        first, _ = self.one_mount_pass()
+        self.assertEqual(first.get("GET", 0), len(self.manifest), first)
+        self.assertEqual(len(self.block_files()), len(self.manifest))
+
+        second, log = self.one_mount_pass()
+        self.assertEqual(second.get("GET", 0), 0, second)
+        self.assertEqual(second.get("HEAD", 0), 0, second)
+        self.assertIn("%d hits" % len(self.manifest), log)
+
+    def test_corrupt_block_is_refetched_with_one_get(self):
+        self.one_mount_pass()
+        blocks = self.block_files()
+        self.assertEqual(len(blocks), len(self.manifest))
+        victim = os.path.join(self.cache, blocks[len(blocks) // 2])
+        with open(victim, "r+b") as f:
+            f.seek(os.path.getsize(victim) - 1000)
+            b = f.read(1)
+            f.seek(-1, os.SEEK_CUR)
+            f.write(bytes([b[0] ^ 0x5A]))
+
+        stats, log = self.one_mount_pass()  # read_everything checks every byte
+        self.assertEqual(stats.get("GET", 0), 1, stats)
+        self.assertIn("1 corrupt", log)
+        # Stored again, intact: the next mount needs nothing.
+        stats, _ = self.one_mount_pass()
+        self.assertEqual(stats.get("GET", 0), 0, stats)
+
+    def test_permissions(self):
+        self.one_mount_pass()
+        self.assertEqual(stat.S_IMODE(os.stat(self.cache).st_mode), 0o700)
+        blocks = self.block_files()
+        self.assertTrue(blocks)
+        for n in os.listdir(self.cache):
+            self.assertEqual(stat.S_IMODE(os.stat(os.path.join(self.cache, n)).st_mode), 0o600, n)
+
+    def test_cache_dir_writable_by_others_fails_the_start(self):
+        os.mkdir(self.cache, 0o700)
+        os.chmod(self.cache, 0o777)
+        with self.assertRaises(AssertionError) as ctx:
+            self.mount()
+        message = str(ctx.exception)
+        self.assertIn("exited 1", message)
+        self.assertIn("chmod 700", message)
+
+
+if __name__ == "__main__":
+    unittest.main()
