@@ -219,10 +219,13 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
     {
       std::lock_guard lock(queue_mu_);
       if (stop_ || queued_names_.count(name)) return;
-      if (queue_.size() >= options_.max_pending_writes) {
+      const uint64_t bytes = data->size();
+      if (queue_.size() >= options_.max_pending_writes ||
+          (!queue_.empty() && queued_bytes_ + bytes > options_.max_pending_bytes)) {
         dropped = true;
       } else {
         queued_names_.insert(name);
+        queued_bytes_ += bytes;
         queue_.push_back(Pending{id, std::move(name), std::move(data)});
       }
     }
@@ -294,8 +297,10 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
       if (queue_.empty()) break;  // stopping, and everything queued is written
       Pending p = std::move(queue_.front());
       queue_.pop_front();
+      queued_bytes_ -= p.data->size();
       writing_ = true;
       lock.unlock();
+      if (options_.before_write_for_test) options_.before_write_for_test();
       Write(p.id, p.name, *p.data);
       p.data.reset();  // may free the caller's buffer: never under our locks
       lock.lock();
@@ -355,11 +360,12 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
   uint64_t generation_ = 0;
   DiskCacheStats stats_;
 
-  mutable std::mutex queue_mu_;       // guards queue_, queued_names_, writing_, stop_
+  mutable std::mutex queue_mu_;  // guards queue_, queued_names_, queued_bytes_, writing_, stop_
   std::condition_variable queue_cv_;  // work for the writer, or stop
   std::condition_variable idle_cv_;   // queue empty and writer idle (Flush)
   std::deque<Pending> queue_;
   std::unordered_set<std::string> queued_names_;
+  uint64_t queued_bytes_ = 0;  // data bytes in queue_
   bool writing_ = false;
   bool stop_ = false;
 

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +44,11 @@ struct DiskCacheOptions {
   // Blocks waiting for the writer thread; a Put beyond this is dropped (counted), never
   // blocks. The queued buffers are the callers' own (shared, not copied).
   size_t max_pending_writes = 256;
+  // ... and at most this many bytes of them (large-file parts are big); one block is always
+  // accepted into an empty queue.
+  uint64_t max_pending_bytes = 256ull << 20;
+  // Tests only: runs on the writer thread before each block is written (to hold it).
+  std::function<void()> before_write_for_test;
 };
 
 struct DiskCacheStats {

@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -344,15 +346,83 @@ TEST_CASE("disk cache: hostile keys become safe file names inside the directory"
   CHECK(BlockFileName(BlockId{"ab", "c", 1}) != BlockFileName(BlockId{"a", "bc", 1}));
 }
 
+// Holds the writer thread before its next block until Release().
+class WriterGate {
+ public:
+  std::function<void()> Hook() {
+    return [this] {
+      std::unique_lock lock(mu_);
+      ++arrived_;
+      cv_.notify_all();
+      cv_.wait(lock, [this] { return open_; });
+    };
+  }
+  void WaitArrived(int n) {
+    std::unique_lock lock(mu_);
+    REQUIRE(cv_.wait_for(lock, std::chrono::seconds(60), [&] { return arrived_ >= n; }));
+  }
+  void Release() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int arrived_ = 0;
+  bool open_ = false;
+};
+
 TEST_CASE("disk cache: a full write queue drops blocks instead of blocking") {
   TempDir tmp;
-  auto cache = OpenCache(tmp.Sub("c"), 1 << 30, /*max_pending=*/2);
-  for (int i = 0; i < 200; ++i) cache->Put(Id("k" + std::to_string(i)), MakeBytes(20000, i));
+  WriterGate gate;
+  DiskCacheOptions o;
+  o.dir = tmp.Sub("c");
+  o.max_pending_writes = 3;
+  o.before_write_for_test = gate.Hook();
+  auto cache = *DiskBlockCache::Open(o);
+  std::vector<Bytes> data;
+  for (int i = 0; i < 10; ++i) data.push_back(MakeBytes(1000, i));
+  cache->Put(Id("k0"), data[0]);
+  gate.WaitArrived(1);  // the writer holds k0, the queue is empty
+  for (int i = 1; i < 10; ++i) cache->Put(Id("k" + std::to_string(i)), data[i]);  // returns
+  auto s = cache->Stats();
+  CHECK(s.pending == 4);  // k0 being written, k1..k3 queued
+  CHECK(s.dropped == 6);  // k4..k9
+  // A Put of a block already queued is not a second write.
+  cache->Put(Id("k1"), data[1]);
+  CHECK(cache->Stats().dropped == 6);
+  gate.Release();
+  cache->Flush();
+  s = cache->Stats();
+  CHECK(s.writes == 4);
+  CHECK(s.pending == 0);
+  for (int i = 0; i < 4; ++i) CHECK(Same(cache->Get(Id("k" + std::to_string(i)), 1000), data[i]));
+  CHECK_FALSE(cache->Get(Id("k4"), 1000).has_value());
+}
+
+TEST_CASE("disk cache: the write queue is bounded in bytes too") {
+  TempDir tmp;
+  WriterGate gate;
+  DiskCacheOptions o;
+  o.dir = tmp.Sub("c");
+  o.max_pending_bytes = 100000;
+  o.before_write_for_test = gate.Hook();
+  auto cache = *DiskBlockCache::Open(o);
+  cache->Put(Id("first"), MakeBytes(500000, 1));
+  gate.WaitArrived(1);
+  // Into an empty queue even a block over the byte bound goes; after it, only what fits.
+  cache->Put(Id("big"), MakeBytes(150000, 2));
+  cache->Put(Id("a"), MakeBytes(60000, 3));
+  cache->Put(Id("b"), MakeBytes(60000, 4));
+  CHECK(cache->Stats().dropped == 2);
+  gate.Release();
   cache->Flush();
   auto s = cache->Stats();
-  CHECK(s.writes + s.dropped == 200);
-  CHECK(s.writes >= 1);
-  CHECK(s.blocks == s.writes);
+  CHECK(s.writes == 2);
+  CHECK(cache->Get(Id("big"), 150000).has_value());
+  CHECK_FALSE(cache->Get(Id("a"), 60000).has_value());
 }
 
 TEST_CASE("disk cache: concurrent Get and Put from several threads") {
