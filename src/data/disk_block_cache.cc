@@ -345,20 +345,25 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
     if (fd >= 0) ::unlinkat(dir_fd_, temp.c_str(), 0);
     if (!ok) {
       ++stats_.dropped;
-      // Rate of these is bounded by the queue; the key is not secret, the data is not logged.
-      spdlog::warn("disk cache: cannot write a block of '{}': {}", id.key, ErrnoText(err));
+      // A full or vanished disk fails every write: log the 1st, 2nd, 4th, 8th, ... failure.
+      ++write_failures_;
+      if ((write_failures_ & (write_failures_ - 1)) == 0) {
+        spdlog::warn("disk cache: cannot write a block of '{}' into '{}': {} ({} failed so far)",
+                     id.key, options_.dir, ErrnoText(err), write_failures_);
+      }
     }
   }
 
   const DiskCacheOptions options_;
   const int dir_fd_;  // the cache directory; every file operation is relative to it
 
-  mutable std::mutex mu_;  // guards index_, lru_, bytes_, generation_, stats_
+  mutable std::mutex mu_;  // guards index_, lru_, bytes_, generation_, stats_, write_failures_
   std::unordered_map<std::string, Entry> index_;
   std::list<std::string> lru_;  // front = least recently used
   uint64_t bytes_ = 0;
   uint64_t generation_ = 0;
   DiskCacheStats stats_;
+  uint64_t write_failures_ = 0;
 
   mutable std::mutex queue_mu_;  // guards queue_, queued_names_, queued_bytes_, writing_, stop_
   std::condition_variable queue_cv_;  // work for the writer, or stop

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -260,6 +261,36 @@ TEST_CASE("disk cache: reopening with a smaller budget evicts down to it") {
   CHECK(s.blocks == 2);
   CHECK(s.bytes <= 2 * per_file);
   CHECK(ListDir(dir).size() == 2);
+}
+
+TEST_CASE("disk cache: recency survives a restart (a hit refreshes the block's mtime)") {
+  TempDir tmp;
+  const std::string dir = tmp.Sub("c");
+  const uint64_t per_file = BlockHeaderSize(Id("k0")) + 1000;
+  std::vector<Bytes> data;
+  {
+    auto cache = OpenCache(dir);
+    for (int i = 0; i < 3; ++i) {
+      data.push_back(MakeBytes(1000, 60 + i));
+      cache->Put(Id("k" + std::to_string(i)), data.back());
+    }
+    cache->Flush();
+  }
+  // Distinct old mtimes: k0 oldest, then k1, then k2.
+  for (int i = 0; i < 3; ++i) {
+    struct timespec times[2] = {{1000000 + i * 100, 0}, {1000000 + i * 100, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, (dir + "/" + BlockFileName(Id("k" + std::to_string(i)))).c_str(),
+                        times, 0) == 0);
+  }
+  {
+    auto cache = OpenCache(dir);
+    CHECK(Same(cache->Get(Id("k0"), 1000), data[0]));  // k0 is now the most recent
+  }
+  auto cache = OpenCache(dir, 2 * per_file);  // room for two: k1 (least recent) goes
+  CHECK(cache->Stats().evictions == 1);
+  CHECK_FALSE(cache->Get(Id("k1"), 1000).has_value());
+  CHECK(Same(cache->Get(Id("k0"), 1000), data[0]));
+  CHECK(Same(cache->Get(Id("k2"), 1000), data[2]));
 }
 
 TEST_CASE("disk cache: directory is created 0700, files 0600; a group-writable dir is refused") {
