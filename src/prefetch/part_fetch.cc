@@ -30,14 +30,17 @@ void SequentialReader::StartParts(StartList parts) {
 
 void SequentialReader::StartPart(const std::shared_ptr<Part>& part) {
   const data::BlockId id{key_, etag_, part->index};
-  if (shared_.disk_cache && part->index != kSpillIndex) {
+  const bool cached = shared_.disk_cache && part->index != kSpillIndex;
+  PartBuffer& buffer = *part->buffer;  // nobody else touches it until the part is ready
+  if (cached) {
     if (auto hit = shared_.disk_cache->Get(id, part->length)) {
-      part->buffer->bytes = std::move(*hit);
+      buffer.vec = std::move(*hit);
+      buffer.data = const_cast<char*>(buffer.vec->data());  // never written
       OnPartDone(part, Status());
       return;
     }
   }
-  auto bytes = std::make_shared<std::vector<char>>(part->length);
+  buffer.Allocate(part->length, /*shareable=*/cached);
   GetRequest request;
   request.key = key_;
   request.offset = part->offset;
@@ -45,15 +48,10 @@ void SequentialReader::StartPart(const std::shared_ptr<Part>& part) {
   request.if_match = etag_;
   request.priority = part->readahead ? Priority::kPrefetch : Priority::kForeground;
   request.cancel = part->cancel;
-  client_->Get(request, GetTarget::Fixed(bytes->data(), bytes->size()),
-               [self = shared_from_this(), part, bytes, id](Result<GetResult> r) {
+  client_->Get(request, GetTarget::Fixed(buffer.data, part->length),
+               [self = shared_from_this(), part, id, cached](Result<GetResult> r) {
                  Status status = self->CheckGet(r, part->length);
-                 if (status.ok()) {
-                   part->buffer->bytes = bytes;  // published to readers under mu_ via state
-                   if (self->shared_.disk_cache && part->index != kSpillIndex) {
-                     self->shared_.disk_cache->Put(id, bytes);
-                   }
-                 }
+                 if (status.ok() && cached) self->shared_.disk_cache->Put(id, part->buffer->vec);
                  self->OnPartDone(part, std::move(status));
                });
 }
@@ -89,25 +87,24 @@ void SequentialReader::ReadDirect(uint64_t offset, uint64_t length, ReadCallback
   auto buffer = std::make_shared<PartBuffer>();
   shared_.budget->Reserve(length);
   buffer->reservation = data::Reservation(shared_.budget, length);
-  auto bytes = std::make_shared<std::vector<char>>(length);
+  buffer->Allocate(length, /*shareable=*/false);
   GetRequest request;
   request.key = key_;
   request.offset = offset;
   request.length = length;
   request.if_match = etag_;
   request.priority = Priority::kForeground;
-  client_->Get(request, GetTarget::Fixed(bytes->data(), bytes->size()),
-               [self = shared_from_this(), buffer, bytes, length,
-                done = std::move(done)](Result<GetResult> r) {
-                 Status status = self->CheckGet(r, length);
-                 if (!status.ok()) return done(status);
-                 buffer->bytes = bytes;
-                 ReadBytes reply;
-                 reply.data = bytes->data();
-                 reply.size = length;
-                 reply.owner = buffer;
-                 done(std::move(reply));
-               });
+  client_->Get(
+      request, GetTarget::Fixed(buffer->data, length),
+      [self = shared_from_this(), buffer, length, done = std::move(done)](Result<GetResult> r) {
+        Status status = self->CheckGet(r, length);
+        if (!status.ok()) return done(status);
+        ReadBytes reply;
+        reply.data = buffer->data;
+        reply.size = length;
+        reply.owner = buffer;
+        done(std::move(reply));
+      });
 }
 
 }  // namespace ossmount::prefetch

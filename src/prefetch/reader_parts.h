@@ -6,14 +6,32 @@
 #include <memory>
 #include <vector>
 
+#include "prefetch/page_buffer.h"
 #include "prefetch/sequential_reader.h"
 
 namespace ossmount::prefetch {
 
 // The bytes of one part and the budget bytes they hold; replies keep it alive as `owner`.
+// The bytes live in `pages` (mapped, see page_buffer.h) or, when they come from or go to the
+// disk cache (whose interface shares vectors), in `vec`. `data` points at them; it is set
+// before the GET is sent and read by others only once the part is ready.
 struct SequentialReader::PartBuffer {
-  std::shared_ptr<const std::vector<char>> bytes;
+  char* data = nullptr;
+  std::unique_ptr<PageBuffer> pages;
+  std::shared_ptr<const std::vector<char>> vec;
   data::Reservation reservation;
+
+  // Storage for `size` bytes: a vector when `shareable` (or when mapping fails), else pages.
+  void Allocate(size_t size, bool shareable) {
+    if (!shareable) pages = PageBuffer::Allocate(size);
+    if (pages) {
+      data = pages->data();
+    } else {
+      auto v = std::make_shared<std::vector<char>>(size);
+      data = v->data();
+      vec = std::move(v);
+    }
+  }
 };
 
 struct SequentialReader::Part {

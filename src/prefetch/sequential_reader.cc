@@ -253,7 +253,7 @@ void SequentialReader::Assemble(const std::shared_ptr<Gather>& gather) {
   reply.size = gather->end - gather->offset;
   if (gather->parts.size() == 1) {
     const auto& part = gather->parts[0];
-    reply.data = part->buffer->bytes->data() + (gather->offset - part->offset);
+    reply.data = part->buffer->data + (gather->offset - part->offset);
     reply.owner = part->buffer;
   } else {
     auto buffer = std::make_shared<std::vector<char>>(reply.size);
@@ -261,7 +261,7 @@ void SequentialReader::Assemble(const std::shared_ptr<Gather>& gather) {
       const uint64_t from = std::max(gather->offset, part->offset);
       const uint64_t to = std::min(gather->end, part->offset + part->length);
       std::memcpy(buffer->data() + (from - gather->offset),
-                  part->buffer->bytes->data() + (from - part->offset), to - from);
+                  part->buffer->data + (from - part->offset), to - from);
     }
     reply.data = buffer->data();
     reply.owner = buffer;
