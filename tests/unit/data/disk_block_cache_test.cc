@@ -156,7 +156,10 @@ TEST_CASE("disk cache: corrupt, truncated and foreign-header blocks are dropped 
     cache->Put(Id("flipped"), flipped);
     cache->Put(Id("truncated"), truncated);
     cache->Put(Id("foreign"), foreign);
+    cache->Put(Id("alien01"), good);
+    cache->Put(Id("difflen"), foreign);
     cache->Put(Id("other"), good);
+    cache->Put(Id("hdrflip"), foreign);
     cache->Put(Id("good"), good);
     cache->Flush();
   }
@@ -169,29 +172,40 @@ TEST_CASE("disk cache: corrupt, truncated and foreign-header blocks are dropped 
   path = dir + "/" + BlockFileName(Id("truncated"));
   bytes = ReadFile(path);
   WriteFile(path, bytes.substr(0, bytes.size() / 2));
-  // A valid block of another key, copied under this block's name.
+  // A valid block of another key of the same length, copied under this block's name: the
+  // whole header is read, its CRC is right, and it names another block.
   WriteFile(dir + "/" + BlockFileName(Id("foreign")),
+            ReadFile(dir + "/" + BlockFileName(Id("alien01"))));
+  // The same with a key of another length.
+  WriteFile(dir + "/" + BlockFileName(Id("difflen")),
             ReadFile(dir + "/" + BlockFileName(Id("other"))));
+  // One header byte (in the block index field) flipped: the header CRC catches it.
+  path = dir + "/" + BlockFileName(Id("hdrflip"));
+  bytes = ReadFile(path);
+  bytes[24] ^= 0x01;
+  WriteFile(path, bytes);
 
   auto cache = OpenCache(dir);
-  CHECK(cache->Stats().blocks == 5);
+  CHECK(cache->Stats().blocks == 8);
   CHECK_FALSE(cache->Get(Id("flipped"), 4096).has_value());
   CHECK_FALSE(cache->Get(Id("truncated"), 4096).has_value());
-  // "other" and "foreign" share a key length, so the foreign header is fully read and
-  // rejected as naming another block.
   CHECK_FALSE(cache->Get(Id("foreign"), 4096).has_value());
+  CHECK_FALSE(cache->Get(Id("difflen"), 4096).has_value());
+  CHECK_FALSE(cache->Get(Id("hdrflip"), 4096).has_value());
   CHECK(Same(cache->Get(Id("good"), 4096), good));
   auto s = cache->Stats();
-  CHECK(s.corrupt == 3);
-  CHECK(s.misses == 3);
+  CHECK(s.corrupt == 5);
+  CHECK(s.misses == 5);
   CHECK(s.hits == 1);
-  CHECK(s.blocks == 2);
+  CHECK(s.blocks == 3);                                // alien01, other, good
+  CHECK(Same(cache->Get(Id("alien01"), 4096), good));  // the copies' sources are intact
   // The bad files are gone from the directory; a second Get is a plain miss.
   CHECK(::access((dir + "/" + BlockFileName(Id("flipped"))).c_str(), F_OK) != 0);
   CHECK(::access((dir + "/" + BlockFileName(Id("truncated"))).c_str(), F_OK) != 0);
   CHECK(::access((dir + "/" + BlockFileName(Id("foreign"))).c_str(), F_OK) != 0);
+  CHECK(::access((dir + "/" + BlockFileName(Id("hdrflip"))).c_str(), F_OK) != 0);
   CHECK_FALSE(cache->Get(Id("flipped"), 4096).has_value());
-  CHECK(cache->Stats().corrupt == 3);
+  CHECK(cache->Stats().corrupt == 5);
   // A refetched block can be stored again.
   cache->Put(Id("flipped"), flipped);
   cache->Flush();
