@@ -316,7 +316,16 @@ def main():
                    help="build directory with daemon/ossmount and tests/server/ossmount-testserver")
     p.add_argument("--only", nargs="+", choices=WORKLOADS, metavar="WORKLOAD",
                    help="run only these: " + " ".join(WORKLOADS))
-    return Harness(p.parse_args()).run()
+    p.add_argument("--report", metavar="RESULTS_JSON",
+                   help="only re-render RESULTS_JSON's Markdown report (next to it, .md)")
+    args = p.parse_args()
+    if args.report:
+        with open(args.report) as f:
+            doc = json.load(f)
+        with open(os.path.splitext(args.report)[0] + ".md", "w") as f:
+            f.write(report.markdown(doc))
+        return 0
+    return Harness(args).run()
 
 
 if __name__ == "__main__":

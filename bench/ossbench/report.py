@@ -24,7 +24,7 @@ def ok(case):
 def fmt(x, digits=0):
     if x is None:
         return "-"
-    if isinstance(x, float) and digits:
+    if isinstance(x, (int, float)) and digits:
         return ("{:,.%df}" % digits).format(x)
     return "{:,.0f}".format(x) if isinstance(x, (int, float)) else str(x)
 
@@ -80,7 +80,7 @@ def targets(doc):
     if o:
         goal = 0.85 * SERIAL_BOUND_16_AT_35
         rows.append(("Epoch 1, 35 ms, 16 workers: >= 85% of 457 files/s (388.5)",
-                     "%s files/s" % fmt(ro), mark(ro is not None and ro >= goal)))
+                     "%s files/s" % fmt(ro, 1), mark(ro is not None and ro >= goal)))
         rows.append(("... >= 8x s3fs", "%s (s3fs %s files/s)" % (fmt_ratio(ratio(ro, rs)), fmt(rs)),
                      mark(ratio(ro, rs) is not None and ratio(ro, rs) >= 8)))
         rows.append(("... >= 1.4x rclone (vfs off)",
