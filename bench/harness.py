@@ -15,6 +15,7 @@ import os
 import platform
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -319,6 +320,9 @@ def main():
     p.add_argument("--report", metavar="RESULTS_JSON",
                    help="only re-render RESULTS_JSON's Markdown report (next to it, .md)")
     args = p.parse_args()
+    # SIGTERM/SIGHUP unwind like Ctrl-C, so every finally (unmount, server stop) still runs.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda signum, _frame: sys.exit(128 + signum))
     if args.report:
         with open(args.report) as f:
             doc = json.load(f)
