@@ -94,7 +94,7 @@ BlockId Id(const std::string& key, const std::string& etag = "\"e1\"",
 
 }  // namespace
 
-TEST_CASE("disk cache: put then get returns the same bytes; unknown blocks miss") {
+TEST_CASE("disk cache: put then get returns the same bytes, unknown blocks miss") {
   TempDir tmp;
   auto cache = OpenCache(tmp.Sub("c"));
   auto a = MakeBytes(100000, 1);
@@ -307,7 +307,7 @@ TEST_CASE("disk cache: recency survives a restart (a hit refreshes the block's m
   CHECK(Same(cache->Get(Id("k2"), 1000), data[2]));
 }
 
-TEST_CASE("disk cache: directory is created 0700, files 0600; a group-writable dir is refused") {
+TEST_CASE("disk cache: directory is created 0700, files 0600, a group-writable dir is refused") {
   TempDir tmp;
   const std::string dir = tmp.Sub("parent/c");
   auto cache = OpenCache(dir);
