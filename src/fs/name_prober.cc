@@ -41,7 +41,7 @@ ProbeResult FileOrMissing(const std::optional<ObjectInfo>& file) {
 void ProbeName(std::shared_ptr<ObjectClient> client, const std::string& key, ProbeCallback done) {
   ListRequest list;
   list.prefix = key;
-  list.delimiter = "/";
+  list.delimiter = std::string(1, '/');  // not "/": a GCC 12 -Wrestrict false positive
   list.max_keys = kProbePageSize;
   client->List(list, [client, key, done = std::move(done)](Result<ListPage> page) mutable {
     if (!page.ok()) return done(page.status());
