@@ -33,13 +33,13 @@ namespace ossmount {
 
 // Metadata of one object, as a listing or a HEAD reports it.
 struct ObjectInfo {
-  std::string key;              // raw, decoded
+  std::string key;  // raw, decoded
   uint64_t size = 0;
-  std::string etag;             // as sent, including the quotes
-  int64_t mtime_sec = 0;        // Last-Modified, Unix seconds
+  std::string etag;               // as sent, including the quotes
+  int64_t mtime_sec = 0;          // Last-Modified, Unix seconds
   std::optional<uint64_t> crc64;  // x-oss-hash-crc64ecma, when the server sent it
   std::string storage_class;
-  std::string content_type;     // HEAD only
+  std::string content_type;  // HEAD only
 };
 
 struct ListRequest {
@@ -50,7 +50,7 @@ struct ListRequest {
 };
 
 struct ListPage {
-  std::vector<ObjectInfo> objects;          // in key order
+  std::vector<ObjectInfo> objects;           // in key order
   std::vector<std::string> common_prefixes;  // decoded, each ends with the delimiter
   bool truncated = false;
   std::string next_continuation_token;  // set when truncated
@@ -92,7 +92,7 @@ struct GetTarget {
 };
 
 struct GetResult {
-  size_t bytes = 0;         // body bytes written to the target
+  size_t bytes = 0;          // body bytes written to the target
   uint64_t object_size = 0;  // total size of the object (from Content-Range or Content-Length)
   std::string etag;
   int64_t mtime_sec = 0;

@@ -53,7 +53,7 @@ struct AttrReply {
 
 struct DirEntry {
   std::string name;
-  Entry entry;      // full attributes (readdirplus), ino valid
+  Entry entry;            // full attributes (readdirplus), ino valid
   off_t next_offset = 0;  // the offset to pass to ReadDir to continue after this entry
 };
 

@@ -52,11 +52,11 @@ struct Response {
   // for the first two. A body cut short is kIntegrity (retryable).
   Status transport;
   long status = 0;
-  HeaderList headers;  // names lowercased, in arrival order
-  size_t body_bytes = 0;      // bytes written to the target (2xx only)
+  HeaderList headers;          // names lowercased, in arrival order
+  size_t body_bytes = 0;       // bytes written to the target (2xx only)
   bool body_overflow = false;  // 2xx body larger than a fixed target (transport is kIntegrity)
-  std::string error_body;     // non-2xx body, first 64 KiB
-  double seconds = 0;         // wall time of the transfer
+  std::string error_body;      // non-2xx body, first 64 KiB
+  double seconds = 0;          // wall time of the transfer
 
   // Case-insensitive lookup of the first header with this name; nullptr when absent.
   const std::string* Header(std::string_view name) const;
