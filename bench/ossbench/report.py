@@ -145,8 +145,8 @@ def imagefolder_tables(doc):
                    and c["peer"] != "local"}, key=lambda k: (-k[0], -k[1]))
     for ttfb, workers in keys:
         out.append("\n#### ImageFolder, %d ms TTFB, %d workers\n" % (ttfb, workers))
-        out.append("| Peer | Epoch 1 files/s | Epoch 1 MB/s | Epoch 2 files/s | GET/HEAD/LIST per file (epoch 1) | Listing s (LISTs) | Peak RSS MiB | CPU s |")
-        out.append("|---|---|---|---|---|---|---|---|")
+        out.append("| Peer | Epoch 1 files/s | Epoch 1 MB/s | Epoch 2 files/s | GET/HEAD/LIST per file (epoch 1) | Epoch 2 GETs | Listing s (LISTs) | Peak RSS MiB | CPU s |")
+        out.append("|---|---|---|---|---|---|---|---|---|")
         o = find(doc, "imagefolder", peer="ossmount", ttfb=ttfb, workers=workers)
         for peer in PEERS:
             c = find(doc, "imagefolder", peer=peer, ttfb=ttfb if peer != "local" else 35,
@@ -157,24 +157,25 @@ def imagefolder_tables(doc):
                 (" (%d-file subset)" % c["limit"] if c.get("limit") else "") + \
                 (" (--parallel-max %d)" % workers if peer == "curl" else "")
             if not ok(c):
-                out.append("| %s | %s | | | | | | |" % (label, failed(c)))
+                out.append("| %s | %s | | | | | | | |" % (label, failed(c)))
                 continue
             res = c["result"]
             if peer == "curl":
                 rq = res.get("requests", {})
                 n = res["files"] or 1
-                out.append("| %s | %s | %s | - | %.2f / %.2f / %.2f | - | - | - |" %
+                out.append("| %s | %s | %s | - | %.2f / %.2f / %.2f | - | - | - | - |" %
                            (label, fmt(res["files_per_s"]), fmt(res["MB_per_s"]),
                             rq.get("GET", 0) / n, rq.get("HEAD", 0) / n, rq.get("LIST", 0) / n))
                 continue
             e1, e2 = epoch(c, 1), epoch(c, 2)
             pf = per_file(c)
             lst = res.get("list", {})
-            out.append("| %s | %s | %s | %s | %s | %s (%s) | %s |" % (
+            out.append("| %s | %s | %s | %s | %s | %s | %s (%s) | %s |" % (
                 label, fmt(e1["files_per_s"]), fmt(e1["MB_per_s"]),
                 fmt(e2["files_per_s"]) if e2 else "-",
                 "%s / %s / %s" % (pf.get("GET", "-"), pf.get("HEAD", "-"), pf.get("LIST", "-"))
-                if pf else "-", lst.get("seconds", "-"),
+                if pf else "-", fmt((e2 or {}).get("requests", {}).get("GET")),
+                lst.get("seconds", "-"),
                 (lst.get("requests") or {}).get("LIST", "-"), usage_cols(c)))
         if ok(o):
             out.append("\nRatios (ossmount / peer): " + "; ".join(
