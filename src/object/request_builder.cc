@@ -109,37 +109,6 @@ RequestSpec UploadPartSpec(const std::string& key, const std::string& upload_id,
   return spec;
 }
 
-std::string XmlEscape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (unsigned char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        if (c < 0x20) {
-          out += "&#" + std::to_string(c) + ";";
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-  }
-  return out;
-}
-
 RequestSpec CompleteMultipartSpec(const std::string& key, const std::string& upload_id,
                                   const std::vector<PartInfo>& parts) {
   RequestSpec spec;

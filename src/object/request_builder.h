@@ -10,6 +10,8 @@
 //      signs it). The signer then adds date, token and Authorization headers.
 #pragma once
 
+#include "common/xml_escape.h"
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,8 +62,5 @@ RequestSpec CompleteMultipartSpec(const std::string& key, const std::string& upl
                                   const std::vector<PartInfo>& parts);
 RequestSpec AbortMultipartSpec(const std::string& key, const std::string& upload_id);
 RequestSpec DeleteSpec(const std::string& key);
-
-// XML text escaping for element content (& < > " ' and control characters as numeric refs).
-std::string XmlEscape(std::string_view text);
 
 }  // namespace ossmount::object

@@ -4,40 +4,6 @@
 
 namespace ossmount::testserver {
 
-std::string XmlEscape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 8);
-  for (char c : text) {
-    unsigned char u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        if (u < 0x20 || u == 0x7F) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "&#x%X;", u);
-          out += buf;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
-
 void AppendElement(std::string& out, std::string_view name, std::string_view text) {
   out += '<';
   out += name;

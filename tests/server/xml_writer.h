@@ -2,13 +2,14 @@
 // results). Output only; request bodies are parsed with pugixml.
 #pragma once
 
+#include "common/xml_escape.h"
+
 #include <string>
 #include <string_view>
 
 namespace ossmount::testserver {
 
-// Escapes & < > " ' and writes control characters as numeric references.
-std::string XmlEscape(std::string_view text);
+using ossmount::XmlEscape;
 
 // Appends "<name>escaped text</name>".
 void AppendElement(std::string& out, std::string_view name, std::string_view text);
