@@ -28,7 +28,7 @@ std::string XmlEscape(std::string_view text) {
       default:
         if (u < 0x20 || u == 0x7F) {
           char buf[8];
-          std::snprintf(buf, sizeof(buf), "&#x%X;", u);
+          std::snprintf(buf, sizeof(buf), "&#%u;", static_cast<unsigned>(u));
           out += buf;
         } else {
           out += c;
