@@ -12,14 +12,19 @@
 #include <thread>
 #include <vector>
 
+#include "audit_log.h"
 #include "auth/credential_providers.h"
 #include "bucket_probe.h"
+#include "common/metrics.h"
 #include "control/control_server.h"
 #include "fs/object_filesystem.h"
 #include "fuse/fuse_server.h"
 #include "http/fetch_engine.h"
 #include "http/metadata_fetcher.h"
+#include "logging.h"
+#include "metrics_http.h"
 #include "object/client_factory.h"
+#include "stats_command.h"
 
 namespace ossmount::daemon {
 namespace {
@@ -71,20 +76,35 @@ struct ControlContext {
   const config::MountConfig& config;
   std::shared_ptr<ObjectClient> client;
   std::shared_ptr<fs::Filesystem> filesystem;
+  std::chrono::steady_clock::time_point started;
 };
 
 // The one place where the session's control commands are registered ("stats", "warmup",
 // ...). Runs on the thread that saw the mount answer, before the start is reported.
 void RegisterControlCommands(control::ControlServer& server, const ControlContext& context) {
-  (void)server;
-  (void)context;
+  server.Register("stats", [mountpoint = context.config.daemon.mountpoint,
+                            started = context.started](const rapidjson::Document&) {
+    return Result<std::string>(StatsResult(mountpoint, started));
+  });
 }
 
 }  // namespace
 
 int RunMountSession(const config::MountConfig& config_in, StartupReporter& reporter) {
   config::MountConfig config = config_in;
+  const auto session_started = std::chrono::steady_clock::now();
   for (const std::string& w : config.warnings) spdlog::warn("{}", w);
+
+  std::shared_ptr<AuditLog> audit;
+  if (!config.daemon.audit_log.empty()) {
+    auto opened = AuditLog::Open(config.daemon.audit_log);
+    if (!opened.ok()) {
+      Fail(reporter, opened.status().message());
+      return 1;
+    }
+    audit = *opened;
+    config.fs.audit = audit;
+  }
 
   // Objects are owned here, not destroyed in the usual reverse order at the end: see the
   // shutdown note below.
@@ -128,6 +148,21 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
     return 1;
   }
 
+  // Asked for explicitly, so a listener that cannot start fails the mount.
+  std::unique_ptr<MetricsHttpServer> metrics_server;
+  if (!config.daemon.metrics_host.empty()) {
+    auto listening =
+        MetricsHttpServer::Start(io, config.daemon.metrics_host, config.daemon.metrics_port,
+                                 [] { return metrics::Registry::Global().PrometheusText(); });
+    if (!listening.ok()) {
+      Fail(reporter, listening.status().message());
+      return 1;
+    }
+    metrics_server = std::move(*listening);
+    spdlog::info("metrics at http://{}:{}/metrics", config.daemon.metrics_host,
+                 metrics_server->port());
+  }
+
   auto filesystem = fs::MakeObjectFilesystem(io, *client, config.fs);
   // Cache the root listing before the mount appears, so the first lookups under the root
   // (ImageFolder's stat of MOUNT/train) are answered without probing requests.
@@ -147,6 +182,10 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   }
   std::unique_ptr<fuse::FuseServer> server = std::move(*mounted);
   server->InstallSignalHandlers();
+  // SIGHUP reopens the log files (logrotate) instead of unmounting; SIGUSR2 toggles debug.
+  StartLogSignalThread([audit] {
+    if (audit) audit->Reopen();
+  });
 
   // The control socket (`ossmount stats`, `ossmount warmup`, ...): started once the mount
   // answers and before the start is reported, so a subcommand run right after `ossmount`
@@ -164,7 +203,8 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
       return;
     }
     control = std::move(*started);
-    RegisterControlCommands(*control, ControlContext{io, config, *client, filesystem});
+    RegisterControlCommands(*control,
+                            ControlContext{io, config, *client, filesystem, session_started});
     spdlog::info("control socket {}", control->path());
   };
 
@@ -192,6 +232,8 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   server->Unmount();
   bool drained = server->Drain(kDrainGrace);
   spdlog::info("stopped{}", drained ? "" : " (some requests were answered EIO)");
+  metrics_server.reset();
+  if (audit) audit->Stop();  // the files released until now are written
 
   // Shutdown note: the FUSE side is finished (unmounted, every request answered). The
   // object graph (filesystem -> client -> fetch engine -> io_context, with handlers that

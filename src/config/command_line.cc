@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
+#include <boost/asio/ip/address.hpp>
 #include <optional>
 
 #include "config/mount_config.h"
@@ -28,6 +29,7 @@ struct RawOptions {
   std::string uid, gid, file_mode, dir_mode;
   bool allow_other = false, allow_root = false, nonempty = false, foreground = false;
   std::string log_file, log_level;
+  std::string log_max_size = "100MiB", log_max_files = "5", audit_log, metrics_address;
   bool debug = false;
   std::string ca_bundle;
   bool no_verify_tls = false;
@@ -158,6 +160,19 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
   app.add_option("--log-level", r.log_level, "trace, debug, info (default), warn or error")
       ->group(mnt);
   add_flag("-d,--debug", r.debug, "Log level debug and trace every FUSE request")->group(mnt);
+  app.add_option("--log-max-size", r.log_max_size,
+                 "Rotate --log-file when it reaches this size; 0 = never (default 100MiB)")
+      ->group(mnt);
+  app.add_option("--log-max-files", r.log_max_files,
+                 "Rotated log files kept (FILE.1 ... FILE.N, default 5)")
+      ->group(mnt);
+  app.add_option("--audit-log", r.audit_log,
+                 "Write one JSON line per opened file (path, pid, uid, bytes read, duration) "
+                 "to this file")
+      ->group(mnt);
+  app.add_option("--metrics-address", r.metrics_address,
+                 "Serve Prometheus metrics on HOST:PORT at /metrics (default: off)")
+      ->group(mnt);
   app.add_option("--io-threads", r.io_threads, "Worker threads (default 4)")->group(mnt);
 
   return flags;
@@ -490,6 +505,43 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
       return Error("--log-level " + r.log_level + " contradicts --debug; drop one of them");
     }
     d.log_level = r.log_level;
+  }
+  {
+    auto v = ParseSize("--log-max-size", r.log_max_size);
+    if (!v.ok()) return v.status();
+    d.log_max_size = *v;
+    if (d.log_max_size != 0 && d.log_max_size < 4096) {
+      return Error("--log-max-size: " + r.log_max_size + " is too small; give at least 4KiB or 0");
+    }
+    auto files = ParseInteger("--log-max-files", r.log_max_files, 1, 1000);
+    if (!files.ok()) return files.status();
+    d.log_max_files = static_cast<int>(*files);
+  }
+  if (given("--audit-log")) {
+    if (r.audit_log.empty()) return Error("--audit-log: is empty");
+    d.audit_log = r.audit_log;
+  }
+  if (given("--metrics-address")) {
+    // HOST:PORT with a numeric IPv4 address or [IPv6]; a name would be resolved at start.
+    const std::string& a = r.metrics_address;
+    auto colon = a.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      return Error("--metrics-address: '" + a + "' is not HOST:PORT (e.g. 127.0.0.1:9464)");
+    }
+    std::string host = a.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    boost::system::error_code ec;
+    boost::asio::ip::make_address(host, ec);
+    if (ec) {
+      return Error("--metrics-address: '" + host +
+                   "' is not an IP address (e.g. 127.0.0.1:9464; names are not resolved)");
+    }
+    auto port = ParseInteger("--metrics-address", a.substr(colon + 1), 1, 65535);
+    if (!port.ok()) return port.status();
+    d.metrics_host = host;
+    d.metrics_port = static_cast<uint16_t>(*port);
   }
   if (given("--io-threads")) {
     auto v = ParseInteger("--io-threads", r.io_threads, 1, 64);

@@ -36,11 +36,16 @@ struct DaemonSettings {
   bool foreground = false;
   bool allow_other = false;
   bool allow_root = false;
-  bool nonempty = false;           // allow mounting over a non-empty directory
-  bool fuse_debug = false;         // libfuse request tracing (--debug)
-  std::string log_file;            // "" = stderr in the foreground, syslog in the background
-  std::string log_level = "info";  // trace|debug|info|warn|error
-  int io_threads = 4;              // Asio worker threads
+  bool nonempty = false;                 // allow mounting over a non-empty directory
+  bool fuse_debug = false;               // libfuse request tracing (--debug)
+  std::string log_file;                  // "" = stderr in the foreground, syslog in the background
+  std::string log_level = "info";        // trace|debug|info|warn|error
+  uint64_t log_max_size = 100ull << 20;  // --log-file rotates at this size; 0 = never
+  int log_max_files = 5;                 // rotated files kept beside --log-file
+  std::string audit_log;                 // "" = no audit log
+  std::string metrics_host;              // --metrics-address; "" = no metrics listener
+  uint16_t metrics_port = 0;
+  int io_threads = 4;  // Asio worker threads
 };
 
 struct MountConfig {

@@ -57,6 +57,13 @@ struct DirEntry {
   off_t next_offset = 0;  // the offset to pass to ReadDir to continue after this entry
 };
 
+// Who sent a request, from the FUSE request context; zero when unknown.
+struct Caller {
+  uint32_t pid = 0;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+};
+
 struct OpenReply {
   uint64_t fh = 0;
   bool keep_cache = false;  // FOPEN_KEEP_CACHE: page cache from earlier opens is still valid
@@ -103,6 +110,11 @@ class Filesystem {
 
   // flags: the open(2) flags. Any write access is EROFS.
   virtual void Open(InodeId ino, int flags, Callback<OpenReply> done) = 0;
+  // Open, knowing who asked (for the audit log). The default ignores the caller.
+  virtual void OpenAs(InodeId ino, int flags, const Caller& caller, Callback<OpenReply> done) {
+    (void)caller;
+    Open(ino, flags, std::move(done));
+  }
   // Up to `size` bytes at `offset`; fewer only at the end of the file.
   virtual void Read(InodeId ino, uint64_t fh, off_t offset, size_t size,
                     Callback<ReadReply> done) = 0;

@@ -7,6 +7,7 @@
 #include <boost/asio/post.hpp>
 #include <chrono>
 
+#include "common/metrics.h"
 #include "fs/dir_lister.h"
 #include "fs/name_prober.h"
 #include "fs/object_filesystem_impl.h"
@@ -30,6 +31,27 @@ int64_t NowUnixSeconds() {
       .count();
 }
 
+// Metrics of opened files (common/metrics.h), looked up once.
+struct FileMetrics {
+  metrics::Counter& opens;
+  metrics::Counter& page_cache_opens;
+  metrics::Gauge& open_handles;
+  metrics::Counter& read_bytes;
+};
+
+FileMetrics& Files() {
+  static FileMetrics m{
+      metrics::Registry::Global().GetCounter("ossmount_opens_total", "Files opened."),
+      metrics::Registry::Global().GetCounter(
+          "ossmount_page_cache_opens_total",
+          "Opens answered with keep_cache: the kernel page cache of earlier opens stays valid."),
+      metrics::Registry::Global().GetGauge("ossmount_open_handles", "Files open now."),
+      metrics::Registry::Global().GetCounter("ossmount_read_bytes_total",
+                                             "Bytes replied to reads of files."),
+  };
+  return m;
+}
+
 }  // namespace
 
 ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
@@ -40,7 +62,23 @@ ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
       mount_time_sec_(NowUnixSeconds()),
       cache_(meta::TtlPolicy(options_.metadata_ttl, options_.negative_ttl, options_.clock)),
       memory_budget_(std::make_shared<data::MemoryBudget>(options_.max_memory)),
-      whole_objects_(io, client_, memory_budget_, options_.disk_cache) {}
+      whole_objects_(io, client_, memory_budget_, options_.disk_cache) {
+  // The daemon has one filesystem; a newer one (tests) replaces the series. Weak: the
+  // registry outlives the budget.
+  std::weak_ptr<data::MemoryBudget> budget = memory_budget_;
+  auto& registry = metrics::Registry::Global();
+  registry.SetCallbackGauge("ossmount_memory_used_bytes",
+                            "Bytes of data buffers held now (whole objects, readahead parts).", {},
+                            [budget] {
+                              auto b = budget.lock();
+                              return b ? static_cast<double>(b->used()) : 0.0;
+                            });
+  registry.SetCallbackGauge("ossmount_memory_limit_bytes", "The data buffer budget (--max-memory).",
+                            {}, [budget] {
+                              auto b = budget.lock();
+                              return b ? static_cast<double>(b->limit()) : 0.0;
+                            });
+}
 
 template <typename T>
 void ObjectFilesystem::Post(Callback<T> done, Result<T> result) {
@@ -245,6 +283,11 @@ void ObjectFilesystem::ReleaseDir(InodeId /*ino*/, uint64_t dir_handle) {
 // Files
 
 void ObjectFilesystem::Open(InodeId ino, int flags, Callback<OpenReply> done) {
+  OpenAs(ino, flags, Caller{}, std::move(done));
+}
+
+void ObjectFilesystem::OpenAs(InodeId ino, int flags, const Caller& caller,
+                              Callback<OpenReply> done) {
   if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_CREAT)) != 0) {
     return Post<OpenReply>(std::move(done), Status(ErrorCode::kReadOnly, "the mount is read-only"));
   }
@@ -253,7 +296,7 @@ void ObjectFilesystem::Open(InodeId ino, int flags, Callback<OpenReply> done) {
   if (node->is_dir) {
     return Post<OpenReply>(std::move(done), Status(ErrorCode::kInvalidArgument, "is a directory"));
   }
-  Resolve(node->path, [self = shared_from_this(), ino, path = node->path,
+  Resolve(node->path, [self = shared_from_this(), ino, path = node->path, caller,
                        done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) {
     if (!r.ok()) return done(r.status());
     if (!r->has_value() || (*r)->is_dir()) {
@@ -270,8 +313,14 @@ void ObjectFilesystem::Open(InodeId ino, int flags, Callback<OpenReply> done) {
     if (!handle->small) {
       handle->reader = self->NewLargeFileReader(handle->key, attr.size, attr.etag);
     }
+    handle->caller = caller;
+    handle->opened = std::chrono::system_clock::now();
+    handle->opened_steady = std::chrono::steady_clock::now();
     OpenReply reply;
     reply.keep_cache = self->cache_.ttl().indefinite();
+    Files().opens.Add();
+    if (reply.keep_cache) Files().page_cache_opens.Add();
+    Files().open_handles.Add(1);
     {
       std::lock_guard lock(self->handles_mu_);
       reply.fh = self->next_fh_++;
@@ -290,6 +339,14 @@ void ObjectFilesystem::Read(InodeId /*ino*/, uint64_t fh, off_t offset, size_t s
     if (it != file_handles_.end()) handle = it->second;
   }
   if (!handle) return Post<ReadReply>(std::move(done), BadHandle(fh));
+  // Bytes read, for the audit log and metrics.
+  done = [handle, done = std::move(done)](Result<ReadReply> r) {
+    if (r.ok()) {
+      handle->bytes_read.fetch_add(r->size, std::memory_order_relaxed);
+      Files().read_bytes.Add(r->size);
+    }
+    done(std::move(r));
+  };
   if (offset < 0) {
     return Post<ReadReply>(std::move(done), Status(ErrorCode::kInvalidArgument, "negative offset"));
   }
@@ -354,6 +411,17 @@ void ObjectFilesystem::Release(InodeId /*ino*/, uint64_t fh) {
   }
   // Cancels readahead still in flight and frees the parts (and their budget) at once.
   if (handle->reader) handle->reader->Close();
+  Files().open_handles.Add(-1);
+  if (options_.audit) {
+    AuditRecord record;
+    record.path = handle->path;
+    record.caller = handle->caller;
+    record.opened = handle->opened;
+    record.duration = std::chrono::steady_clock::now() - handle->opened_steady;
+    record.bytes_read = handle->bytes_read.load(std::memory_order_relaxed);
+    record.size = handle->size;
+    options_.audit->Record(std::move(record));
+  }
 }
 
 std::shared_ptr<prefetch::SequentialReader> ObjectFilesystem::NewLargeFileReader(

@@ -18,7 +18,9 @@
 // destruction may take another lock are always released outside handles_mu_.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -54,6 +56,7 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
                Callback<std::vector<DirEntry>> done) override;
   void ReleaseDir(InodeId ino, uint64_t dir_handle) override;
   void Open(InodeId ino, int flags, Callback<OpenReply> done) override;
+  void OpenAs(InodeId ino, int flags, const Caller& caller, Callback<OpenReply> done) override;
   void Read(InodeId ino, uint64_t fh, off_t offset, size_t size, Callback<ReadReply> done) override;
   void Release(InodeId ino, uint64_t fh) override;
   StatFs GetStatFs() override;
@@ -87,6 +90,11 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
     bool small = false;
     std::shared_ptr<const Blob> blob;                    // small files, after the first read
     std::shared_ptr<prefetch::SequentialReader> reader;  // large files; Close()d on Release
+    // For the audit log and metrics.
+    Caller caller;
+    std::chrono::system_clock::time_point opened;
+    std::chrono::steady_clock::time_point opened_steady;
+    std::atomic<uint64_t> bytes_read{0};
   };
   using ResolveCallback = std::function<void(Result<std::optional<meta::NodeAttr>>)>;
 

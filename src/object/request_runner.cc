@@ -1,9 +1,12 @@
 #include "object/request_runner.h"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
+
 #include <boost/asio/post.hpp>
 
 #include "auth/credentials.h"
+#include "object/request_metrics.h"
 #include "object/retry_policy.h"
 
 namespace ossmount::object {
@@ -17,6 +20,8 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
                    std::function<void(Status)> done)
       : ctx_(std::move(context)), op_(std::move(operation)), done_(std::move(done)) {
     start_ = ctx_->clock->Steady();
+    type_ = ClassifyRequest(op_.spec);
+    wall_start_ = std::chrono::steady_clock::now();
     use_data_endpoint_ = op_.data_path && ctx_->data_endpoint && !DataEndpointCoolingDown();
     if (ctx_->options.credentials) {
       op_.error_context.credentials_source = ctx_->options.credentials->Describe();
@@ -26,7 +31,7 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
 
   void StartAttempt() {
     if (Cancelled()) return Finish(Status(ErrorCode::kCancelled, What() + ": cancelled"));
-    ++attempts_;
+    if (++attempts_ > 1) RecordRetry(type_);
     auth::Credentials creds;
     if (ctx_->options.credentials) {
       auto got = ctx_->options.credentials->Get();
@@ -95,6 +100,7 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
       return OnFailure(status, &r);
     }
     if (r.status >= 200 && r.status < 300) {
+      RecordReceivedBytes(type_, r.body_bytes);
       Status status = op_.accept ? op_.accept(r) : Status::Ok();
       if (status.ok()) return Finish(status);
       return OnFailure(status, &r);
@@ -169,6 +175,14 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
     auto done = std::move(done_);
     done_ = nullptr;
     if (!done) return;  // unreachable: every path finishes once
+    auto elapsed = std::chrono::steady_clock::now() - wall_start_;
+    RecordFinished(type_, status, elapsed);
+    if (spdlog::should_log(spdlog::level::debug)) {
+      spdlog::debug("{} '{}': {} in {:.1f} ms, {} attempt{}", RequestTypeName(type_), op_.spec.key,
+                    status.ok() ? "ok" : ErrorCodeName(status.code()),
+                    std::chrono::duration<double, std::milli>(elapsed).count(), attempts_,
+                    attempts_ == 1 ? "" : "s");
+    }
     boost::asio::post(ctx_->io, [done = std::move(done), status = std::move(status)]() mutable {
       done(std::move(status));
     });
@@ -178,6 +192,8 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
   Operation op_;
   std::function<void(Status)> done_;
   Clock::SteadyTime start_;
+  RequestType type_ = RequestType::kOther;
+  std::chrono::steady_clock::time_point wall_start_;  // metrics: real time, not the test clock
   bool use_data_endpoint_ = false;
   bool had_token_ = false;
   bool retried_invalid_key_ = false;
