@@ -54,6 +54,12 @@ FileMetrics& Files() {
 
 }  // namespace
 
+// Bytes replied through a handle, for the audit log and metrics: two relaxed atomic adds.
+void ObjectFilesystem::CountRead(FileHandle& handle, uint64_t bytes) {
+  handle.bytes_read.fetch_add(bytes, std::memory_order_relaxed);
+  Files().read_bytes.Add(bytes);
+}
+
 ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
                                    std::shared_ptr<ObjectClient> client, FsOptions options)
     : io_(io),
@@ -339,14 +345,6 @@ void ObjectFilesystem::Read(InodeId /*ino*/, uint64_t fh, off_t offset, size_t s
     if (it != file_handles_.end()) handle = it->second;
   }
   if (!handle) return Post<ReadReply>(std::move(done), BadHandle(fh));
-  // Bytes read, for the audit log and metrics.
-  done = [handle, done = std::move(done)](Result<ReadReply> r) {
-    if (r.ok()) {
-      handle->bytes_read.fetch_add(r->size, std::memory_order_relaxed);
-      Files().read_bytes.Add(r->size);
-    }
-    done(std::move(r));
-  };
   if (offset < 0) {
     return Post<ReadReply>(std::move(done), Status(ErrorCode::kInvalidArgument, "negative offset"));
   }
@@ -362,6 +360,7 @@ void ObjectFilesystem::Read(InodeId /*ino*/, uint64_t fh, off_t offset, size_t s
           }
           return done(r.status());
         }
+        CountRead(*handle, r->size);
         done(ReadReply{r->data, r->size, std::move(r->owner)});
       });
 }
@@ -380,7 +379,11 @@ void ObjectFilesystem::ReadSmall(const std::shared_ptr<FileHandle>& handle, uint
     std::lock_guard lock(handles_mu_);
     blob = handle->blob;
   }
-  if (blob) return Post<ReadReply>(std::move(done), slice(blob, offset, size));
+  if (blob) {
+    ReadReply reply = slice(blob, offset, size);
+    CountRead(*handle, reply.size);
+    return Post<ReadReply>(std::move(done), std::move(reply));
+  }
   whole_objects_.Fetch(handle->key, handle->etag, handle->size,
                        [self = shared_from_this(), handle, offset, size, slice,
                         done = std::move(done)](Result<std::shared_ptr<const Blob>> r) {
@@ -396,7 +399,9 @@ void ObjectFilesystem::ReadSmall(const std::shared_ptr<FileHandle>& handle, uint
                            previous = std::move(handle->blob);
                            handle->blob = *r;
                          }
-                         done(slice(*r, offset, size));
+                         ReadReply reply = slice(*r, offset, size);
+                         CountRead(*handle, reply.size);
+                         done(std::move(reply));
                        });
 }
 

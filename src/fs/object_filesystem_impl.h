@@ -96,6 +96,7 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
     std::chrono::steady_clock::time_point opened_steady;
     std::atomic<uint64_t> bytes_read{0};
   };
+  static void CountRead(FileHandle& handle, uint64_t bytes);
   using ResolveCallback = std::function<void(Result<std::optional<meta::NodeAttr>>)>;
 
   // What is known about `path`: from the cache while fresh, else from a probe (shared by
