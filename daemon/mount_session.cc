@@ -150,6 +150,7 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   if (reporter.background()) DetachWorkingDirectory();
 
   Status run = server->Run();
+  reporter.Stopping();
   ready.join();
   server->Unmount();
   bool drained = server->Drain(kDrainGrace);
