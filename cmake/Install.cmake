@@ -12,6 +12,10 @@ if(NOT TARGET ossmount)
   return()
 endif()
 
+# `make install` and cpack install what is built; they do not build every test first (build,
+# then install: `cmake --build build && cmake --install build`).
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
+
 set(OSSMOUNT_INSTALL_CONFIG_DIR "/etc/ossmount"
     CACHE PATH "Where the example config is installed (the daemon reads /etc/ossmount/)")
 set(OSSMOUNT_INSTALL_UNIT_DIR "lib/systemd/system"
@@ -37,13 +41,18 @@ set(CPACK_PACKAGE_CONTACT "ossmount maintainers <maintainers@ossmount.invalid>")
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
     "Read-only FUSE mount of Alibaba Cloud OSS and S3-compatible buckets for training data")
 set(CPACK_PACKAGE_DESCRIPTION
-    "ossmount mounts an OSS (or S3-compatible) bucket read-only with FUSE, tuned for PyTorch\n"
-    "datasets: one listing per directory, whole small files in one GET, prefetch beyond the\n"
-    "readers' concurrency, a local disk cache. Mount from the command line, /etc/fstab\n"
-    "(type fuse.ossmount) or the ossmount@.service systemd template.")
+    "ossmount mounts an OSS (or S3-compatible) bucket read-only with FUSE, tuned for PyTorch \
+datasets: one listing per directory, whole small files in one GET, prefetch beyond the \
+readers' concurrency, a local disk cache. Mount from the command line, /etc/fstab \
+(type fuse.ossmount) or the ossmount@.service systemd template.")
 set(CPACK_GENERATOR DEB)
 set(CPACK_SET_DESTDIR ON)  # absolute destinations (/etc/ossmount) land inside the package
+set(CPACK_INSTALL_PREFIX /usr)  # the prefix inside the package (with CPACK_SET_DESTDIR)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+# The example config is a conffile: dpkg keeps local edits, `dpkg -P` removes it.
+file(WRITE "${PROJECT_BINARY_DIR}/debian-control/conffiles"
+     "${OSSMOUNT_INSTALL_CONFIG_DIR}/config.example.json\n")
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA "${PROJECT_BINARY_DIR}/debian-control/conffiles")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)

@@ -2,11 +2,15 @@
 
 The chain is the installed one: mount(8) -> /sbin/mount.fuse (the fuse3 package's
 mount.fuse3; libmount falls back to it for fuse.* types) -> `sh -c 'ossmount SOURCE MOUNTPOINT
--o OPTIONS'` -> the daemon forks and returns once the mount answers. The freshly built
-binary is made reachable the way an install would, without changing the machine: a
-temporary directory holding an `ossmount` symlink is put first on PATH (mount(8) run by
-root keeps the environment, and mount.fuse3 runs the type's program through PATH).
-Needs root (mount(8) of a FUSE type); skipped otherwise.
+-o OPTIONS'` -> the daemon forks and returns once the mount answers.
+
+The freshly built binary must be where an installed one is found: mount(8) drops PATH from
+the helper's environment (util-linux sanitizes it), so `sh` searches its built-in
+/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin. To change nothing on the
+machine, the test re-runs itself in a private mount namespace (`unshare --mount
+--propagation private`) and bind-mounts a temporary directory holding an `ossmount` symlink
+over /usr/local/sbin there; the FUSE mounts it makes live and die in that namespace.
+Needs root (mount(8) of a FUSE type, unshare); skipped otherwise.
 
 docs/CONFIGURATION.md "fstab", docs/SEMANTICS.md "Mounting from fstab".
 """
@@ -14,17 +18,34 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import unittest
 
 import harness
 
 
+INSTALL_DIR = "/usr/local/sbin"  # first in sh's default PATH
+NAMESPACE_MARK = "OSSMOUNT_TEST_PRIVATE_MOUNT_NS"
+
+
 def needs_root():
     if os.geteuid() != 0:
         raise unittest.SkipTest("mount(8) of fuse.ossmount needs root")
+    if os.environ.get(NAMESPACE_MARK) != "1":
+        raise unittest.SkipTest("run this file as a program: it re-runs itself in a private "
+                                "mount namespace")
     if not os.path.exists("/sbin/mount.fuse") and not os.path.exists("/sbin/mount.fuse3"):
         raise unittest.SkipTest("fuse3's mount helper is not installed")
+
+
+def reexec_in_private_mount_namespace():
+    if os.geteuid() != 0 or os.environ.get(NAMESPACE_MARK) == "1":
+        return
+    env = dict(os.environ)
+    env[NAMESPACE_MARK] = "1"
+    os.execvpe("unshare", ["unshare", "--mount", "--propagation", "private", sys.executable,
+                           os.path.abspath(__file__)] + sys.argv[1:], env)
 
 
 class FstabTest(unittest.TestCase):
@@ -48,16 +69,18 @@ class FstabTest(unittest.TestCase):
         with open(cls.passwd, "w") as f:
             f.write("bucket:%s:%s\n" % (harness.AK, harness.SK))
         os.chmod(cls.passwd, 0o600)
+        # The "installed" binary: visible only inside this process's mount namespace.
         cls.bindir = os.path.join(cls.work, "bin")
         os.mkdir(cls.bindir)
         os.symlink(os.path.realpath(harness.OSSMOUNT), os.path.join(cls.bindir, "ossmount"))
+        subprocess.run(["mount", "--bind", cls.bindir, INSTALL_DIR], check=True)
         cls.env = {k: v for k, v in os.environ.items()
                    if not k.startswith(("OSS_", "ALIBABA_CLOUD_", "AWS_", "OSSMOUNT_"))}
-        cls.env["PATH"] = cls.bindir + ":" + os.environ.get("PATH", "/usr/bin:/bin")
 
     @classmethod
     def tearDownClass(cls):
         cls.server.stop()
+        subprocess.run(["umount", INSTALL_DIR], check=False)
         shutil.rmtree(cls.work, ignore_errors=True)
         shutil.rmtree(cls.root, ignore_errors=True)
 
@@ -162,4 +185,5 @@ class FstabTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
+    reexec_in_private_mount_namespace()
     unittest.main()
