@@ -227,6 +227,7 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   if (reporter.background()) DetachWorkingDirectory();
 
   Status run = server->Run();
+  reporter.Stopping();
   ready.join();
   control.reset();  // unlinks the socket: subcommands now say no daemon answers
   server->Unmount();

@@ -6,12 +6,19 @@
 #include <algorithm>
 #include <array>
 #include <boost/asio/ip/address.hpp>
+#include <cctype>
+#include <cstdlib>
 #include <optional>
 
+#include "config/config_file.h"
 #include "config/mount_config.h"
+#include "config/option_layers.h"
 #include "config/option_values.h"
 
 namespace ossmount::config {
+
+const char* const kDefaultConfigPath = "/etc/ossmount/config.json";
+
 namespace {
 
 Status Error(std::string message) {
@@ -33,8 +40,9 @@ struct RawOptions {
   bool debug = false;
   std::string ca_bundle;
   bool no_verify_tls = false;
-  std::string max_in_flight, connect_timeout, retries, io_threads;
+  std::string max_in_flight, connect_timeout, request_timeout, retries, io_threads;
   bool version = false;
+  std::string config_file;
   // Data path: memory budget, readahead, disk cache.
   std::string max_memory = "1GiB", max_readahead = "64MiB", prefetch_unit = "8MiB";
   std::string prefetch_concurrency = "64", cache_dir, max_cache_size = "10GiB";
@@ -51,6 +59,9 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
   };
   app.set_help_flag("-h,--help", "Print this help and exit");
   add_flag("-V,--version", r.version, "Print the version and exit");
+  app.add_option("--config", r.config_file,
+                 "JSON config file of options (default /etc/ossmount/config.json if it "
+                 "exists); also the OSS Connector's config.json");
   app.add_option("source", r.source,
                  "BUCKET[:/PREFIX], oss://BUCKET/PREFIX/ or s3://BUCKET/PREFIX/");
   app.add_option("mountpoint", r.mountpoint, "Existing empty directory to mount on");
@@ -88,6 +99,10 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
       ->group(conn);
   app.add_option("--connect-timeout", r.connect_timeout,
                  "Connect timeout, e.g. 5s or 500ms (default 5s)")
+      ->group(conn);
+  app.add_option("--request-timeout", r.request_timeout,
+                 "Give up one attempt of a request after this long, e.g. 30s (default: no "
+                 "limit; the stall deadline still applies)")
       ->group(conn);
   app.add_option("--retries", r.retries,
                  "Retries after a failed attempt for transient errors (default 4)")
@@ -380,6 +395,11 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
     if (v->count() == 0) return Error("--connect-timeout: must be more than 0");
     client.timeouts.connect = *v;
   }
+  if (given("--request-timeout")) {
+    auto v = ParseDuration("--request-timeout", r.request_timeout);
+    if (!v.ok()) return v.status();
+    client.timeouts.request = *v;
+  }
   if (given("--retries")) {
     auto v = ParseInteger("--retries", r.retries, 0, 100);
     if (!v.ok()) return v.status();
@@ -551,6 +571,51 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   return Status::Ok();
 }
 
+// The option table the layers work from: every named option but help/version/config,
+// plus the two positionals.
+std::vector<OptionInfo> OptionTable(const CLI::App& app, const std::vector<CLI::Option*>& flags) {
+  std::vector<OptionInfo> table;
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->get_positional()) {
+      table.push_back({opt->get_name(), false, true});
+      continue;
+    }
+    if (opt->get_lnames().empty()) continue;
+    const std::string& name = opt->get_lnames().front();
+    if (name == "help" || name == "version" || name == "config") continue;
+    bool is_flag = std::find(flags.begin(), flags.end(), opt) != flags.end();
+    table.push_back({name, is_flag, false});
+  }
+  return table;
+}
+
+// An error about an option whose value came from a layer says where: the message's first
+// "--option" that a layer set gets " (from <origin>)" appended.
+std::string WithOrigin(const std::string& message, const std::vector<OptionSetting>& layered) {
+  size_t best = std::string::npos;
+  const OptionSetting* origin = nullptr;
+  for (const OptionSetting& s : layered) {
+    std::string needle =
+        s.name == "source" || s.name == "mountpoint" ? "'" + s.value + "'" : "--" + s.name;
+    for (size_t at = message.find(needle); at != std::string::npos;
+         at = message.find(needle, at + 1)) {
+      size_t end = at + needle.size();
+      bool boundary =
+          end >= message.size() ||
+          !(std::isalnum(static_cast<unsigned char>(message[end])) || message[end] == '-');
+      if (boundary) {
+        if (at < best) {
+          best = at;
+          origin = &s;
+        }
+        break;
+      }
+    }
+  }
+  if (origin == nullptr) return message;
+  return message + " (from " + origin->origin + ")";
+}
+
 }  // namespace
 
 std::string UsageText() {
@@ -571,8 +636,24 @@ std::string UsageText() {
   return app.help();
 }
 
+std::vector<OptionInfo> CommandLineOptions() {
+  CLI::App app{"ossmount", "ossmount"};
+  RawOptions raw;
+  std::vector<CLI::Option*> flags = DefineOptions(app, raw);
+  return OptionTable(app, flags);
+}
+
 Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& args) {
+  ParseSources sources;
+  sources.getenv = [](const char* name) -> const char* { return std::getenv(name); };
+  sources.default_config_path = kDefaultConfigPath;
+  return ParseCommandLine(args, sources);
+}
+
+Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& args,
+                                           const ParseSources& sources) {
   ParsedCommandLine parsed;
+  // Pass 1: the command line alone, to learn what it sets and which config file it names.
   CLI::App app{"ossmount: mount an Alibaba Cloud OSS bucket (or an S3 bucket) read-only",
                "ossmount"};
   RawOptions raw;
@@ -580,9 +661,8 @@ Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& args)
 
   auto expanded = ExpandMountOptions(args, app, flags, &parsed.config.warnings);
   if (!expanded.ok()) return expanded.status();
-  std::vector<std::string> reversed(expanded->rbegin(), expanded->rend());
   try {
-    app.parse(reversed);
+    app.parse(std::vector<std::string>(expanded->rbegin(), expanded->rend()));
   } catch (const CLI::CallForHelp&) {
     parsed.command = Command::kHelp;
     parsed.text = UsageText();
@@ -595,7 +675,71 @@ Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& args)
     parsed.text = std::string("ossmount ") + OSSMOUNT_VERSION;
     return parsed;
   }
-  if (Status st = Validate(raw, app, parsed.config); !st.ok()) return st;
+
+  // The other layers, highest precedence first: environment, then the config file.
+  std::vector<OptionInfo> table = OptionTable(app, flags);
+  std::vector<std::string> on_command_line;
+  for (const OptionInfo& o : table) {
+    bool set = o.positional ? !(o.name == "source" ? raw.source : raw.mountpoint).empty()
+                            : app.count("--" + o.name) > 0;
+    if (set) on_command_line.push_back(o.name);
+  }
+  auto env = SettingsFromEnvironment(table, sources.getenv);
+  if (!env.ok()) return env.status();
+  std::string config_path = raw.config_file;
+  if (app.count("--config") > 0 && config_path.empty()) return Error("--config: is empty");
+  if (config_path.empty() && sources.getenv) {
+    const char* from_env = sources.getenv("OSSMOUNT_CONFIG");
+    if (from_env != nullptr) config_path = from_env;
+  }
+  if (config_path.empty() && !sources.default_config_path.empty() &&
+      access(sources.default_config_path.c_str(), F_OK) == 0) {
+    config_path = sources.default_config_path;
+  }
+  std::vector<OptionSetting> from_file;
+  if (!config_path.empty()) {
+    auto file = LoadConfigFile(config_path, table);
+    if (!file.ok()) return file.status();
+    from_file = std::move(file->settings);
+    for (auto& w : file->warnings) parsed.config.warnings.push_back(std::move(w));
+    parsed.config_file = config_path;
+  }
+  std::vector<OptionSetting> layered = MergeLayers(on_command_line, {*env, from_file});
+
+  // Pass 2: the command line plus what the layers add, through the same parser and checks.
+  std::vector<std::string> merged = *expanded;
+  std::vector<std::string> positionals;
+  for (const OptionSetting& s : layered) {
+    const OptionInfo& info = *std::find_if(table.begin(), table.end(),
+                                           [&](const OptionInfo& o) { return o.name == s.name; });
+    if (info.positional) continue;
+    if (info.flag) {
+      if (s.flag_value) merged.push_back("--" + s.name);
+    } else {
+      merged.push_back("--" + s.name + "=" + s.value);
+    }
+  }
+  // Positionals fill in order: a file's mountpoint can follow a command-line source.
+  for (const char* name : {"source", "mountpoint"}) {
+    for (const OptionSetting& s : layered) {
+      if (s.name == name) positionals.push_back(s.value);
+    }
+  }
+  if (!positionals.empty()) {
+    if (std::find(merged.begin(), merged.end(), "--") == merged.end()) merged.push_back("--");
+    merged.insert(merged.end(), positionals.begin(), positionals.end());
+  }
+  CLI::App final_app{"ossmount", "ossmount"};
+  RawOptions final_raw;
+  DefineOptions(final_app, final_raw);
+  Status st = Status::Ok();
+  try {
+    final_app.parse(std::vector<std::string>(merged.rbegin(), merged.rend()));
+  } catch (const CLI::ParseError& e) {
+    st = Error(e.what());
+  }
+  if (st.ok()) st = Validate(final_raw, final_app, parsed.config);
+  if (!st.ok()) return Error(WithOrigin(st.message(), layered));
   return parsed;
 }
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "auth/credential_providers.h"
+#include "config/option_layers.h"
 #include "data/disk_block_cache.h"
 #include "fs/object_filesystem.h"
 #include "ossmount/client_options.h"
@@ -70,12 +71,34 @@ enum class Command {
 struct ParsedCommandLine {
   Command command = Command::kMount;
   MountConfig config;
-  std::string text;  // help or version text
+  std::string text;         // help or version text
+  std::string config_file;  // the config file that was read, "" = none
 };
 
-// Parses the arguments after the program name (argv[1..]). Errors are kInvalidArgument
-// with a message that names the offending option; the daemon exits 2 on them.
+// The default config file, read when it exists and no --config / OSSMOUNT_CONFIG names one.
+extern const char* const kDefaultConfigPath;
+
+// Where values other than the command line's come from (option_layers.h, config_file.h).
+struct ParseSources {
+  EnvironmentGetter getenv;         // OSSMOUNT_<OPTION>, OSSMOUNT_CONFIG; null = none
+  std::string default_config_path;  // used only if it exists; "" = none
+};
+
+// Parses the arguments after the program name (argv[1..]) and merges the other layers:
+// command line > environment (OSSMOUNT_<OPTION>) > config file (--config PATH, which must
+// exist, else $OSSMOUNT_CONFIG, else kDefaultConfigPath if it exists) > defaults. Every value
+// goes through the same validation. Errors are kInvalidArgument with a message that names the
+// offending option, and, for a value from a layer, where it came from (variable, or key and
+// file); the daemon exits 2 on them.
+Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& args,
+                                           const ParseSources& sources);
+
+// The same with the process environment and kDefaultConfigPath.
 Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& args);
+
+// The option table every layer works from: each named option (long name, flag or not) but
+// help, version and config, plus the positionals "source" and "mountpoint".
+std::vector<OptionInfo> CommandLineOptions();
 
 // The usage text (also returned for --help).
 std::string UsageText();

@@ -31,7 +31,14 @@ Status CheckMountPoint(const std::string& path, bool allow_nonempty) {
   if (allow_nonempty) return Status::Ok();
   DIR* dir = opendir(path.c_str());
   if (dir == nullptr) {
-    return fail(std::string("cannot be listed: ") + std::strerror(errno));
+    int err = errno;
+    if (err == ENOTCONN) {
+      return fail(
+          "is a disconnected FUSE mount (a previous daemon died); run "
+          "'fusermount3 -u " +
+          path + "' first");
+    }
+    return fail(std::string("cannot be listed: ") + std::strerror(err));
   }
   bool empty = true;
   while (dirent* e = readdir(dir)) {
