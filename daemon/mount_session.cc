@@ -64,6 +64,15 @@ void Fail(StartupReporter& reporter, const std::string& message) {
   }
 }
 
+// One line at exit with what the retry loop absorbed; tests read it (test_faults.py).
+void LogRetryStats(const RetryStats& s) {
+  spdlog::info(
+      "retries: {} (throttled {}, server errors {}, network {}, timeouts {}, integrity {}, "
+      "other {}); Retry-After waits {}; gave up {}",
+      s.retries, s.throttled, s.server_errors, s.network, s.timeouts, s.integrity, s.other,
+      s.retry_after, s.gave_up);
+}
+
 }  // namespace
 
 int RunMountSession(const config::MountConfig& config_in, StartupReporter& reporter) {
@@ -154,6 +163,7 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   server->Unmount();
   bool drained = server->Drain(kDrainGrace);
   spdlog::info("stopped{}", drained ? "" : " (some requests were answered EIO)");
+  LogRetryStats((*client)->retry_stats());
 
   // Shutdown note: the FUSE side is finished (unmounted, every request answered). The
   // object graph (filesystem -> client -> fetch engine -> io_context, with handlers that
