@@ -4,6 +4,7 @@
 #include <spawn.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,7 +24,8 @@ Status CheckMountPoint(const std::string& path, bool allow_nonempty) {
     return Status(ErrorCode::kInvalidArgument, "mount point '" + path + "' " + what);
   };
   struct stat st {};
-  if (stat(path.c_str(), &st) != 0) {
+  struct statvfs vfs {};
+  if (stat(path.c_str(), &st) != 0 || statvfs(path.c_str(), &vfs) != 0) {
     int err = errno;
     if (err == ENOENT) return fail("does not exist; create it first (mkdir -p " + path + ")");
     if (err == ENOTCONN) {
@@ -102,9 +104,14 @@ int RunProgram(std::vector<std::string> args) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// A FUSE mount whose daemon died answers ENOTCONN to everything the kernel cannot answer
+// from its caches. stat of the root may still succeed from the attribute cache (long
+// timeouts with --metadata-ttl indefinite); statfs always asks the daemon.
 bool StatGivesEnotconn(const std::string& path) {
   struct stat st {};
-  return stat(path.c_str(), &st) != 0 && errno == ENOTCONN;
+  if (stat(path.c_str(), &st) != 0) return errno == ENOTCONN;
+  struct statvfs vfs {};
+  return statvfs(path.c_str(), &vfs) != 0 && errno == ENOTCONN;
 }
 
 }  // namespace

@@ -30,8 +30,8 @@ std::optional<MountEntry> FindMountEntry(std::string_view mountinfo, const std::
 // True for a mount an ossmount daemon made (fstype fuse.ossmount or source ossmount:...).
 bool IsOssmountEntry(const MountEntry& entry);
 
-// When `path` is a dead FUSE mount (stat gives ENOTCONN: the daemon was killed), and it is
-// ours, detaches it (umount2(MNT_DETACH), which needs root, then `fusermount3 -u -z`) and
+// When `path` is a dead FUSE mount (stat or statfs gives ENOTCONN: the daemon was killed), and it
+// is ours, detaches it (umount2(MNT_DETACH), which needs root, then `fusermount3 -u -z`) and
 // returns a sentence saying what was done, for the log. Returns "" when `path` is not a
 // dead mount. A dead mount that is not ossmount's, or one that cannot be detached, is an
 // error that says exactly what to run. `mountinfo_path` is for tests.

@@ -2,8 +2,10 @@
 
 docs/SEMANTICS.md "Faults and recovery". The object server injects, on GETs and LISTs:
 10% 503 ServiceUnavailable/SlowDown (half of them with Retry-After: 1), 2% connection
-resets (before the headers or mid-body), 1% truncated bodies and 1% stalls of 2.5 s, longer
-than the daemon's stall deadline (--stall-timeout 1s). A full torchvision ImageFolder pass
+resets (before the headers or mid-body), 1% truncated bodies and 1% stalls of 8 s, longer
+than the daemon's stall deadline (--stall-timeout 1s; libcurl averages the transfer speed
+over about 5 s, so a stall is detected some 1-6 s after the last byte, and shorter stalls
+just finish late). A full torchvision ImageFolder pass
 (DataLoader, 4 workers, shuffled) and a full tree comparison (every path, size and byte, find,
 ls -R, random preads of the large files) must match the source with no error at all. The
 daemon runs with --retries 10: at a 14% fault rate per request, 5 attempts would fail about
@@ -25,7 +27,7 @@ from test_tree import source_entries
 
 FAULTS = ["--error-rate", "0.10", "--error-kinds", "503,SlowDown", "--retry-after", "1",
           "--retry-after-rate", "0.5", "--reset-rate", "0.02", "--truncate-rate", "0.01",
-          "--stall-rate", "0.01", "--stall-ms", "2500", "--fault-ops", "get,list",
+          "--stall-rate", "0.01", "--stall-ms", "8000", "--fault-ops", "get,list",
           "--seed", "7"]
 DAEMON = ["--metadata-ttl", "indefinite", "--retries", "10", "--stall-timeout", "1s"]
 
@@ -65,7 +67,7 @@ class FaultsMixin:
         # No retry without a fault; every injected error response was retried (a request
         # can carry two faults, a cancelled readahead GET is not retried: hence <=, >=).
         self.assertLessEqual(r["retries"], injected)
-        self.assertGreaterEqual(r["throttled"], f["error"] * 9 // 10)
+        self.assertGreaterEqual(r["throttled"] + r["server_errors"], f["error"] * 9 // 10)
         self.assertGreater(r["network"] + r["integrity"], 0)
         self.assertGreater(r["timeouts"], 0, "stalls must hit the stall deadline")
         self.assertGreater(r["retry_after"], 0, "Retry-After: 1 must lengthen some waits")

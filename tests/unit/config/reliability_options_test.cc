@@ -20,7 +20,7 @@ std::vector<std::string> With(std::vector<std::string> extra) {
 
 }  // namespace
 
-TEST_CASE("--retry-budget and --stall-timeout land in the client options") {
+TEST_CASE("Options retry-budget and stall-timeout land in the client options") {
   auto defaults = ParseCommandLine(With({}));
   REQUIRE(defaults.ok());
   CHECK(defaults->config.client.retry.total_budget == 120s);
@@ -37,7 +37,7 @@ TEST_CASE("--retry-budget and --stall-timeout land in the client options") {
   CHECK(fstab->config.client.timeouts.low_speed_time == 60s);
 }
 
-TEST_CASE("--retry-budget and --stall-timeout errors name the option") {
+TEST_CASE("Options retry-budget and stall-timeout: errors name the option") {
   struct Case {
     std::vector<std::string> args;
     const char* needle;
