@@ -89,7 +89,7 @@ class SecretsTest(unittest.TestCase):
             urllib.request.urlopen(req, timeout=10).read()
         written = open(log_file, errors="replace").read()
         self.assertIn("GET", written.upper())  # the trace log really has request details
-        self.assertGreater(len(written), 2000)
+        self.assertGreater(len(written), 500)
         self.assert_clean("the daemon's log file", written)
         self.assert_clean("the daemon's stderr", m.output())
         if audit and os.path.exists(audit):
