@@ -106,6 +106,16 @@ int Mount(const std::vector<std::string>& args) {
     return 1;
   }
   cfg.daemon.mountpoint = *mountpoint;
+  // A mount left by a daemon that was killed (systemd Restart=on-failure lands here).
+  auto recovered = config::RecoverDeadMount(cfg.daemon.mountpoint);
+  if (!recovered.ok()) {
+    std::fprintf(stderr, "ossmount: %s\n", recovered.status().message().c_str());
+    return 1;
+  }
+  if (!recovered->empty()) {
+    std::fprintf(stderr, "ossmount: %s\n", recovered->c_str());
+    cfg.warnings.push_back(*recovered);  // logged once logging is set up
+  }
   if (Status st = config::CheckMountPoint(cfg.daemon.mountpoint, cfg.daemon.nonempty); !st.ok()) {
     std::fprintf(stderr, "ossmount: %s\n", st.message().c_str());
     return 1;

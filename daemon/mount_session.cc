@@ -88,6 +88,15 @@ void RegisterControlCommands(control::ControlServer& server, const ControlContex
   });
 }
 
+// One line at exit with what the retry loop absorbed; tests read it (test_faults.py).
+void LogRetryStats(const RetryStats& s) {
+  spdlog::info(
+      "retries: {} (throttled {}, server errors {}, network {}, timeouts {}, integrity {}, "
+      "other {}); Retry-After waits {}; gave up {}",
+      s.retries, s.throttled, s.server_errors, s.network, s.timeouts, s.integrity, s.other,
+      s.retry_after, s.gave_up);
+}
+
 }  // namespace
 
 int RunMountSession(const config::MountConfig& config_in, StartupReporter& reporter) {
@@ -235,6 +244,7 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   spdlog::info("stopped{}", drained ? "" : " (some requests were answered EIO)");
   metrics_server.reset();
   if (audit) audit->Stop();  // the files released until now are written
+  LogRetryStats((*client)->retry_stats());
 
   // Shutdown note: the FUSE side is finished (unmounted, every request answered). The
   // object graph (filesystem -> client -> fetch engine -> io_context, with handlers that

@@ -41,6 +41,7 @@ struct RawOptions {
   std::string ca_bundle;
   bool no_verify_tls = false;
   std::string max_in_flight, connect_timeout, request_timeout, retries, io_threads;
+  std::string retry_budget, stall_timeout;
   bool version = false;
   std::string config_file;
   // Data path: memory budget, readahead, disk cache.
@@ -106,6 +107,14 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
       ->group(conn);
   app.add_option("--retries", r.retries,
                  "Retries after a failed attempt for transient errors (default 4)")
+      ->group(conn);
+  app.add_option("--retry-budget", r.retry_budget,
+                 "Longest time one request keeps retrying before the read fails (EIO), e.g. "
+                 "30s (default 120s)")
+      ->group(conn);
+  app.add_option("--stall-timeout", r.stall_timeout,
+                 "Abandon (and retry) a transfer that moves under 1 KiB/s for this long, whole "
+                 "seconds, e.g. 5s (default 15s)")
       ->group(conn);
 
   auto* cred = "Credentials (the key pair comes from the environment or a file, never argv)";
@@ -404,6 +413,21 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
     auto v = ParseInteger("--retries", r.retries, 0, 100);
     if (!v.ok()) return v.status();
     client.retry.max_attempts = static_cast<int>(*v) + 1;
+  }
+  if (given("--retry-budget")) {
+    auto v = ParseDuration("--retry-budget", r.retry_budget);
+    if (!v.ok()) return v.status();
+    if (v->count() == 0) return Error("--retry-budget: must be more than 0");
+    client.retry.total_budget = *v;
+  }
+  if (given("--stall-timeout")) {
+    auto v = ParseDuration("--stall-timeout", r.stall_timeout);
+    if (!v.ok()) return v.status();
+    // libcurl measures the low-speed window in whole seconds.
+    if (v->count() < 1000 || v->count() % 1000 != 0) {
+      return Error("--stall-timeout: give whole seconds, at least 1s (e.g. 5s)");
+    }
+    client.timeouts.low_speed_time = std::chrono::duration_cast<std::chrono::seconds>(*v);
   }
 
   // Credentials.

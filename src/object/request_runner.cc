@@ -60,6 +60,7 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
     request.headers = std::move(wire.signable.headers);
     request.body = op_.spec.body;
     if (op_.prepare_target) request.target = op_.prepare_target();
+    growable_limit_ = request.target.growable ? request.target.growable_limit : 0;
     request.priority = op_.priority;
     request.cancel = op_.cancel;
     ctx_->executor->Execute(std::move(request), [self = shared_from_this()](http::Response r) {
@@ -88,7 +89,14 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
         return StartAttempt();
       }
       Status status = r.transport;
-      if (r.body_overflow) {
+      if (r.body_overflow && growable_limit_ > 0) {
+        // A reply (listing page) far larger than any real one: a broken or hostile server.
+        status = Status(ErrorCode::kProtocol,
+                        What() + ": the response body is larger than " +
+                            std::to_string(growable_limit_) +
+                            " bytes, far more than a valid reply; refused",
+                        false);
+      } else if (r.body_overflow) {
         // The body did not fit the caller's buffer: the object is not the size the caller
         // expected, or the server ignored the Range header. A retry returns the same.
         status = Status(ErrorCode::kIntegrity,
@@ -141,29 +149,61 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
 
   void OnFailure(Status status, const http::Response* response) {
     if (!status.retryable()) return Finish(status);
+    auto& counters = ctx_->retry_counters;
     int max_attempts = std::max(1, ctx_->options.retry.max_attempts);
     if (attempts_ >= max_attempts) {
+      if (attempts_ > 1) counters.gave_up.fetch_add(1, std::memory_order_relaxed);
       status.Prefix(What() + " failed after " + std::to_string(attempts_) + " attempts");
       return Finish(status);
     }
     milliseconds delay = BackoffDelay(ctx_->options.retry, attempts_ - 1, ctx_->clock->Jitter());
+    bool lengthened = false;
     if (response) {
       if (auto after = ParseRetryAfter(response->headers, ctx_->clock->Now())) {
+        lengthened = *after > delay;
         delay = std::max(delay, *after);
       }
     }
     auto elapsed = std::chrono::duration_cast<milliseconds>(ctx_->clock->Steady() - start_);
     if (elapsed + delay > ctx_->options.retry.total_budget) {
-      Status timeout(ErrorCode::kTimeout,
-                     What() + " gave up after " + std::to_string(attempts_) +
-                         " attempts: the retry budget of " +
-                         std::to_string(ctx_->options.retry.total_budget.count()) +
-                         " ms is spent; last error: " + status.ToString(),
-                     true);
-      timeout.WithService(status.service());
-      return Finish(timeout);
+      // The last error keeps its code (and so its errno: a refused connection stays EIO);
+      // the message says the budget ended the retries.
+      counters.gave_up.fetch_add(1, std::memory_order_relaxed);
+      status.Prefix(What() + " gave up after " + std::to_string(attempts_) +
+                    " attempts: the retry budget of " +
+                    std::to_string(ctx_->options.retry.total_budget.count()) +
+                    " ms is spent; last error");
+      return Finish(status);
     }
+    counters.retries.fetch_add(1, std::memory_order_relaxed);
+    if (lengthened) counters.retry_after.fetch_add(1, std::memory_order_relaxed);
+    CountCause(status.code());
     ctx_->clock->SleepThen(delay, [self = shared_from_this()] { self->StartAttempt(); });
+  }
+
+  void CountCause(ErrorCode code) {
+    auto& c = ctx_->retry_counters;
+    std::atomic<uint64_t>* counter = &c.other;
+    switch (code) {
+      case ErrorCode::kThrottled:
+        counter = &c.throttled;
+        break;
+      case ErrorCode::kServerError:
+        counter = &c.server_errors;
+        break;
+      case ErrorCode::kNetwork:
+        counter = &c.network;
+        break;
+      case ErrorCode::kTimeout:
+        counter = &c.timeouts;
+        break;
+      case ErrorCode::kIntegrity:
+        counter = &c.integrity;
+        break;
+      default:
+        break;
+    }
+    counter->fetch_add(1, std::memory_order_relaxed);
   }
 
   std::string What() const {
@@ -198,6 +238,7 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
   bool had_token_ = false;
   bool retried_invalid_key_ = false;
   int attempts_ = 0;
+  size_t growable_limit_ = 0;  // of the current attempt's target; 0 = fixed or no limit
 };
 
 }  // namespace
