@@ -483,3 +483,10 @@ TEST_CASE("AbsoluteMountPoint") {
   CHECK(*AbsoluteMountPoint("mnt") == std::string(cwd) + "/mnt");
   CHECK_FALSE(AbsoluteMountPoint("").ok());
 }
+
+TEST_CASE("--manifest lands in the config, also as -o manifest=FILE") {
+  CHECK(Ok(With({})).manifest.empty());
+  CHECK(Ok(With({"--manifest", "/data/train.tsv"})).manifest == "/data/train.tsv");
+  CHECK(Ok(With({"-o", "manifest=rel/m.tsv"})).manifest == "rel/m.tsv");
+  Fails(With({"--manifest", ""}), "--manifest: give the path of a manifest file");
+}
