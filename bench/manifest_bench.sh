@@ -8,7 +8,8 @@
 # rest need not: nothing reads them). Mounts bucket:/ds with --manifest and
 # --metadata-ttl indefinite and reports:
 #   - mount time: from the command's start to the daemon logging that the mount answers a
-#     stat (the same moment the background form returns);
+#     stat (the same moment the background form returns), for the manifest in key order (as
+#     written from a listing) and the same lines shuffled (the index must sort them);
 #   - RSS of the daemon after mount, after `find` of the whole tree, and per entry (also net
 #     of a 1-entry manifest mount, the daemon's fixed cost);
 #   - LIST / HEAD / GET requests counted by the server (LIST must be 0);
@@ -67,6 +68,13 @@ with open(out, "w") as f:
         else:
             size, etag = 100000 + i % 20000, '"%s"' % hashlib.md5(key.encode()).hexdigest().upper()
         f.write("%s\t%d\t%s\n" % (key, size, etag))
+import random
+with open(out) as f:
+    lines = f.readlines()
+random.Random(1).shuffle(lines)
+with open(out + ".shuffled", "w") as f:
+    f.writelines(lines)
+del lines
 with open(one, "w") as f:
     key = "train/c0000/img_0000000.JPEG"
     f.write("%s\t%d\t%s\n" % (key, real[key][0], real[key][1]))
@@ -87,7 +95,7 @@ mount_with() {
   "$OSSMOUNT" bench:/ds "$MNT" --endpoint "$ENDPOINT" --path-style --region cn-test-1 \
       --manifest "$1" --metadata-ttl indefinite -f > "$log" 2>&1 &
   DAEMON_PID=$!
-  until grep -q "; serving" "$log"; do
+  until grep -qs "; serving" "$log"; do
     if ! kill -0 "$DAEMON_PID" 2>/dev/null; then cat "$log" >&2; exit 1; fi
     sleep 0.01
   done
@@ -105,6 +113,12 @@ export OSS_ACCESS_KEY_ID=bench OSS_ACCESS_KEY_SECRET=bench-secret-not-checked
 mount_with "$WORK/one.tsv"
 sleep 0.5
 BASE_KB=$(rss_kb "$DAEMON_PID")
+unmount
+
+# The same entries in random order: the index sorts them.
+mount_with "$WORK/manifest.tsv.shuffled"
+SHUFFLED_MS=$MOUNT_MS
+SHUFFLED_KB=$(rss_kb "$DAEMON_PID")
 unmount
 
 curl -s -X POST "$ENDPOINT/_ossmount/reset" > /dev/null
@@ -128,10 +142,12 @@ unmount
 MANIFEST_BYTES=$(stat -c %s "$WORK/manifest.tsv")
 awk -v n="$ENTRIES" -v mb="$MANIFEST_BYTES" -v mount_ms="$MOUNT_MS" -v base="$BASE_KB" \
     -v mounted="$MOUNTED_KB" -v found="$FOUND_KB" -v find_ms="$FIND_MS" -v entries="$FOUND" \
-    -v lists="$LISTS" -v heads="$HEADS" -v gets="$GETS" 'BEGIN {
+    -v lists="$LISTS" -v heads="$HEADS" -v gets="$GETS" -v shuffled_ms="$SHUFFLED_MS" \
+    -v shuffled="$SHUFFLED_KB" 'BEGIN {
   printf "| Measure | Value |\n|---|---|\n"
   printf "| Manifest | %d entries, %.1f MB |\n", n, mb / 1e6
   printf "| Mount time (command start to mount answering) | %.2f s |\n", mount_ms / 1000
+  printf "| Mount time, same lines shuffled (the index sorts them) | %.2f s (RSS %.1f MiB) |\n", shuffled_ms / 1000, shuffled / 1024
   printf "| Daemon RSS, 1-entry manifest (fixed cost) | %.1f MiB |\n", base / 1024
   printf "| Daemon RSS after mount | %.1f MiB |\n", mounted / 1024
   printf "| RSS per entry after mount (total / net of fixed cost) | %.0f / %.0f bytes |\n", mounted * 1024 / n, (mounted - base) * 1024 / n

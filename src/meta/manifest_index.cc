@@ -48,12 +48,17 @@ ManifestIndex ManifestIndex::Builder::Finish(std::vector<Duplicate>* duplicates)
   auto key_of = [arena](const Record& r) { return std::string_view(arena + r.offset, r.key_len); };
 
   // Sort a permutation (4 bytes per entry) so each record keeps its line for the report;
-  // stable, so the first of two equal keys is the earlier line.
+  // equal keys stay in line order, so the first of two equal keys is the earlier line.
   std::vector<uint32_t> order(records_.size());
   std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    return key_of(records_[a]) < key_of(records_[b]);
-  });
+  auto by_key = [&](uint32_t a, uint32_t b) {
+    int c = key_of(records_[a]).compare(key_of(records_[b]));
+    return c < 0 || (c == 0 && a < b);
+  };
+  // Manifests written from a listing are already in key order: one pass instead of a sort.
+  if (!std::is_sorted(order.begin(), order.end(), by_key)) {
+    std::sort(order.begin(), order.end(), by_key);
+  }
   index.records_.reserve(records_.size());
   for (size_t i = 0; i < order.size(); ++i) {
     const Record& r = records_[order[i]];

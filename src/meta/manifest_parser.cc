@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -68,14 +70,17 @@ bool ValidUtf8(std::string_view s) {
   return true;
 }
 
-std::vector<std::string_view> Split(std::string_view s, char sep) {
-  std::vector<std::string_view> out;
+// Splits at `sep` into at most out.size() fields; returns the number of fields found
+// (out.size() + 1 when there are more). No allocation: this runs once per manifest line.
+template <size_t N>
+size_t Split(std::string_view s, char sep, std::array<std::string_view, N>& out) {
+  size_t n = 0;
   size_t start = 0;
   while (true) {
     size_t p = s.find(sep, start);
-    out.push_back(
-        s.substr(start, p == std::string_view::npos ? std::string_view::npos : p - start));
-    if (p == std::string_view::npos) return out;
+    if (n == N) return N + 1;
+    out[n++] = s.substr(start, p == std::string_view::npos ? std::string_view::npos : p - start);
+    if (p == std::string_view::npos) return n;
     start = p + 1;
   }
 }
@@ -160,15 +165,17 @@ std::string ParseEtag(std::string_view field, std::string_view* etag) {
 // Parses one non-empty, non-comment line. Returns an error text or "".
 std::string ParseLine(std::string_view line, const ManifestScope& scope, ParsedLine* out) {
   if (line.find('\t') != std::string_view::npos) {
-    std::vector<std::string_view> f = Split(line, '\t');
-    if (f.size() > 4) {
-      return "too many tab-separated fields (" + std::to_string(f.size()) +
+    std::array<std::string_view, 4> f;
+    size_t fields = Split(line, '\t', f);
+    if (fields > 4) {
+      return "too many tab-separated fields (" +
+             std::to_string(std::count(line.begin(), line.end(), '\t') + 1) +
              "; expected KEY<TAB>SIZE[<TAB>ETAG[<TAB>LABEL]])";
     }
     if (std::string e = ResolveKey(f[0], scope, &out->key); !e.empty()) return e;
-    if (f.size() < 2) return "no size after the tab (expected KEY<TAB>SIZE)";
+    if (fields < 2) return "no size after the tab (expected KEY<TAB>SIZE)";
     if (std::string e = ParseSize(f[1], &out->size); !e.empty()) return e;
-    if (f.size() >= 3) {
+    if (fields >= 3) {
       if (std::string e = ParseEtag(f[2], &out->etag); !e.empty()) return e;
     }
     return "";
