@@ -145,6 +145,25 @@ class ManifestTest(unittest.TestCase):
         self.assertIn("line 3: the size 'not-a-size' is not a decimal number of bytes", r.stderr)
         self.assertIn("line 4: too many tab-separated fields", r.stderr)
 
+    def test_6_background_mount_with_a_relative_manifest_path(self):
+        # The background form (fork, then chdir("/") once mounted) with a path relative to
+        # the directory ossmount was started in.
+        mnt = tempfile.mkdtemp(prefix="ossmount-mnt-")
+        try:
+            cmd = [harness.OSSMOUNT, "bucket:/ds", mnt, "--endpoint", self.server.endpoint,
+                   "--region", harness.REGION, "--path-style", "--manifest",
+                   os.path.basename(self.manifest)]
+            r = subprocess.run(cmd, env=self.server.env(), capture_output=True, text=True,
+                               timeout=120, cwd=os.path.dirname(self.manifest))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(mnt, "train", "c1", "a.jpg"), "rb") as f:
+                self.assertEqual(f.read(), OBJECTS["train/c1/a.jpg"])
+            self.assertEqual(sorted(os.listdir(mnt)), ["big.bin", "train", "val", "weird"])
+        finally:
+            subprocess.run(["fusermount3", "-u", mnt], check=False)
+            harness.wait_for(lambda: not harness.is_mounted(mnt), 30, "the unmount")
+            os.rmdir(mnt)
+
     def test_5_missing_manifest_fails_the_mount(self):
         mnt = tempfile.mkdtemp(prefix="ossmount-mnt-")
         try:
