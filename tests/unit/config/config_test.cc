@@ -484,7 +484,7 @@ TEST_CASE("AbsoluteMountPoint") {
   CHECK_FALSE(AbsoluteMountPoint("").ok());
 }
 
-TEST_CASE("--manifest lands in the config, also as -o manifest=FILE") {
+TEST_CASE("The manifest option lands in the config, also as -o manifest=FILE") {
   CHECK(Ok(With({})).manifest.empty());
   CHECK(Ok(With({"--manifest", "/data/train.tsv"})).manifest == "/data/train.tsv");
   CHECK(Ok(With({"-o", "manifest=rel/m.tsv"})).manifest == "rel/m.tsv");
