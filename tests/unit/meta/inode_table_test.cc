@@ -49,7 +49,7 @@ TEST_CASE("InodeTable: readdir entries (count 0) keep their number for a later l
 }
 
 TEST_CASE(
-    "InodeTable: a path that changes kind gets a new inode; the old one lives until forgotten") {
+    "InodeTable: a path that changes kind gets a new inode, the old one lives until forgotten") {
   InodeTable t;
   InodeId file = t.Ensure("a", false, 1);
   InodeId dir = t.Ensure("a", true, 1);
