@@ -23,6 +23,7 @@
 #include "http/metadata_fetcher.h"
 #include "logging.h"
 #include "metrics_http.h"
+#include "manifest_setup.h"
 #include "object/client_factory.h"
 #include "stats_command.h"
 
@@ -152,7 +153,16 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   auto probe_timeout =
       std::chrono::duration_cast<std::chrono::seconds>(config.client.retry.total_budget) +
       std::chrono::seconds(30);
-  if (Status st = ProbeBucket(**client, config, probe_timeout); !st.ok()) {
+  std::shared_ptr<ObjectClient> fs_client = *client;
+  if (!config.manifest.empty()) {
+    // The tree comes from the manifest: no LIST, not even the start-up probe.
+    auto manifest_client = SetUpManifest(io, fs_client, config, probe_timeout);
+    if (!manifest_client.ok()) {
+      Fail(reporter, manifest_client.status().message());
+      return 1;
+    }
+    fs_client = *manifest_client;
+  } else if (Status st = ProbeBucket(**client, config, probe_timeout); !st.ok()) {
     Fail(reporter, st.message());
     return 1;
   }
@@ -172,7 +182,7 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
                  metrics_server->port());
   }
 
-  auto filesystem = fs::MakeObjectFilesystem(io, *client, config.fs);
+  auto filesystem = fs::MakeObjectFilesystem(io, fs_client, config.fs);
   // Cache the root listing before the mount appears, so the first lookups under the root
   // (ImageFolder's stat of MOUNT/train) are answered without probing requests.
   WarmRootListing(*filesystem, std::chrono::seconds(10));

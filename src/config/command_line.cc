@@ -47,6 +47,8 @@ struct RawOptions {
   // Data path: memory budget, readahead, disk cache.
   std::string max_memory = "1GiB", max_readahead = "64MiB", prefetch_unit = "8MiB";
   std::string prefetch_concurrency = "64", cache_dir, max_cache_size = "10GiB";
+  // Metadata from a file instead of LIST (--manifest).
+  std::string manifest;
 };
 
 // Defines every option on `app`, bound to `r`. Returns the options that are flags (take
@@ -169,6 +171,12 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
   app.add_option("--max-cache-size", r.max_cache_size,
                  "Largest size of the disk cache (default 10GiB)")
       ->group(data);
+
+  app.add_option("--manifest", r.manifest,
+                 "File listing the objects to show (KEY<TAB>SIZE[<TAB>ETAG[<TAB>LABEL]] or "
+                 "'KEY [LABEL]' per line, keys relative to the mounted prefix): the bucket "
+                 "is never listed and nothing else is visible")
+      ->group(fs);
 
   auto* mnt = "Mount and daemon";
   add_flag("--allow-other", r.allow_other,
@@ -519,6 +527,11 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
     if (r.cache_dir[0] != '/') return Error("--cache: give an absolute directory path");
     c.cache.dir = r.cache_dir;
     c.cache.max_size = *cache_size;
+  }
+
+  if (given("--manifest")) {
+    if (r.manifest.empty()) return Error("--manifest: give the path of a manifest file");
+    c.manifest = r.manifest;
   }
 
   // Daemon.

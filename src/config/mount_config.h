@@ -57,6 +57,10 @@ struct MountConfig {
   fs::FsOptions fs;              // disk_cache left null: the daemon opens it from `cache`
   data::DiskCacheOptions cache;  // dir "" = no disk cache
   DaemonSettings daemon;
+  // --manifest FILE: the tree comes from this file, never from LIST ("" = list the bucket).
+  // Read by the daemon (meta::LoadManifestFile); relative paths are relative to its start
+  // directory.
+  std::string manifest;
   // Things the user should hear about but that do not stop the mount ('rw' ignored,
   // TLS verification off, ...). The daemon logs each at warn level.
   std::vector<std::string> warnings;

@@ -9,7 +9,11 @@
 // Inode lifetime follows the kernel's lookup count (as in libfuse's passthrough_hp):
 // every successful Lookup, and every entry a readdirplus reply actually hands to the
 // kernel (AddLookup), adds one; Forget(ino, n) subtracts n. An inode whose count reaches
-// zero and that is not the root may be dropped from the table.
+// zero and that is not the root may be dropped from the table. The inodes of the entries
+// ReadDir returns are valid at least until that directory handle is released; a caller
+// that keeps one longer (the adapter, for readdirplus entries) takes a reference with
+// AddLookup before releasing the handle. Entries nobody took a reference to are dropped at
+// ReleaseDir, so the table does not grow with every name ever listed.
 //
 // Thread-safety: every method may be called concurrently from any thread.
 #pragma once

@@ -244,7 +244,7 @@ void ObjectFilesystem::ReadDir(InodeId /*ino*/, uint64_t dir_handle, off_t offse
   if (snapshot) {
     boost::asio::post(io_, [self = shared_from_this(), handle, snapshot, offset,
                             done = std::move(done)]() mutable {
-      self->ServeDir(handle->path, snapshot, offset, done);
+      self->ServeDir(handle, snapshot, offset, done);
     });
     return;
   }
@@ -258,31 +258,50 @@ void ObjectFilesystem::ReadDir(InodeId /*ino*/, uint64_t dir_handle, off_t offse
       if (!handle->snapshot) handle->snapshot = *r;
       snap = handle->snapshot;
     }
-    self->ServeDir(handle->path, snap, offset, done);
+    self->ServeDir(handle, snap, offset, done);
   });
 }
 
-void ObjectFilesystem::ServeDir(const std::string& path,
+void ObjectFilesystem::ServeDir(const std::shared_ptr<DirHandle>& handle,
                                 const std::shared_ptr<const meta::DirSnapshot>& snap, off_t offset,
                                 Callback<std::vector<DirEntry>>& done) {
   std::vector<DirEntry> entries;
+  std::vector<InodeId> pinned;
   const size_t n = snap->children.size();
   const size_t begin = static_cast<size_t>(offset);
   for (size_t i = begin; i < n && i < begin + kReadDirBatch; ++i) {
     const meta::DirChild& child = snap->children[i];
-    InodeId ino = inodes_.Ensure(meta::JoinPath(path, child.name), child.attr.is_dir(), 0);
+    InodeId ino = inodes_.Pin(meta::JoinPath(handle->path, child.name), child.attr.is_dir());
+    pinned.push_back(ino);
     entries.push_back(DirEntry{child.name, MakeEntry(ino, child.attr), static_cast<off_t>(i + 1)});
   }
+  bool released;
+  {
+    std::lock_guard lock(handles_mu_);
+    released = handle->released;
+    if (!released) handle->pinned.insert(handle->pinned.end(), pinned.begin(), pinned.end());
+  }
+  // The adapter takes the kernel's references (AddLookup) inside `done`, before replying.
   done(std::move(entries));
+  if (released) {
+    for (InodeId ino : pinned) inodes_.Unpin(ino);
+  }
 }
 
 void ObjectFilesystem::ReleaseDir(InodeId /*ino*/, uint64_t dir_handle) {
   std::shared_ptr<DirHandle> handle;  // destroyed after the lock
-  std::lock_guard lock(handles_mu_);
-  auto it = dir_handles_.find(dir_handle);
-  if (it == dir_handles_.end()) return;
-  handle = std::move(it->second);
-  dir_handles_.erase(it);
+  std::vector<InodeId> pinned;
+  {
+    std::lock_guard lock(handles_mu_);
+    auto it = dir_handles_.find(dir_handle);
+    if (it == dir_handles_.end()) return;
+    handle = std::move(it->second);
+    dir_handles_.erase(it);
+    handle->released = true;
+    pinned.swap(handle->pinned);
+  }
+  // Entries no reference was taken to (plain readdir, or not handed out) go now.
+  for (InodeId ino : pinned) inodes_.Unpin(ino);
 }
 
 // ---------------------------------------------------------------------------------------

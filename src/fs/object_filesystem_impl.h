@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "data/memory_budget.h"
 #include "fs/dir_lister.h"
@@ -80,6 +81,10 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
     InodeId ino = 0;
     std::string path;
     std::shared_ptr<const meta::DirSnapshot> snapshot;  // attached by the first ReadDir
+    // Inodes this handle's replies pinned (InodeTable::Pin), unpinned at ReleaseDir: entries
+    // the kernel took no reference to are dropped then, not kept forever.
+    std::vector<InodeId> pinned;
+    bool released = false;
   };
   struct FileHandle {
     InodeId ino = 0;
@@ -105,8 +110,11 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   // The listing of a directory: the fresh cached one, or a new one (single-flight) that is
   // then cached. Never inline.
   void GetListing(const std::string& path, ListingCallback done);
-  void ServeDir(const std::string& path, const std::shared_ptr<const meta::DirSnapshot>& snap,
-                off_t offset, Callback<std::vector<DirEntry>>& done);
+  // Replies with the entries from `offset`; each entry's inode stays pinned by the handle
+  // until ReleaseDir (or, if the handle was released meanwhile, until the reply is sent).
+  void ServeDir(const std::shared_ptr<DirHandle>& handle,
+                const std::shared_ptr<const meta::DirSnapshot>& snap, off_t offset,
+                Callback<std::vector<DirEntry>>& done);
   // The reader of one open large file, sharing the budget, slots and disk cache.
   std::shared_ptr<prefetch::SequentialReader> NewLargeFileReader(const std::string& key,
                                                                  uint64_t size,
@@ -135,8 +143,8 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   const std::shared_ptr<prefetch::FetchSlots> readahead_slots_ =
       std::make_shared<prefetch::FetchSlots>(options_.readahead.global_concurrency);
 
-  // handles_mu_ guards the two handle maps, next_fh_, and DirHandle::snapshot and
-  // FileHandle::blob of every handle.
+  // handles_mu_ guards the two handle maps, next_fh_, DirHandle::snapshot, ::pinned and
+  // ::released, and FileHandle::blob of every handle.
   mutable std::mutex handles_mu_;
   std::unordered_map<uint64_t, std::shared_ptr<DirHandle>> dir_handles_;
   std::unordered_map<uint64_t, std::shared_ptr<FileHandle>> file_handles_;

@@ -510,3 +510,10 @@ TEST_CASE("Observability options for log rotation and the audit log and metrics 
   Fails(With({"--metrics-address", "localhost:9464"}), "is not an IP address");
   Fails(With({"--metrics-address", "127.0.0.1:99999"}), "--metrics-address");
 }
+
+TEST_CASE("The manifest option lands in the config, also as -o manifest=FILE") {
+  CHECK(Ok(With({})).manifest.empty());
+  CHECK(Ok(With({"--manifest", "/data/train.tsv"})).manifest == "/data/train.tsv");
+  CHECK(Ok(With({"-o", "manifest=rel/m.tsv"})).manifest == "rel/m.tsv");
+  Fails(With({"--manifest", ""}), "--manifest: give the path of a manifest file");
+}
