@@ -3,6 +3,7 @@
 #include "malformed.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/dispatch.hpp>
@@ -214,6 +215,16 @@ void HttpSession::BeginResponse() {
     fd_ = ::open(resp_.file_path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd_ < 0) {
       Reset();  // the file vanished after the head was decided: nothing honest to send
+      return;
+    }
+    struct stat st {};
+    const bool same_file =
+        ::fstat(fd_, &st) == 0 && static_cast<uint64_t>(st.st_ino) == resp_.file_ino &&
+        static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec ==
+            resp_.file_mtime_ns &&
+        static_cast<uint64_t>(st.st_size) == resp_.file_size;
+    if (resp_.file_ino != 0 && !same_file) {
+      Reset();  // replaced after the head was decided: its bytes belong to another ETag
       return;
     }
     file_buf_.resize(kFileChunk);

@@ -292,6 +292,9 @@ Response ObjectApi::GetOrHead(const RequestInfo& info, const HttpRequest& req, b
     r.body = content.value();
   } else {
     r.file_path = obj->disk_path;
+    r.file_ino = obj->disk_ino;
+    r.file_mtime_ns = obj->disk_mtime_ns;
+    r.file_size = obj->size;
   }
   return r;
 }

@@ -17,6 +17,12 @@ struct Response {
   std::vector<std::pair<std::string, std::string>> headers;
   std::shared_ptr<const std::string> body;  // when set, bytes [body_offset, +body_length)
   std::string file_path;                    // when body is null and body_length > 0
+  // The identity of the file the head (ETag, size) was decided from. The session checks the
+  // file it opens against it, so a file replaced in between (renamed over) is never served
+  // under the old ETag: that response is reset instead, like a dropped connection.
+  uint64_t file_ino = 0;
+  int64_t file_mtime_ns = 0;
+  uint64_t file_size = 0;
   uint64_t body_offset = 0;
   uint64_t body_length = 0;
   bool omit_body = false;  // HEAD: send Content-Length: body_length but no bytes
