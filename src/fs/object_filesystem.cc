@@ -176,6 +176,7 @@ void ObjectFilesystem::GetListing(const std::string& path, ListingCallback done)
       client_, meta::DirPrefix(options_.prefix, path),
       [self = shared_from_this(), path](Result<std::shared_ptr<const meta::DirSnapshot>> r) {
         if (r.ok()) self->cache_.PutListing(path, *r);
+        if (r.ok() && self->options_.prefetch_on_list) self->WarmListing(path, **r);
         self->listings_.Complete(path, r);
       });
 }
@@ -269,6 +270,7 @@ void ObjectFilesystem::Open(InodeId ino, int flags, Callback<OpenReply> done) {
     handle->small = attr.size <= self->options_.small_file_threshold;
     if (!handle->small) {
       handle->reader = self->NewLargeFileReader(handle->key, attr.size, attr.etag);
+      self->NotifyRead(path);  // hints skip large files; their position still moves on
     }
     OpenReply reply;
     reply.keep_cache = self->cache_.ttl().indefinite();
@@ -339,6 +341,7 @@ void ObjectFilesystem::ReadSmall(const std::shared_ptr<FileHandle>& handle, uint
                            previous = std::move(handle->blob);
                            handle->blob = *r;
                          }
+                         self->NotifyRead(handle->path);
                          done(slice(*r, offset, size));
                        });
 }
@@ -368,6 +371,190 @@ std::shared_ptr<prefetch::SequentialReader> ObjectFilesystem::NewLargeFileReader
                                                       std::move(shared));
 }
 
+// ---------------------------------------------------------------------------------------
+// Dataset prefetch (warm-up, sampler-order hints)
+
+namespace {
+// Disk-cache writes queued beyond which warm-up waits (kBusy) instead of having its blocks
+// dropped by the cache's bounded write queue.
+constexpr uint64_t kDiskBusyPending = 128;
+}  // namespace
+
+std::shared_ptr<prefetch::DatasetPrefetcher> ObjectFilesystem::dataset_prefetcher() {
+  std::lock_guard lock(prefetcher_mu_);
+  if (prefetcher_) return prefetcher_;
+  prefetch::DatasetPrefetchOptions o = options_.dataset_prefetch;
+  o.disk_budget = options_.disk_cache ? options_.disk_cache->max_size() : 0;
+  if (options_.disk_cache && o.disk_budget == 0) o.disk_budget = ~0ull;  // size unknown
+  // Weak: the prefetcher lives inside the filesystem; its callbacks must not keep it alive.
+  std::weak_ptr<ObjectFilesystem> weak = weak_from_this();
+  prefetcher_ = std::make_shared<prefetch::DatasetPrefetcher>(
+      io_, o,
+      [weak](const prefetch::PrefetchItem& item, bool hold, prefetch::FetchDone done) {
+        auto self = weak.lock();
+        if (!self) {
+          prefetch::FetchResult r;
+          r.error = "unmounted";
+          return done(std::move(r));
+        }
+        self->PrefetchOne(item, hold, std::move(done));
+      },
+      [weak](const std::string& path, prefetch::ListBatch batch, std::function<void(Status)> done) {
+        auto self = weak.lock();
+        if (!self) return done(Status(ErrorCode::kCancelled, "unmounted"));
+        self->ListForWarmup(path, std::move(batch), std::move(done));
+      });
+  prefetcher_raw_.store(prefetcher_.get(), std::memory_order_release);
+  return prefetcher_;
+}
+
+void ObjectFilesystem::NotifyRead(const std::string& path) {
+  if (auto* p = prefetcher_raw_.load(std::memory_order_acquire)) p->OnRead(path);
+}
+
+void ObjectFilesystem::PrefetchOne(const prefetch::PrefetchItem& item, bool hold,
+                                   prefetch::FetchDone done) {
+  if (!item.key.empty()) {
+    return PrefetchObject(item.key, item.size, item.etag, hold, std::move(done));
+  }
+  // A hint: the path's attributes (from the listing cache, else one probe).
+  Resolve(item.path, [self = shared_from_this(), path = item.path, hold,
+                      done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) mutable {
+    prefetch::FetchResult out;
+    if (!r.ok()) {
+      out.error = r.status().message();
+      return done(std::move(out));
+    }
+    if (!r->has_value() || (*r)->is_dir()) {
+      out.outcome = prefetch::FetchOutcome::kSkipped;
+      out.error = "not a file";
+      return done(std::move(out));
+    }
+    const meta::NodeAttr& attr = **r;
+    self->PrefetchObject(meta::FileKey(self->options_.prefix, path), attr.size, attr.etag, hold,
+                         std::move(done));
+  });
+}
+
+void ObjectFilesystem::PrefetchObject(std::string key, uint64_t size, std::string etag, bool hold,
+                                      prefetch::FetchDone done) {
+  auto post = [this](prefetch::FetchDone d, prefetch::FetchResult r) {
+    boost::asio::post(io_, [d = std::move(d), r = std::move(r)]() mutable { d(std::move(r)); });
+  };
+  prefetch::FetchResult out;
+  out.bytes = size;
+  if (size == 0) {
+    out.outcome = prefetch::FetchOutcome::kSkipped;  // an empty file needs no GET
+    return post(std::move(done), std::move(out));
+  }
+  if (size > options_.small_file_threshold) {
+    // Large files are read in parts with sequential readahead (src/prefetch), not whole.
+    out.outcome = prefetch::FetchOutcome::kSkipped;
+    out.error = "larger than --small-file-threshold";
+    return post(std::move(done), std::move(out));
+  }
+  const auto& disk = options_.disk_cache;
+  if (disk && disk->Contains(data::BlockId{key, etag, data::kWholeObject})) {
+    out.outcome = prefetch::FetchOutcome::kAlreadyCached;
+    return post(std::move(done), std::move(out));
+  }
+  if (!hold && disk && disk->Stats().pending >= kDiskBusyPending) {
+    out.outcome = prefetch::FetchOutcome::kBusy;
+    return post(std::move(done), std::move(out));
+  }
+  whole_objects_.Prefetch(
+      key, etag, size,
+      [hold, size, done = std::move(done)](Result<std::shared_ptr<const Blob>> r) mutable {
+        prefetch::FetchResult out;
+        out.bytes = size;
+        if (r.ok()) {
+          out.outcome = prefetch::FetchOutcome::kFetched;
+          if (hold) out.hold = std::move(*r);
+        } else if (r.status().code() == ErrorCode::kNoSpace) {
+          // Disk mode: memory frees as the cache's writer drains, so wait; memory mode: the
+          // budget is what bounds the prefetcher.
+          out.outcome = hold ? prefetch::FetchOutcome::kBudgetFull : prefetch::FetchOutcome::kBusy;
+        } else {
+          out.error = r.status().message();
+        }
+        done(std::move(out));
+      });
+}
+
+void ObjectFilesystem::ListForWarmup(const std::string& path, prefetch::ListBatch batch,
+                                     std::function<void(Status)> done) {
+  if (path.empty()) {
+    return ListRecursive(options_.prefix, "",
+                         std::make_shared<prefetch::ListBatch>(std::move(batch)),
+                         std::make_shared<std::function<void(Status)>>(std::move(done)));
+  }
+  Resolve(path, [self = shared_from_this(), path, batch = std::move(batch),
+                 done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) mutable {
+    if (!r.ok()) return done(r.status());
+    if (!r->has_value()) return done(Status(ErrorCode::kNotFound, "no such file or directory"));
+    const meta::NodeAttr& attr = **r;
+    if (!attr.is_dir()) {
+      prefetch::PrefetchItem item;
+      item.path = path;
+      item.key = meta::FileKey(self->options_.prefix, path);
+      item.size = attr.size;
+      item.etag = attr.etag;
+      batch({std::move(item)});
+      return done(Status::Ok());
+    }
+    self->ListRecursive(meta::DirPrefix(self->options_.prefix, path), "",
+                        std::make_shared<prefetch::ListBatch>(std::move(batch)),
+                        std::make_shared<std::function<void(Status)>>(std::move(done)));
+  });
+}
+
+void ObjectFilesystem::ListRecursive(std::string list_prefix, std::string token,
+                                     std::shared_ptr<prefetch::ListBatch> batch,
+                                     std::shared_ptr<std::function<void(Status)>> done) {
+  ListRequest request;
+  request.prefix = list_prefix;
+  request.delimiter = "";  // everything below, one flat listing
+  request.continuation_token = std::move(token);
+  request.max_keys = 1000;
+  client_->List(request, [self = shared_from_this(), list_prefix, batch,
+                          done](Result<ListPage> page) mutable {
+    if (!page.ok()) return (*done)(page.status());
+    std::vector<prefetch::PrefetchItem> items;
+    items.reserve(page->objects.size());
+    const size_t strip = self->options_.prefix.size();
+    for (ObjectInfo& o : page->objects) {
+      if (o.key.empty() || o.key.back() == '/' || o.key.size() <= strip) continue;  // markers
+      prefetch::PrefetchItem item;
+      item.path = o.key.substr(strip);
+      item.key = std::move(o.key);
+      item.size = o.size;
+      item.etag = std::move(o.etag);
+      items.push_back(std::move(item));
+    }
+    if (!items.empty()) (*batch)(std::move(items));
+    if (!page->truncated) return (*done)(Status::Ok());
+    self->ListRecursive(list_prefix, page->next_continuation_token, batch, done);
+  });
+}
+
+void ObjectFilesystem::WarmListing(const std::string& path, const meta::DirSnapshot& snapshot) {
+  std::vector<prefetch::PrefetchItem> items;
+  for (const meta::DirChild& child : snapshot.children) {
+    if (child.attr.is_dir() || child.attr.size == 0 ||
+        child.attr.size > options_.small_file_threshold) {
+      continue;
+    }
+    prefetch::PrefetchItem item;
+    item.path = meta::JoinPath(path, child.name);
+    item.key = meta::FileKey(options_.prefix, item.path);
+    item.size = child.attr.size;
+    item.etag = child.attr.etag;
+    items.push_back(std::move(item));
+  }
+  if (items.empty()) return;
+  dataset_prefetcher()->EnqueueFiles("listed:/" + path, std::move(items));
+}
+
 StatFs ObjectFilesystem::GetStatFs() {
   StatFs s;
   s.block_size = 4096;
@@ -391,6 +578,12 @@ ObjectFilesystem::Stats ObjectFilesystem::stats() const {
   s.cached_entries = cache_.entry_count();
   s.cached_listings = cache_.listing_count();
   return s;
+}
+
+std::shared_ptr<prefetch::DatasetPrefetcher> DatasetPrefetcherOf(
+    const std::shared_ptr<Filesystem>& filesystem) {
+  auto object_fs = std::dynamic_pointer_cast<ObjectFilesystem>(filesystem);
+  return object_fs ? object_fs->dataset_prefetcher() : nullptr;
 }
 
 std::shared_ptr<Filesystem> MakeObjectFilesystem(boost::asio::io_context& io,
