@@ -323,7 +323,7 @@ void DatasetPrefetcher::OnJobDone(const Start& s, FetchResult r) {
           ++st.files_fetched;
           ++st.files_done;
           st.bytes_done += r.bytes;
-          if (r.hold && !read_meanwhile) {
+          if (r.hold && s.hold && !read_meanwhile) {
             auto& slot = warm_holds_[s.item.path];
             drop = std::move(slot);
             slot = std::move(r.hold);
@@ -357,6 +357,7 @@ void DatasetPrefetcher::OnJobDone(const Start& s, FetchResult r) {
         case FetchOutcome::kBusy:
           if (!Ended(*job)) {
             job->pending.push_front(s.item);
+            warm_busy_wait_ = true;
             retry = true;
           }
           break;
@@ -444,6 +445,7 @@ void DatasetPrefetcher::CollectLocked(std::vector<Start>& starts,
   }
   const bool disk_mode = options_.disk_budget > 0;
   for (Job& job : jobs_) {
+    if (warm_busy_wait_) break;
     if (Ended(job)) continue;
     while (total < job.concurrency && !job.pending.empty()) {
       PrefetchItem& item = job.pending.front();
@@ -504,6 +506,7 @@ void DatasetPrefetcher::ScheduleRetry() {
     {
       std::lock_guard lock(self->mu_);
       self->retry_scheduled_ = false;
+      self->warm_busy_wait_ = false;
     }
     self->Pump();
   });

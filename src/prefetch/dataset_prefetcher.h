@@ -236,6 +236,8 @@ class DatasetPrefetcher : public std::enable_shared_from_this<DatasetPrefetcher>
   std::unordered_map<std::string, bool> warm_in_flight_;
   int job_in_flight_ = 0;
   bool retry_scheduled_ = false;
+  // The disk cache was busy: warm-up starts nothing until the retry timer fires.
+  bool warm_busy_wait_ = false;
   std::unique_ptr<boost::asio::steady_timer> retry_timer_;
 };
 
