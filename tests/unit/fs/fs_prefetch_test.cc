@@ -1,0 +1,158 @@
+// Dataset prefetch through the filesystem: sampler-order hints, warm-up and
+// --prefetch-on-list fetch at Priority::kPrefetch, within the memory budget, and a later
+// read costs no second GET (single flight with a prefetch in flight).
+#include <future>
+#include <thread>
+
+#include "fs_harness.h"
+
+using namespace fstest;
+
+namespace {
+
+constexpr size_t kFileSize = 10000;
+
+std::string FileName(int i) { return "d/f" + std::to_string(100 + i); }
+
+// n files under d/, listed once so their attributes are cached (as ImageFolder does).
+void MakeDataset(Harness& h, int n) {
+  for (int i = 0; i < n; ++i) h.fake->PutObject(FileName(i), Content(kFileSize, i));
+  auto d = h.Lookup(kRootInode, "d");
+  REQUIRE(d.ok());
+  REQUIRE(h.List(d->attr.ino).ok());
+}
+
+// Opens, reads whole and releases `path` ("d/f100"); returns the bytes.
+std::string ReadFile(Harness& h, const std::string& path) {
+  auto d = h.Lookup(kRootInode, "d");
+  REQUIRE(d.ok());
+  auto f = h.Lookup(d->attr.ino, path.substr(2));
+  REQUIRE(f.ok());
+  auto open = h.Open(f->attr.ino);
+  REQUIRE(open.ok());
+  auto data = h.ReadAll(f->attr.ino, open->fh);
+  REQUIRE(data.ok());
+  h.fs->Release(f->attr.ino, open->fh);
+  return *data;
+}
+
+template <typename Pred>
+bool Eventually(Pred pred) {
+  for (int i = 0; i < 6000; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return pred();
+}
+
+std::vector<std::string> Names(int n) {
+  std::vector<std::string> v;
+  for (int i = 0; i < n; ++i) v.push_back(FileName(i));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("Hinted files are prefetched at prefetch priority and read with no second GET") {
+  FsOptions o = Harness::DefaultOptions();
+  o.dataset_prefetch.hint_ahead_files = 100;
+  Harness h(o);
+  MakeDataset(h, 20);
+  h.fake->ResetCounters();
+  auto prefetcher = h.fs->dataset_prefetcher();
+  prefetcher->SetHints(Names(20));
+  REQUIRE(Eventually([&] { return prefetcher->Status().hints.fetched == 20; }));
+  CHECK(h.fake->count(Op::kGet) == 20);
+  for (const auto& r : h.fake->requests()) {
+    if (r.op == Op::kGet) CHECK(r.priority == Priority::kPrefetch);
+  }
+  for (int i = 0; i < 20; ++i) CHECK(ReadFile(h, FileName(i)) == Content(kFileSize, i));
+  CHECK(h.fake->count(Op::kGet) == 20);
+  CHECK(prefetcher->Status().hints.read == 20);
+  CHECK(prefetcher->Status().held_bytes == 0);  // released as they were read
+}
+
+TEST_CASE("A read of a file whose prefetch is in flight joins it: one GET") {
+  Harness h;
+  MakeDataset(h, 1);
+  h.fake->ResetCounters();
+  h.fake->Pause();
+  auto prefetcher = h.fs->dataset_prefetcher();
+  prefetcher->SetHints({FileName(0)});
+  REQUIRE(Eventually([&] { return h.fake->count(Op::kGet) == 1; }));
+  auto reader = std::async(std::launch::async, [&] { return ReadFile(h, FileName(0)); });
+  std::this_thread::sleep_for(50ms);  // let the read reach the filesystem (not required)
+  h.fake->Resume();
+  CHECK(reader.get() == Content(kFileSize, 0));
+  CHECK(h.fake->count(Op::kGet) == 1);
+  REQUIRE(Eventually([&] { return prefetcher->Status().hints.outstanding_files == 0; }));
+}
+
+TEST_CASE("Hint prefetch stays within the memory budget and every file is fetched once") {
+  FsOptions o = Harness::DefaultOptions();
+  o.max_memory = 3 * kFileSize;
+  o.dataset_prefetch.hint_ahead_files = 100;
+  Harness h(o);
+  MakeDataset(h, 10);
+  h.fake->ResetCounters();
+  auto prefetcher = h.fs->dataset_prefetcher();
+  prefetcher->SetHints(Names(10));
+  REQUIRE(Eventually([&] {
+    auto st = prefetcher->Status().hints;
+    return st.budget_wait && st.fetched == 3 && st.in_flight == 0;
+  }));
+  CHECK(h.fs->memory_budget()->used() <= o.max_memory);
+  // The reader is never refused (on-demand reads Reserve), and gets every byte right.
+  for (int i = 0; i < 10; ++i) CHECK(ReadFile(h, FileName(i)) == Content(kFileSize, i));
+  CHECK(h.fake->count(Op::kGet) == 10);
+}
+
+TEST_CASE("Warm-up of a directory fetches every file once, then reads cost no GET") {
+  Harness h;
+  for (int i = 0; i < 12; ++i) h.fake->PutObject(FileName(i), Content(kFileSize, i));
+  h.fake->PutObject("d/sub/deep", Content(kFileSize, 99));
+  h.fake->PutObject("other/x", "not warmed");
+  auto prefetcher = h.fs->dataset_prefetcher();
+  uint64_t id = prefetcher->StartWarmup({"d"});
+  auto job = [&] {
+    for (const auto& j : prefetcher->Status().jobs) {
+      if (j.id == id) return j;
+    }
+    return prefetch::WarmupJobStatus{};
+  };
+  REQUIRE(Eventually([&] { return job().state == prefetch::JobState::kDone; }));
+  CHECK(job().files_total == 13);
+  CHECK(job().files_fetched == 13);
+  CHECK(job().bytes_done == 13 * kFileSize);
+  const uint64_t gets = h.fake->count(Op::kGet);
+  CHECK(gets == 13);
+  for (int i = 0; i < 12; ++i) CHECK(ReadFile(h, FileName(i)) == Content(kFileSize, i));
+  CHECK(h.fake->count(Op::kGet) == gets);
+
+  uint64_t missing = prefetcher->StartWarmup({"nope"});
+  REQUIRE(Eventually([&] {
+    for (const auto& j : prefetcher->Status().jobs) {
+      if (j.id == missing) return j.state == prefetch::JobState::kFailed;
+    }
+    return false;
+  }));
+}
+
+TEST_CASE("Automatic mode (--prefetch-on-list) warms a directory's files after it is listed") {
+  FsOptions o = Harness::DefaultOptions();
+  o.prefetch_on_list = true;
+  Harness h(o);
+  for (int i = 0; i < 8; ++i) h.fake->PutObject(FileName(i), Content(kFileSize, i));
+  auto d = h.Lookup(kRootInode, "d");
+  REQUIRE(d.ok());
+  h.fake->ResetCounters();
+  REQUIRE(h.List(d->attr.ino).ok());
+  auto prefetcher = h.fs->dataset_prefetcher();
+  REQUIRE(Eventually([&] {
+    auto st = prefetcher->Status();
+    return !st.jobs.empty() && st.jobs.back().state == prefetch::JobState::kDone;
+  }));
+  CHECK(h.fake->count(Op::kGet) == 8);
+  for (int i = 0; i < 8; ++i) CHECK(ReadFile(h, FileName(i)) == Content(kFileSize, i));
+  CHECK(h.fake->count(Op::kGet) == 8);
+}
