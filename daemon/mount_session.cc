@@ -14,6 +14,7 @@
 
 #include "auth/credential_providers.h"
 #include "bucket_probe.h"
+#include "control/control_server.h"
 #include "fs/object_filesystem.h"
 #include "fuse/fuse_server.h"
 #include "http/fetch_engine.h"
@@ -62,6 +63,21 @@ void Fail(StartupReporter& reporter, const std::string& message) {
   if (!reporter.background()) {
     // In the foreground the log already went to stderr; nothing else to do.
   }
+}
+
+// What the control commands of a session may reach. Modules add fields as they need them.
+struct ControlContext {
+  boost::asio::io_context& io;
+  const config::MountConfig& config;
+  std::shared_ptr<ObjectClient> client;
+  std::shared_ptr<fs::Filesystem> filesystem;
+};
+
+// The one place where the session's control commands are registered ("stats", "warmup",
+// ...). Runs on the thread that saw the mount answer, before the start is reported.
+void RegisterControlCommands(control::ControlServer& server, const ControlContext& context) {
+  (void)server;
+  (void)context;
 }
 
 }  // namespace
@@ -132,12 +148,33 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   std::unique_ptr<fuse::FuseServer> server = std::move(*mounted);
   server->InstallSignalHandlers();
 
+  // The control socket (`ossmount stats`, `ossmount warmup`, ...): started once the mount
+  // answers and before the start is reported, so a subcommand run right after `ossmount`
+  // returns finds it. Modules register their commands in RegisterControlCommands.
+  std::unique_ptr<control::ControlServer> control;
+  auto start_control = [&] {
+    std::string path = control::SocketPathForMountpoint(config.daemon.mountpoint);
+    auto started = control::ControlServer::Start(io, path);
+    if (!started.ok()) {
+      // The mount works without it; only the subcommands that talk to it are unavailable.
+      spdlog::warn(
+          "control socket unavailable ({}); `ossmount stats` and similar will not "
+          "reach this mount",
+          started.status().message());
+      return;
+    }
+    control = std::move(*started);
+    RegisterControlCommands(*control, ControlContext{io, config, *client, filesystem});
+    spdlog::info("control socket {}", control->path());
+  };
+
   // The mount "answers" once a stat of its root goes through the loop started below.
-  std::thread ready([&server, &reporter, mountpoint = config.daemon.mountpoint] {
+  std::thread ready([&server, &reporter, &start_control, mountpoint = config.daemon.mountpoint] {
     fuse::BlockTerminationSignals();
     struct stat st {};
     if (stat(mountpoint.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
       spdlog::info("mounted on {}; serving", mountpoint);
+      start_control();
       reporter.Ready();
     } else {
       std::string message =
@@ -151,6 +188,7 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
 
   Status run = server->Run();
   ready.join();
+  control.reset();  // unlinks the socket: subcommands now say no daemon answers
   server->Unmount();
   bool drained = server->Drain(kDrainGrace);
   spdlog::info("stopped{}", drained ? "" : " (some requests were answered EIO)");
