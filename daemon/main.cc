@@ -22,6 +22,7 @@
 #include "data/disk_block_cache.h"
 #include "logging.h"
 #include "mount_session.h"
+#include "warmup_command.h"
 
 namespace {
 
@@ -47,6 +48,7 @@ const std::map<std::string, std::function<int(const std::vector<std::string>&)>>
   static const std::map<std::string, std::function<int(const std::vector<std::string>&)>> k = {
       {"version", PrintVersion},
       {"help", PrintHelp},
+      {"warmup", ossmount::daemon::WarmupCommand},
   };
   return k;
 }

@@ -20,6 +20,7 @@
 #include "http/fetch_engine.h"
 #include "http/metadata_fetcher.h"
 #include "object/client_factory.h"
+#include "prefetch_control.h"
 
 namespace ossmount::daemon {
 namespace {
@@ -76,8 +77,10 @@ struct ControlContext {
 // The one place where the session's control commands are registered ("stats", "warmup",
 // ...). Runs on the thread that saw the mount answer, before the start is reported.
 void RegisterControlCommands(control::ControlServer& server, const ControlContext& context) {
-  (void)server;
-  (void)context;
+  // Dataset prefetch: "warmup", "warmup-status", "warmup-cancel", "hints".
+  if (auto prefetcher = fs::DatasetPrefetcherOf(context.filesystem)) {
+    RegisterPrefetchCommands(server, context.io, std::move(prefetcher));
+  }
 }
 
 }  // namespace

@@ -54,37 +54,38 @@ Result<std::string> NormalizeRequestPath(const std::string& path) {
 
 void RegisterPrefetchCommands(control::ControlServer& server, boost::asio::io_context& io,
                               std::shared_ptr<prefetch::DatasetPrefetcher> prefetcher) {
-  server.Register("warmup", [prefetcher](const rapidjson::Document& request)
-                                -> Result<std::string> {
-    auto paths = Paths(request, /*allow_empty=*/false);
-    if (!paths.ok()) return paths.status();
-    int concurrency = 0;
-    if (auto c = request.FindMember("concurrency"); c != request.MemberEnd()) {
-      if (!c->value.IsInt() || c->value.GetInt() < 1 || c->value.GetInt() > 4096) {
-        return Bad("\"concurrency\" must be an integer between 1 and 4096");
-      }
-      concurrency = c->value.GetInt();
-    }
-    uint64_t id = prefetcher->StartWarmup(std::move(*paths), concurrency);
-    return "{\"job\":" + std::to_string(id) + "}";
-  });
+  server.Register("warmup",
+                  [prefetcher](const rapidjson::Document& request) -> Result<std::string> {
+                    auto paths = Paths(request, /*allow_empty=*/false);
+                    if (!paths.ok()) return paths.status();
+                    int concurrency = 0;
+                    if (auto c = request.FindMember("concurrency"); c != request.MemberEnd()) {
+                      if (!c->value.IsInt() || c->value.GetInt() < 1 || c->value.GetInt() > 4096) {
+                        return Bad("\"concurrency\" must be an integer between 1 and 4096");
+                      }
+                      concurrency = c->value.GetInt();
+                    }
+                    uint64_t id = prefetcher->StartWarmup(std::move(*paths), concurrency);
+                    return "{\"job\":" + std::to_string(id) + "}";
+                  });
   server.Register("warmup-status", [prefetcher](const rapidjson::Document&) -> Result<std::string> {
     return prefetcher->StatusJson();
   });
   server.Register("warmup-cancel", [prefetcher](const rapidjson::Document&) -> Result<std::string> {
     return "{\"cancelled\":" + std::to_string(prefetcher->CancelWarmups()) + "}";
   });
-  server.Register("hints", [prefetcher, &io](const rapidjson::Document& request)
-                               -> Result<std::string> {
-    auto paths = Paths(request, /*allow_empty=*/true);
-    if (!paths.ok()) return paths.status();
-    const size_t n = paths->size();
-    // Indexing millions of paths takes a moment: not on the control connection's turn.
-    boost::asio::post(io, [prefetcher, paths = std::move(*paths)]() mutable {
-      prefetcher->SetHints(std::move(paths));
-    });
-    return "{\"files\":" + std::to_string(n) + "}";
-  });
+  server.Register("hints",
+                  [prefetcher, &io](const rapidjson::Document& request) -> Result<std::string> {
+                    auto paths = Paths(request, /*allow_empty=*/true);
+                    if (!paths.ok()) return paths.status();
+                    const size_t n = paths->size();
+                    // Indexing millions of paths takes a moment: not on the control connection's
+                    // turn.
+                    boost::asio::post(io, [prefetcher, paths = std::move(*paths)]() mutable {
+                      prefetcher->SetHints(std::move(paths));
+                    });
+                    return "{\"files\":" + std::to_string(n) + "}";
+                  });
 }
 
 }  // namespace ossmount::daemon

@@ -96,7 +96,7 @@ bool CallDaemon(const std::string& mountpoint, const std::string& request,
     auto err = reply.FindMember("error");
     std::fprintf(stderr, "ossmount warmup: %s\n",
                  err != reply.MemberEnd() && err->value.IsString() ? err->value.GetString()
-                                                                    : "the daemon refused");
+                                                                   : "the daemon refused");
     return false;
   }
   return true;
@@ -154,15 +154,18 @@ std::string Progress(const rapidjson::Value& job, bool bar) {
     const double frac =
         bytes_total > 0 ? std::min(1.0, static_cast<double>(bytes_done) / bytes_total) : 0;
     const int full = static_cast<int>(frac * width);
-    line = "[" + std::string(full, '#') + std::string(width - full, '-') + "] ";
+    line.reserve(width + 3);
+    line.push_back('[');
+    line.append(static_cast<size_t>(full), '#');
+    line.append(static_cast<size_t>(width - full), '-');
+    line.append("] ");
   }
   char buf[256];
   std::snprintf(buf, sizeof buf, "%llu/%llu%s files  %s/%s  %s/s  ETA %s",
                 static_cast<unsigned long long>(files_done),
                 static_cast<unsigned long long>(files_total), listed ? "" : "+",
                 Bytes(static_cast<double>(bytes_done)).c_str(),
-                Bytes(static_cast<double>(bytes_total)).c_str(), Bytes(rate).c_str(),
-                eta.c_str());
+                Bytes(static_cast<double>(bytes_total)).c_str(), Bytes(rate).c_str(), eta.c_str());
   return line + buf;
 }
 
@@ -181,8 +184,9 @@ int ExitFor(const rapidjson::Value& job) {
   const std::string state = Str(job, "state");
   const std::string message = Str(job, "message");
   const uint64_t failed = U64(job, "files_failed");
-  std::fprintf(stderr, "warm-up %llu %s: %llu file(s) fetched, %llu already cached, %llu failed, "
-                       "%llu skipped, %s in %s\n",
+  std::fprintf(stderr,
+               "warm-up %llu %s: %llu file(s) fetched, %llu already cached, %llu failed, "
+               "%llu skipped, %s in %s\n",
                static_cast<unsigned long long>(U64(job, "id")), state.c_str(),
                static_cast<unsigned long long>(U64(job, "files_fetched")),
                static_cast<unsigned long long>(U64(job, "files_cached")),
@@ -258,8 +262,7 @@ int Status(const std::string& mountpoint) {
 
 }  // namespace
 
-std::string FindOssmountMount(const std::string& absolute_path,
-                              const std::string& mountinfo_text) {
+std::string FindOssmountMount(const std::string& absolute_path, const std::string& mountinfo_text) {
   std::string best;
   std::istringstream lines(mountinfo_text);
   std::string line;
@@ -281,10 +284,10 @@ std::string FindOssmountMount(const std::string& absolute_path,
     const std::string source = Unescape(f[dash + 2]);
     if (fstype.rfind("fuse", 0) != 0 || source.rfind("ossmount:", 0) != 0) continue;
     const std::string mp = Unescape(f[4]);
-    const bool inside = absolute_path == mp || mp == "/" ||
-                        (absolute_path.size() > mp.size() &&
-                         absolute_path.compare(0, mp.size(), mp) == 0 &&
-                         absolute_path[mp.size()] == '/');
+    const bool inside =
+        absolute_path == mp || mp == "/" ||
+        (absolute_path.size() > mp.size() && absolute_path.compare(0, mp.size(), mp) == 0 &&
+         absolute_path[mp.size()] == '/');
     if (inside && mp.size() > best.size()) best = mp;
   }
   return best;
@@ -376,9 +379,10 @@ int WarmupCommand(const std::vector<std::string>& args) {
       return 2;
     }
     mountpoint = mp;
-    const std::string rel = real.size() > mp.size() ? real.substr(mp.size() + (mp == "/" ? 0 : 1))
-                                                    : std::string();
-    request += (i ? "," : "") + JsonString(rel);
+    const std::string rel =
+        real.size() > mp.size() ? real.substr(mp.size() + (mp == "/" ? 0 : 1)) : std::string();
+    if (i > 0) request.push_back(',');
+    request += JsonString(rel);
   }
   request += "]";
   if (concurrency > 0) request += ",\"concurrency\":" + std::to_string(concurrency);

@@ -28,7 +28,6 @@ int WarmupCommand(const std::vector<std::string>& args);
 
 // The ossmount mount point containing `absolute_path` (the longest one), or "" if none.
 // Exposed for tests.
-std::string FindOssmountMount(const std::string& absolute_path,
-                              const std::string& mountinfo_text);
+std::string FindOssmountMount(const std::string& absolute_path, const std::string& mountinfo_text);
 
 }  // namespace ossmount::daemon
