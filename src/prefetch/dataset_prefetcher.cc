@@ -425,8 +425,14 @@ void DatasetPrefetcher::CollectLocked(std::vector<Start>& starts,
                                       std::vector<std::shared_ptr<const void>>& /*drop*/) {
   int total = hint_in_flight_ + job_in_flight_;
   // Hints first: the reader needs them soonest.
+  // The window reaches hint_ahead_files positions past the furthest read. Many workers
+  // read a wide band of positions at once (16 workers x 2 batches x 32 = 1,024), so the
+  // window is measured from the band's leading edge, not by files outstanding; a hard cap
+  // on outstanding files (the stale distance) and the byte limit bound what is held.
+  const size_t max_outstanding = kStaleFactor * std::max<size_t>(options_.hint_ahead_files, 1);
   while (!hint_budget_wait_ && total < options_.concurrency && hint_next_ < hints_.size() &&
-         hint_outstanding_files_ < options_.hint_ahead_files &&
+         hint_next_ < hint_read_frontier_ + options_.hint_ahead_files &&
+         hint_outstanding_files_ < max_outstanding &&
          hint_outstanding_bytes_ < options_.hint_ahead_bytes) {
     const size_t pos = hint_next_++;
     Hint& h = hints_[pos];

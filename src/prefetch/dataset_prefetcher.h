@@ -4,15 +4,17 @@
 //
 // Two sources of work, one scheduler:
 //   - Sampler-order hints (SetHints): the paths in the order they will be read. The
-//     prefetcher keeps up to `hint_ahead_files` hinted files (and about `hint_ahead_bytes`)
-//     fetched-or-in-flight and not yet read, taking them in list order. OnRead(path) (the
+//     prefetcher fetches them in list order up to `hint_ahead_files` positions past the
+//     furthest position read so far, holding at most about `hint_ahead_bytes` fetched and
+//     unread (and at most kStaleFactor * hint_ahead_files files). OnRead(path) (the
 //     filesystem calls it once a handle has the file's bytes) marks the first unread
-//     position of that path read, releases what the prefetcher held for it, and lets the
-//     window move on. Reads may arrive out of order (16 workers, each on its own batch):
-//     the window counts outstanding files, not positions, so it never skips a file that a
-//     slower worker will still read. A held file that falls more than
-//     kStaleFactor * hint_ahead_files positions behind the furthest read is released
-//     (the reader skipped it). A new list replaces the old one and releases its holds.
+//     position of that path read, releases what the prefetcher held for it, and moves the
+//     window. Reads arrive out of order (16 workers each read their own batch, a band of
+//     about workers x prefetch_factor x batch_size positions): an unread file behind the
+//     furthest read is kept for the slower worker, never skipped; one that falls more than
+//     kStaleFactor * hint_ahead_files positions behind is released (the reader skipped
+//     it). A position read before its turn is not fetched. A new list replaces the old
+//     one and releases its holds.
 //   - Warm-up jobs (StartWarmup, EnqueueDirectory): every object under some paths, in
 //     listing order, one job after another. With a disk cache the bytes go to disk and
 //     nothing is held in memory; without one they are held in memory until first read.

@@ -2,6 +2,7 @@
 // scripted Fetcher and Lister: the test decides when each fetch completes and how.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
@@ -143,7 +144,8 @@ const WarmupJobStatus& Job(const PrefetchStatus& st, uint64_t id) {
 
 }  // namespace
 
-TEST_CASE("hints fetch in list order up to hint_ahead_files ahead", "[dataset_prefetcher]") {
+TEST_CASE("hints fetch in list order up to hint_ahead_files past the furthest read",
+          "[dataset_prefetcher]") {
   DatasetPrefetchOptions o;
   o.hint_ahead_files = 3;
   Rig rig(o);
@@ -174,14 +176,18 @@ TEST_CASE("out-of-order reads keep unread hinted files held", "[dataset_prefetch
   auto h1 = rig.fetcher.Complete("f1");
   rig.fetcher.Complete("f2");
   rig.fetcher.Complete("f3");
-  // Worker 2 reads f2 before worker 0 reads f0: f0 must stay (it is still to be read).
+  // Worker 2 reads f2 before worker 0 reads f0: f0 must stay (it is still to be read),
+  // and the window now reaches 4 positions past f2.
   rig.prefetcher->OnRead("f2");
   CHECK_FALSE(h0.expired());
   CHECK_FALSE(h1.expired());
-  CHECK(rig.fetcher.started().back() == "f4");
-  rig.prefetcher->OnRead("f0");
+  CHECK(rig.fetcher.started() ==
+        std::vector<std::string>{"f0", "f1", "f2", "f3", "f4", "f5", "f6"});
+  rig.prefetcher->OnRead("f0");  // behind the furthest read: frees f0, moves nothing
   CHECK(h0.expired());
-  CHECK(rig.fetcher.started().back() == "f5");
+  CHECK(rig.fetcher.started().size() == 7);
+  rig.prefetcher->OnRead("f3");
+  CHECK(rig.fetcher.started().back() == "f7");
 }
 
 TEST_CASE("a hinted file read while its prefetch is in flight is not held afterwards",
@@ -202,10 +208,12 @@ TEST_CASE("a hinted file the reader got to first is never prefetched", "[dataset
   o.hint_ahead_files = 1;
   Rig rig(o);
   rig.prefetcher->SetHints(Paths(4));
+  CHECK(rig.fetcher.started() == std::vector<std::string>{"f0"});
   rig.prefetcher->OnRead("f1");  // read on demand before the window reached it
   rig.fetcher.Complete("f0");
   rig.prefetcher->OnRead("f0");
-  CHECK(rig.fetcher.started() == std::vector<std::string>{"f0", "f2"});
+  rig.prefetcher->OnRead("f2");
+  CHECK(rig.fetcher.started() == std::vector<std::string>{"f0", "f2", "f3"});
 }
 
 TEST_CASE("a new hint list replaces the old one and releases its holds", "[dataset_prefetcher]") {
@@ -244,6 +252,23 @@ TEST_CASE("hints wait when the memory budget refuses and resume after a read",
   // The refused positions are retried first, in order.
   CHECK(std::vector<std::string>(started.begin() + 3, started.end()) ==
         std::vector<std::string>{"f1", "f2", "f3"});
+}
+
+TEST_CASE("many workers: the window runs ahead of the furthest read, not of the slowest",
+          "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.hint_ahead_files = 4;
+  o.concurrency = 100;
+  Rig rig(o);
+  rig.prefetcher->SetHints(Paths(40));
+  // Four workers start batches at 0, 10, 20, 30 (reads on demand, before any prefetch).
+  for (int i : {0, 10, 20, 30}) rig.prefetcher->OnRead("f" + std::to_string(i));
+  // Everything up to 4 past the furthest read is fetched, the unread gaps included:
+  // f0..f34 but f10, f20, f30 (read first). f0 was in flight when it was read.
+  auto started = rig.fetcher.started();
+  CHECK(started.size() == 32);
+  CHECK(started.back() == "f34");
+  CHECK(std::find(started.begin(), started.end(), "f10") == started.end());
 }
 
 TEST_CASE("a held file the reader skipped is released once it falls far behind",
