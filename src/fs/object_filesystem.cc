@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 
 #include "fs/dir_lister.h"
@@ -448,9 +449,13 @@ void ObjectFilesystem::PrefetchObject(std::string key, uint64_t size, std::strin
     return post(std::move(done), std::move(out));
   }
   if (size > options_.small_file_threshold) {
-    // Large files are read in parts with sequential readahead (src/prefetch), not whole.
+    if (!hold && options_.disk_cache) {
+      // Warm-up into the disk cache: the parts a reader of this file would look up.
+      return WarmLargeFile(std::move(key), size, std::move(etag), std::move(done));
+    }
+    // In memory, large files are left to sequential readahead (src/prefetch) when read.
     out.outcome = prefetch::FetchOutcome::kSkipped;
-    out.error = "larger than --small-file-threshold";
+    out.error = "larger than --small-file-threshold (warmed only into a disk cache)";
     return post(std::move(done), std::move(out));
   }
   const auto& disk = options_.disk_cache;
@@ -479,6 +484,91 @@ void ObjectFilesystem::PrefetchObject(std::string key, uint64_t size, std::strin
         }
         done(std::move(out));
       });
+}
+
+// One large file into the disk cache, part after part (the blocks SequentialReader reads:
+// index = offset / part_size, verified against size and etag like its parts). One GET in
+// flight per file; a part already on disk costs nothing; memory comes from the budget
+// with TryReserve (waits while refused), and a busy disk-cache writer is waited for.
+struct ObjectFilesystem::LargeWarm : std::enable_shared_from_this<LargeWarm> {
+  std::shared_ptr<ObjectFilesystem> fs;
+  std::string key, etag;
+  uint64_t size = 0;
+  uint64_t index = 0;
+  bool fetched_any = false;
+  prefetch::FetchDone done;
+  boost::asio::steady_timer timer;
+  explicit LargeWarm(boost::asio::io_context& io) : timer(io) {}
+
+  void Finish(prefetch::FetchOutcome outcome, std::string error = "") {
+    prefetch::FetchResult r;
+    r.outcome = outcome;
+    r.bytes = size;
+    r.error = std::move(error);
+    boost::asio::post(timer.get_executor(),
+                      [d = std::move(done), r = std::move(r)]() mutable { d(std::move(r)); });
+  }
+  void Later() {
+    timer.expires_after(std::chrono::milliseconds(20));
+    timer.async_wait(
+        [self = shared_from_this()](const boost::system::error_code&) { self->Next(); });
+  }
+  void Next() {
+    const uint64_t part = fs->options_.readahead.part_size;
+    const auto& disk = fs->options_.disk_cache;
+    while (index * part < size && disk->Contains(data::BlockId{key, etag, index})) ++index;
+    if (index * part >= size) {
+      return Finish(fetched_any ? prefetch::FetchOutcome::kFetched
+                                : prefetch::FetchOutcome::kAlreadyCached);
+    }
+    if (disk->Stats().pending >= kDiskBusyPending) return Later();
+    const uint64_t offset = index * part;
+    const uint64_t length = std::min(part, size - offset);
+    const auto& budget = fs->memory_budget_;
+    if (!budget->TryReserve(length)) return Later();
+    // The buffer carries its reservation: released when the disk cache has written it.
+    struct Held {
+      std::vector<char> bytes;
+      data::Reservation reservation;
+    };
+    auto held = std::make_shared<Held>();
+    held->reservation = data::Reservation(budget, length);
+    held->bytes.resize(length);
+    GetRequest request;
+    request.key = key;
+    request.offset = offset;
+    request.length = length;
+    request.if_match = etag;
+    request.priority = Priority::kPrefetch;
+    fs->client_->Get(request, GetTarget::Fixed(held->bytes.data(), length),
+                     [self = shared_from_this(), held, offset, length](Result<GetResult> r) {
+                       if (!r.ok())
+                         return self->Finish(prefetch::FetchOutcome::kFailed, r.status().message());
+                       if (r->bytes != length || r->object_size != self->size ||
+                           (!self->etag.empty() && !r->etag.empty() && r->etag != self->etag)) {
+                         return self->Finish(prefetch::FetchOutcome::kFailed,
+                                             "'" + self->key + "' changed (size or etag differs)");
+                       }
+                       std::shared_ptr<const std::vector<char>> bytes(held, &held->bytes);
+                       self->fs->options_.disk_cache->Put(
+                           data::BlockId{self->key, self->etag, self->index}, std::move(bytes));
+                       self->fetched_any = true;
+                       ++self->index;
+                       (void)offset;
+                       self->Next();
+                     });
+  }
+};
+
+void ObjectFilesystem::WarmLargeFile(std::string key, uint64_t size, std::string etag,
+                                     prefetch::FetchDone done) {
+  auto w = std::make_shared<LargeWarm>(io_);
+  w->fs = shared_from_this();
+  w->key = std::move(key);
+  w->etag = std::move(etag);
+  w->size = size;
+  w->done = std::move(done);
+  boost::asio::post(io_, [w] { w->Next(); });
 }
 
 void ObjectFilesystem::ListForWarmup(const std::string& path, prefetch::ListBatch batch,
@@ -541,7 +631,7 @@ void ObjectFilesystem::WarmListing(const std::string& path, const meta::DirSnaps
   std::vector<prefetch::PrefetchItem> items;
   for (const meta::DirChild& child : snapshot.children) {
     if (child.attr.is_dir() || child.attr.size == 0 ||
-        child.attr.size > options_.small_file_threshold) {
+        (child.attr.size > options_.small_file_threshold && !options_.disk_cache)) {
       continue;
     }
     prefetch::PrefetchItem item;

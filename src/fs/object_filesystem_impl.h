@@ -114,6 +114,9 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   void PrefetchOne(const prefetch::PrefetchItem& item, bool hold, prefetch::FetchDone done);
   void PrefetchObject(std::string key, uint64_t size, std::string etag, bool hold,
                       prefetch::FetchDone done);
+  // Disk-mode warm-up of a file above small_file_threshold: its parts into the disk cache.
+  struct LargeWarm;
+  void WarmLargeFile(std::string key, uint64_t size, std::string etag, prefetch::FetchDone done);
   void ListForWarmup(const std::string& path, prefetch::ListBatch batch,
                      std::function<void(Status)> done);
   void ListRecursive(std::string list_prefix, std::string token,

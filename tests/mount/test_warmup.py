@@ -4,6 +4,8 @@
   count = files), exits 0 with a summary; reading everything afterwards costs no GET and
   every byte matches.
 - Into memory (no --cache): the same, the reads served from the warmed buffers.
+- A large file (above --small-file-threshold) is warmed into the disk cache part by part;
+  reading it afterwards costs no GET.
 - Budget: with --max-cache-size below the dataset, the warm-up stops, exits 3 and says the
   cache budget was reached; it fetched less than the whole dataset.
 - --detach returns at once; `warmup --status MOUNTPOINT` reports the job until done.
@@ -12,6 +14,7 @@
   budget); the reads after it cost no GET.
 """
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -37,6 +40,16 @@ class WarmupTest(unittest.TestCase):
                                          "--per-class", "25", "--seed", "13")
         cls.manifest = harness.read_manifest(cls.src)
         cls.total = sum(size for size, _ in cls.manifest.values())
+        # One large object (above --small-file-threshold, 3 parts of --prefetch-unit 8MiB),
+        # outside train/, for the disk-mode warm-up of large files.
+        cls.large = os.path.join(cls.src, "large", "blob.bin")
+        if not os.path.exists(cls.large):
+            os.makedirs(os.path.dirname(cls.large), exist_ok=True)
+            rng = random.Random(3)
+            with open(cls.large + ".tmp", "wb") as f:
+                f.write(rng.randbytes(20 << 20))
+            os.rename(cls.large + ".tmp", cls.large)
+        cls.large_digest = harness.sha256_file(cls.large)
         cls.server = harness.TestServer(os.path.dirname(cls.src), bucket="warmup-images",
                                         args=["--ttfb-ms", "10"])
 
@@ -77,6 +90,19 @@ class WarmupTest(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn("%d already cached" % len(self.manifest), r.stderr)
             self.assertEqual(self.server.stats().get("GET", 0), 0)
+        finally:
+            m.close()
+
+    def test_warmup_of_a_large_file_into_disk_cache(self):
+        m = self.mount("--cache", os.path.join(self.tmp, "cache"))
+        try:
+            self.server.reset_stats()
+            r = warmup(m.path("large"))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("1 file(s) fetched", r.stderr)
+            self.assertEqual(self.server.stats().get("GET", 0), 3)  # 20 MiB in 8 MiB parts
+            self.assertEqual(harness.sha256_file(m.path("large", "blob.bin")), self.large_digest)
+            self.assertEqual(self.server.stats().get("GET", 0), 3)
         finally:
             m.close()
 

@@ -36,6 +36,42 @@ std::string ReadFile(Harness& h, const std::string& path) {
   return *data;
 }
 
+// A disk cache in memory, with the index lookups the prefetcher uses.
+class MemoryDisk : public data::DiskBlockCache {
+ public:
+  std::optional<std::shared_ptr<const std::vector<char>>> Get(const data::BlockId& id,
+                                                              uint64_t length) override {
+    std::lock_guard lock(mu_);
+    auto it = blocks_.find(Name(id));
+    if (it == blocks_.end() || it->second->size() != length) return std::nullopt;
+    return it->second;
+  }
+  void Put(const data::BlockId& id, std::shared_ptr<const std::vector<char>> bytes) override {
+    auto copy = std::make_shared<std::vector<char>>(*bytes);
+    std::lock_guard lock(mu_);
+    blocks_[Name(id)] = std::move(copy);
+  }
+  bool Contains(const data::BlockId& id) const override {
+    std::lock_guard lock(mu_);
+    return blocks_.count(Name(id)) > 0;
+  }
+  uint64_t max_size() const override { return 1ull << 30; }
+  void Flush() override {}
+  data::DiskCacheStats Stats() const override {
+    std::lock_guard lock(mu_);
+    data::DiskCacheStats s;
+    s.blocks = blocks_.size();
+    return s;
+  }
+
+ private:
+  static std::string Name(const data::BlockId& id) {
+    return id.key + "|" + id.etag + "|" + std::to_string(id.index);
+  }
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const std::vector<char>>> blocks_;
+};
+
 template <typename Pred>
 bool Eventually(Pred pred) {
   for (int i = 0; i < 6000; ++i) {
@@ -155,4 +191,47 @@ TEST_CASE("Automatic mode (--prefetch-on-list) warms a directory's files after i
   CHECK(h.fake->count(Op::kGet) == 8);
   for (int i = 0; i < 8; ++i) CHECK(ReadFile(h, FileName(i)) == Content(kFileSize, i));
   CHECK(h.fake->count(Op::kGet) == 8);
+}
+
+TEST_CASE("Warm-up into a disk cache stores a large file's parts, then reading it costs no GET") {
+  auto disk = std::make_shared<MemoryDisk>();
+  FsOptions o = Harness::DefaultOptions();
+  o.small_file_threshold = 64 * 1024;
+  o.readahead.part_size = 64 * 1024;
+  o.disk_cache = disk;
+  Harness h(o);
+  const std::string data = Content(200 * 1024, 42);  // 4 parts, the last one short
+  h.fake->PutObject("big/blob", data);
+  auto prefetcher = h.fs->dataset_prefetcher();
+  auto job_state = [&](uint64_t id) {
+    for (const auto& j : prefetcher->Status().jobs) {
+      if (j.id == id) return j;
+    }
+    return prefetch::WarmupJobStatus{};
+  };
+  uint64_t id = prefetcher->StartWarmup({"big"});
+  REQUIRE(Eventually([&] { return job_state(id).state == prefetch::JobState::kDone; }));
+  CHECK(job_state(id).files_fetched == 1);
+  CHECK(disk->Stats().blocks == 4);
+  CHECK(h.fake->count(Op::kGet) == 4);
+  for (const auto& r : h.fake->requests()) {
+    if (r.op == Op::kGet) CHECK(r.priority == Priority::kPrefetch);
+  }
+  CHECK(h.fs->memory_budget()->used() == 0);  // nothing held once written
+
+  h.fake->ResetCounters();
+  auto d = h.Lookup(kRootInode, "big");
+  REQUIRE(d.ok());
+  auto f = h.Lookup(d->attr.ino, "blob");
+  REQUIRE(f.ok());
+  auto open = h.Open(f->attr.ino);
+  REQUIRE(open.ok());
+  CHECK(*h.ReadAll(f->attr.ino, open->fh) == data);
+  h.fs->Release(f->attr.ino, open->fh);
+  CHECK(h.fake->count(Op::kGet) == 0);
+
+  uint64_t again = prefetcher->StartWarmup({"big"});
+  REQUIRE(Eventually([&] { return job_state(again).state == prefetch::JobState::kDone; }));
+  CHECK(job_state(again).files_cached == 1);
+  CHECK(h.fake->count(Op::kGet) == 0);
 }
