@@ -227,6 +227,7 @@ uint64_t DatasetPrefetcher::EnqueueFiles(std::string label, std::vector<Prefetch
     std::lock_guard lock(mu_);
     id = AddJobLocked({std::move(label)}, 0);
     Job& job = jobs_.back();
+    job.automatic = true;
     for (const auto& item : items) job.status.bytes_total += item.size;
     job.status.files_total = items.size();
     job.pending.assign(std::make_move_iterator(items.begin()),
@@ -389,12 +390,14 @@ void DatasetPrefetcher::FinishJobLocked(Job& job, JobState state, std::string me
   job.status.message = std::move(message);
   job.pending.clear();
   job.ended = Clock::now();
+  // One line per directory listed would flood the log in automatic mode.
+  const auto level = job.automatic ? spdlog::level::debug : spdlog::level::info;
   if (state == JobState::kDone) {
-    spdlog::info("warm-up {} done: {} file(s), {} fetched, {} already cached, {} failed",
-                 job.status.id, job.status.files_done, job.status.files_fetched,
-                 job.status.files_cached, job.status.files_failed);
+    spdlog::log(level, "warm-up {} done: {} file(s), {} fetched, {} already cached, {} failed",
+                job.status.id, job.status.files_done, job.status.files_fetched,
+                job.status.files_cached, job.status.files_failed);
   } else {
-    spdlog::info("warm-up {} {}: {}", job.status.id, JobStateName(state), job.status.message);
+    spdlog::log(level, "warm-up {} {}: {}", job.status.id, JobStateName(state), job.status.message);
   }
 }
 

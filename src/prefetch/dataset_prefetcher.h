@@ -179,7 +179,7 @@ class DatasetPrefetcher : public std::enable_shared_from_this<DatasetPrefetcher>
     std::deque<PrefetchItem> pending;
     std::chrono::steady_clock::time_point started;
     std::optional<std::chrono::steady_clock::time_point> ended;
-    uint64_t bytes_committed = 0;  // disk mode: bytes fetched, in flight or already cached
+    bool automatic = false;  // EnqueueFiles (--prefetch-on-list): logged at debug
   };
   struct Start {
     PrefetchItem item;
