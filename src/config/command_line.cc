@@ -151,10 +151,11 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
                  "at most --max-in-flight)")
       ->group(data);
   app.add_option("--hint-ahead-files", r.hint_ahead_files,
-                 "Hinted files kept fetched ahead of the reader (default 256)")
+                 "With sampler-order hints, prefetch up to N files past the furthest read "
+                 "(default 256)")
       ->group(data);
   app.add_option("--hint-ahead-bytes", r.hint_ahead_bytes,
-                 "... and about this many bytes of them (default 512MiB)")
+                 "Hinted bytes held fetched and unread, at most about (default 512MiB)")
       ->group(data);
   add_flag("--prefetch-on-list", r.prefetch_on_list,
            "Warm up a directory's files after it is listed (within the cache budget)")
