@@ -541,7 +541,7 @@ struct ObjectFilesystem::LargeWarm : std::enable_shared_from_this<LargeWarm> {
     request.if_match = etag;
     request.priority = Priority::kPrefetch;
     fs->client_->Get(request, GetTarget::Fixed(held->bytes.data(), length),
-                     [self = shared_from_this(), held, offset, length](Result<GetResult> r) {
+                     [self = shared_from_this(), held, length](Result<GetResult> r) {
                        if (!r.ok())
                          return self->Finish(prefetch::FetchOutcome::kFailed, r.status().message());
                        if (r->bytes != length || r->object_size != self->size ||
@@ -554,7 +554,6 @@ struct ObjectFilesystem::LargeWarm : std::enable_shared_from_this<LargeWarm> {
                            data::BlockId{self->key, self->etag, self->index}, std::move(bytes));
                        self->fetched_any = true;
                        ++self->index;
-                       (void)offset;
                        self->Next();
                      });
   }

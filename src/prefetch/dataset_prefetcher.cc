@@ -415,17 +415,14 @@ bool DatasetPrefetcher::Ended(const Job& job) { return job.ended.has_value(); }
 
 void DatasetPrefetcher::Pump() {
   std::vector<Start> starts;
-  std::vector<std::shared_ptr<const void>> drop;
   {
     std::lock_guard lock(mu_);
-    CollectLocked(starts, drop);
+    CollectLocked(starts);
   }
-  drop.clear();
   for (Start& s : starts) StartFetch(std::move(s));
 }
 
-void DatasetPrefetcher::CollectLocked(std::vector<Start>& starts,
-                                      std::vector<std::shared_ptr<const void>>& /*drop*/) {
+void DatasetPrefetcher::CollectLocked(std::vector<Start>& starts) {
   int total = hint_in_flight_ + job_in_flight_;
   // Hints first: the reader needs them soonest.
   // The window reaches hint_ahead_files positions past the furthest read. Many workers

@@ -191,7 +191,7 @@ class DatasetPrefetcher : public std::enable_shared_from_this<DatasetPrefetcher>
 
   // Picks what may start now (under mu_) and starts it (outside mu_).
   void Pump();
-  void CollectLocked(std::vector<Start>& starts, std::vector<std::shared_ptr<const void>>& drop);
+  void CollectLocked(std::vector<Start>& starts);
   void StartFetch(Start s);
   void OnHintDone(const Start& s, FetchResult r);
   void OnJobDone(const Start& s, FetchResult r);
