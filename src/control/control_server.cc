@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <mutex>
 
@@ -279,7 +280,14 @@ std::string SocketDirectory() {
   return "/tmp/ossmount-" + std::to_string(uid);
 }
 
-std::string SocketPathForMountpoint(const std::string& absolute_mountpoint) {
+std::string SocketPathForMountpoint(const std::string& absolute_mountpoint_in) {
+  // Lexically normal ("/a/./b/../c/" -> "/a/c"), so spellings of one path agree. Symlinks
+  // are not resolved: a dead mount cannot be stat'ed.
+  std::string absolute_mountpoint =
+      std::filesystem::path(absolute_mountpoint_in).lexically_normal().string();
+  while (absolute_mountpoint.size() > 1 && absolute_mountpoint.back() == '/') {
+    absolute_mountpoint.pop_back();
+  }
   std::string dir = SocketDirectory();
   char hash[17];
   std::snprintf(hash, sizeof(hash), "%016llx",

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "data/disk_block_cache.h"
+#include "fs/audit.h"
 #include "fs/filesystem.h"
 #include "ossmount/object_client.h"
 #include "prefetch/dataset_prefetcher.h"
@@ -54,6 +55,8 @@ struct FsOptions {
   prefetch::DatasetPrefetchOptions dataset_prefetch;
   // Warm up a directory's files after each listing of it is fetched (--prefetch-on-list).
   bool prefetch_on_list = false;
+  // Receives one record per released file (--audit-log); null = no audit.
+  std::shared_ptr<AuditSink> audit;
   // The steady clock TTLs are measured with; empty = std::chrono::steady_clock::now. Tests
   // inject a controllable clock so expiry needs no sleeping.
   std::function<std::chrono::steady_clock::time_point()> clock;

@@ -250,6 +250,7 @@ TEST_CASE("control: socket paths are per mount point, private and short enough")
   CHECK(a != b);
   CHECK(a != c);
   CHECK(a == SocketPathForMountpoint("/mnt/dataset"));
+  CHECK(a == SocketPathForMountpoint("/mnt/./x/../dataset/"));
   CHECK_THAT(a, Contains("mnt-dataset-"));
   CHECK(a.rfind(SocketDirectory() + "/", 0) == 0);
   std::string long_mountpoint = "/" + std::string(300, 'x');
