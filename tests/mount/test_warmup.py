@@ -10,6 +10,8 @@
   cache budget was reached; it fetched less than the whole dataset.
 - --detach returns at once; `warmup --status MOUNTPOINT` reports the job until done.
 - Bad usage: a path outside any ossmount mount is an error naming it.
+- With --manifest: warm-up lists through the manifest (zero LIST requests) and fetches
+  exactly the manifest's entries.
 - --prefetch-on-list: listing the class directories alone fetches every file (within the
   budget); the reads after it cost no GET.
 """
@@ -103,6 +105,25 @@ class WarmupTest(unittest.TestCase):
             self.assertEqual(self.server.stats().get("GET", 0), 3)  # 20 MiB in 8 MiB parts
             self.assertEqual(harness.sha256_file(m.path("large", "blob.bin")), self.large_digest)
             self.assertEqual(self.server.stats().get("GET", 0), 3)
+        finally:
+            m.close()
+
+    def test_warmup_with_a_manifest_sends_no_list_and_fetches_only_its_entries(self):
+        first_class = sorted({os.path.dirname(rel) for rel in self.manifest})[0]
+        named = sorted(rel for rel in self.manifest if os.path.dirname(rel) == first_class)
+        path = os.path.join(self.tmp, "manifest.tsv")
+        with open(path, "w") as f:
+            for rel in named:
+                f.write("%s\t%d\n" % (rel, self.manifest[rel][0]))
+        self.server.reset_stats()
+        m = self.mount("--cache", os.path.join(self.tmp, "cache"), "--manifest", path)
+        try:
+            r = warmup(m.path("train"))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("%d file(s) fetched" % len(named), r.stderr)
+            stats = self.server.stats()
+            self.assertEqual(stats.get("LIST", 0), 0, stats)
+            self.assertEqual(stats.get("GET", 0) - 1, len(named), stats)  # + the start-up probe
         finally:
             m.close()
 
