@@ -1,14 +1,16 @@
 #!/usr/bin/python3
 """ImageFolder epochs for the benchmark, with server request counts per phase.
 
-  epoch_runner.py ROOT --workers N --epochs E [--limit K] [--stats-url URL]
+  epoch_runner.py ROOT --workers N --epochs E [--limit K] [--stats-url URL] [--hints]
 
 The reader is scripts/imagefolder_epoch.py's: torchvision ImageFolder with its raw-bytes
 loader (each worker reads every byte and returns only the length, so no image data is
 pickled through the worker pipe) and DataLoader(shuffle=True, batch_size 32). --limit K
 reads a fixed random subset of K images each epoch (used for the slowest peers in quick
 mode). With --stats-url (the server's base URL) the counters are reset before ImageFolder
-lists the tree and read after the listing and after each epoch.
+lists the tree and read after the listing and after each epoch. --hints wraps the
+shuffling sampler in python/ossmount_hints.HintedSampler (each epoch's order is sent to the
+mount before the epoch starts).
 Prints one JSON object per phase on stdout: {"phase": "list"|"epoch", ...}.
 """
 import argparse
@@ -57,6 +59,7 @@ def main():
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--limit", type=int, default=0)
     p.add_argument("--stats-url", default="")
+    p.add_argument("--hints", action="store_true")
     args = p.parse_args()
 
     server(args.stats_url, "POST", "/_ossmount/reset")
@@ -68,8 +71,20 @@ def main():
           "seconds": round(list_s, 3), "requests": before})
     if args.limit and args.limit < len(ds):
         ds = torch.utils.data.Subset(ds, random.Random(1).sample(range(len(ds)), args.limit))
-    loader = torch.utils.data.DataLoader(ds, batch_size=32, shuffle=True,
-                                         num_workers=args.workers)
+    if args.hints:
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                        "python"))
+        import ossmount_hints
+        base = ds.dataset if isinstance(ds, torch.utils.data.Subset) else ds
+        paths = [s[0] for s in base.samples]
+        if isinstance(ds, torch.utils.data.Subset):
+            paths = [paths[i] for i in ds.indices]
+        sampler = ossmount_hints.HintedSampler(torch.utils.data.RandomSampler(ds), paths=paths)
+        loader = torch.utils.data.DataLoader(ds, batch_size=32, sampler=sampler,
+                                             num_workers=args.workers)
+    else:
+        loader = torch.utils.data.DataLoader(ds, batch_size=32, shuffle=True,
+                                             num_workers=args.workers)
     for epoch in range(1, args.epochs + 1):
         start = time.monotonic()
         files = nbytes = 0

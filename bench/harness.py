@@ -28,7 +28,8 @@ from ossbench.server import TestServer  # noqa: E402
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH)
-WORKLOADS = ["capacity", "imagefolder", "remount", "threaded", "seqread", "metadata", "memory"]
+WORKLOADS = ["capacity", "imagefolder", "remount", "threaded", "seqread", "metadata", "memory",
+             "prefetch"]
 MOUNT_PEERS = ("ossmount", "s3fs", "rclone-off", "rclone-full")
 MEMORY_BUDGET_MIB = 256
 
@@ -87,6 +88,13 @@ class Plan:
         ttfbs = self.ttfbs if self.full else [35]
         return [{"peer": p, "ttfb": t} for t in ttfbs
                 for p in ("ossmount", "s3fs", "rclone-off", "curl")]
+
+    def prefetch_cases(self):
+        """Issue 5: epoch 1, 16 workers, ossmount plain / with sampler-order hints / with a
+        warm-up started at mount time (into a fresh --cache), at 35 and 12 ms."""
+        return [{"peer": "ossmount", "ttfb": t, "workers": 16, "mode": mode}
+                for t in (35, 12) for mode in ("plain", "hints", "warmup")
+                if self.full or t == 35 or mode != "warmup"]
 
     def metadata_cases(self):
         peers = ("ossmount", "rclone-off", "s3fs") if self.full else ("ossmount", "rclone-off")
@@ -251,6 +259,41 @@ class Harness:
         self.record("memory", {"peer": "ossmount", "ttfb": 35, "threads": 64,
                                "max_memory_mib": MEMORY_BUDGET_MIB}, res, usage)
 
+    def run_prefetch(self):
+        """Dataset prefetch (issue 5), side by side in one run: the same ImageFolder epoch
+        without help, with HintedSampler, and with `ossmount warmup --detach` started right
+        after the mount; plus the local-disk reader as the ceiling."""
+        t = self.plan.step_timeout
+        limit = self.args.prefetch_limit
+        if not any(c["workload"] == "prefetch" and c["peer"] == "local" for c in self.cases):
+            res = workloads.imagefolder(os.path.join(self.data_root, "img", "train"), 16, 1, "",
+                                        t, limit)
+            self.record("prefetch", {"peer": "local", "ttfb": 35, "workers": 16,
+                                     "mode": "local", "limit": limit}, res)
+        ossmount_bin = os.path.join(self.build, "daemon", "ossmount")
+        for c in self.plan.prefetch_cases():
+            self.server.set_ttfb(c["ttfb"])
+            params = dict(c, limit=limit)
+            cache = tempfile.mkdtemp(prefix="cache-", dir=self.work) \
+                if c["mode"] == "warmup" else None
+
+            def fn(mnt, c=c):
+                warm = None
+                if c["mode"] == "warmup":
+                    warm = subprocess.run([ossmount_bin, "warmup", "--detach",
+                                           os.path.join(mnt, "train")],
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                          text=True, timeout=60)
+                    if warm.returncode != 0:
+                        return {"ok": False, "error": "warmup: " + warm.stdout.strip()}
+                return workloads.imagefolder(os.path.join(mnt, "train"), c["workers"], 1,
+                                             self.server.endpoint, t, limit,
+                                             hints=c["mode"] == "hints")
+            res, usage = self.with_mount("ossmount", "img", fn, cache_dir=cache)
+            self.record("prefetch", params, res, usage)
+            if cache:
+                shutil.rmtree(cache, ignore_errors=True)
+
     # ---- driver --------------------------------------------------------------------
     def meta(self):
         commit = subprocess.run(["git", "-C", REPO, "log", "-1", "--format=%h %s"],
@@ -317,6 +360,9 @@ def main():
                    help="build directory with daemon/ossmount and tests/server/ossmount-testserver")
     p.add_argument("--only", nargs="+", choices=WORKLOADS, metavar="WORKLOAD",
                    help="run only these: " + " ".join(WORKLOADS))
+    p.add_argument("--prefetch-limit", type=int, default=0, metavar="K",
+                   help="prefetch workload: read a random subset of K images per epoch "
+                        "(0 = all; for a small indicative run)")
     p.add_argument("--report", metavar="RESULTS_JSON",
                    help="only re-render RESULTS_JSON's Markdown report (next to it, .md)")
     args = p.parse_args()

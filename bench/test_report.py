@@ -98,5 +98,33 @@ class TargetTest(unittest.TestCase):
         self.assertIn("**not met**", self.line(report.targets(doc([mem(321)])), "Peak RSS"))
 
 
+def prefetch_case(mode, files_per_s, ttfb=35, ok=True):
+    c = epoch_case("local" if mode == "local" else "ossmount", files_per_s, ttfb=ttfb)
+    c.update(workload="prefetch", mode=mode, epochs=1)
+    c["result"]["epochs"] = c["result"]["epochs"][:1]
+    if not ok:
+        c["result"] = {"ok": False, "error": "boom"}
+    return c
+
+
+class PrefetchTargetTest(unittest.TestCase):
+    def test_targets_met_and_not_met(self):
+        d = doc([prefetch_case("local", 4000), prefetch_case("plain", 450),
+                 prefetch_case("hints", 2000), prefetch_case("warmup", 1000),
+                 prefetch_case("hints", 3000, ttfb=12)])
+        text = report.prefetch_table(d)
+        self.assertIn("| Epoch 1 at 35 ms, 16 workers: hints >= 4x without | 4.44x | **met** |",
+                      text)
+        self.assertIn("| ... and >= 0.5x the local-disk reader | 0.50x | **met** |", text)
+        self.assertIn("warm-up at mount time >= 3x without | 2.22x | **not met** |", text)
+        self.assertIn("(OSS Accelerator guide: 2.44x) | 1.50x |", text)
+
+    def test_failed_case_is_shown(self):
+        d = doc([prefetch_case("plain", 450), prefetch_case("hints", 0, ok=False)])
+        text = report.prefetch_table(d)
+        self.assertIn("FAILED (boom)", text)
+        self.assertIn("hints >= 4x without | - | **not met** |", text)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -24,6 +24,7 @@
 #include "logging.h"
 #include "mount_session.h"
 #include "stats_command.h"
+#include "warmup_command.h"
 
 namespace {
 
@@ -50,6 +51,7 @@ const std::map<std::string, std::function<int(const std::vector<std::string>&)>>
       {"version", PrintVersion},
       {"help", PrintHelp},
       {"stats", daemon_ns::StatsCommand},
+      {"warmup", daemon_ns::WarmupCommand},
   };
   return k;
 }

@@ -22,9 +22,10 @@
 #include "http/fetch_engine.h"
 #include "http/metadata_fetcher.h"
 #include "logging.h"
-#include "metrics_http.h"
 #include "manifest_setup.h"
+#include "metrics_http.h"
 #include "object/client_factory.h"
+#include "prefetch_control.h"
 #include "stats_command.h"
 
 namespace ossmount::daemon {
@@ -87,6 +88,10 @@ void RegisterControlCommands(control::ControlServer& server, const ControlContex
                             started = context.started](const rapidjson::Document&) {
     return Result<std::string>(StatsResult(mountpoint, started));
   });
+  // Dataset prefetch: "warmup", "warmup-status", "warmup-cancel", "hints".
+  if (auto prefetcher = fs::DatasetPrefetcherOf(context.filesystem)) {
+    RegisterPrefetchCommands(server, context.io, std::move(prefetcher));
+  }
 }
 
 // One line at exit with what the retry loop absorbed; tests read it (test_faults.py).

@@ -27,10 +27,12 @@ def _run(cmd, timeout, **kw):
     return p, None, secs
 
 
-def imagefolder(root, workers, epochs, stats_url, timeout, limit=0):
+def imagefolder(root, workers, epochs, stats_url, timeout, limit=0, hints=False):
     """{"ok", "list": {...}, "epochs": [{epoch, files, files_per_s, MB_per_s, requests}]}"""
     cmd = [PY, os.path.join(BENCH_DIR, "epoch_runner.py"), root, "--workers", str(workers),
            "--epochs", str(epochs), "--stats-url", stats_url or ""]
+    if hints:
+        cmd.append("--hints")
     if limit:
         cmd += ["--limit", str(limit)]
     p, err, _ = _run(cmd, timeout)

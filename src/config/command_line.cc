@@ -47,6 +47,9 @@ struct RawOptions {
   // Data path: memory budget, readahead, disk cache.
   std::string max_memory = "1GiB", max_readahead = "64MiB", prefetch_unit = "8MiB";
   std::string prefetch_concurrency = "64", cache_dir, max_cache_size = "10GiB";
+  // Dataset prefetch: warm-up and sampler-order hints.
+  std::string warmup_concurrency = "128", hint_ahead_files = "256", hint_ahead_bytes = "512MiB";
+  bool prefetch_on_list = false;
   // Metadata from a file instead of LIST (--manifest).
   std::string manifest;
 };
@@ -170,6 +173,20 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
       ->group(data);
   app.add_option("--max-cache-size", r.max_cache_size,
                  "Largest size of the disk cache (default 10GiB)")
+      ->group(data);
+  app.add_option("--warmup-concurrency", r.warmup_concurrency,
+                 "GETs in flight for warm-up and sampler-order hints together (default 128, "
+                 "at most --max-in-flight)")
+      ->group(data);
+  app.add_option("--hint-ahead-files", r.hint_ahead_files,
+                 "With sampler-order hints, prefetch up to N files past the furthest read "
+                 "(default 256)")
+      ->group(data);
+  app.add_option("--hint-ahead-bytes", r.hint_ahead_bytes,
+                 "Hinted bytes held fetched and unread, at most about (default 512MiB)")
+      ->group(data);
+  add_flag("--prefetch-on-list", r.prefetch_on_list,
+           "Warm up a directory's files after it is listed (within the cache budget)")
       ->group(data);
 
   app.add_option("--manifest", r.manifest,
@@ -528,6 +545,24 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
     c.cache.dir = r.cache_dir;
     c.cache.max_size = *cache_size;
   }
+  auto wc = ParseInteger("--warmup-concurrency", r.warmup_concurrency, 1, 4096);
+  if (!wc.ok()) return wc.status();
+  if (given("--warmup-concurrency") && *wc > c.client.max_in_flight) {
+    return Error("--warmup-concurrency " + std::to_string(*wc) + " is more than --max-in-flight " +
+                 std::to_string(c.client.max_in_flight) + "; lower it or raise --max-in-flight");
+  }
+  // The default never exceeds the request cap: prefetches queued inside the engine would
+  // make a reader that joins one wait behind other prefetches.
+  fso.dataset_prefetch.concurrency =
+      static_cast<int>(std::min<int64_t>(*wc, c.client.max_in_flight));
+  auto haf = ParseInteger("--hint-ahead-files", r.hint_ahead_files, 1, 10000000);
+  if (!haf.ok()) return haf.status();
+  fso.dataset_prefetch.hint_ahead_files = static_cast<size_t>(*haf);
+  auto hab = ParseSize("--hint-ahead-bytes", r.hint_ahead_bytes);
+  if (!hab.ok()) return hab.status();
+  if (*hab < (1ull << 20)) return Error("--hint-ahead-bytes: at least 1MiB");
+  fso.dataset_prefetch.hint_ahead_bytes = *hab;
+  fso.prefetch_on_list = r.prefetch_on_list;
 
   if (given("--manifest")) {
     if (r.manifest.empty()) return Error("--manifest: give the path of a manifest file");

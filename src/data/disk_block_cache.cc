@@ -237,6 +237,14 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
     queue_cv_.notify_one();
   }
 
+  bool Contains(const BlockId& id) const override {
+    const std::string name = BlockFileName(id);
+    std::lock_guard lock(mu_);
+    return index_.count(name) > 0;
+  }
+
+  uint64_t max_size() const override { return options_.max_size; }
+
   void Flush() override {
     std::unique_lock lock(queue_mu_);
     idle_cv_.wait(lock, [this] { return queue_.empty() && !writing_; });

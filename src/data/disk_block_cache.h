@@ -76,6 +76,11 @@ class DiskBlockCache {
                                                                       uint64_t expected_length) = 0;
   // Stores a copy of the block (asynchronously; may be dropped under pressure).
   virtual void Put(const BlockId& id, std::shared_ptr<const std::vector<char>> data) = 0;
+  // Whether the block is indexed (written to disk), without reading or
+  // verifying it and without touching its recency: for prefetchers deciding what to skip.
+  virtual bool Contains(const BlockId& /*id*/) const { return false; }
+  // The size limit (max_size); 0 when unknown.
+  virtual uint64_t max_size() const { return 0; }
   // Waits until queued writes are on disk (tests, shutdown).
   virtual void Flush() = 0;
   virtual DiskCacheStats Stats() const = 0;

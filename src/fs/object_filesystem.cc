@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 
 #include "common/metrics.h"
@@ -220,6 +221,7 @@ void ObjectFilesystem::GetListing(const std::string& path, ListingCallback done)
       client_, meta::DirPrefix(options_.prefix, path),
       [self = shared_from_this(), path](Result<std::shared_ptr<const meta::DirSnapshot>> r) {
         if (r.ok()) self->cache_.PutListing(path, *r);
+        if (r.ok() && self->options_.prefetch_on_list) self->WarmListing(path, **r);
         self->listings_.Complete(path, r);
       });
 }
@@ -337,6 +339,7 @@ void ObjectFilesystem::OpenAs(InodeId ino, int flags, const Caller& caller,
     handle->small = attr.size <= self->options_.small_file_threshold;
     if (!handle->small) {
       handle->reader = self->NewLargeFileReader(handle->key, attr.size, attr.etag);
+      self->NotifyRead(path);  // hints skip large files; their position still moves on
     }
     handle->caller = caller;
     handle->opened = std::chrono::system_clock::now();
@@ -418,6 +421,7 @@ void ObjectFilesystem::ReadSmall(const std::shared_ptr<FileHandle>& handle, uint
                            previous = std::move(handle->blob);
                            handle->blob = *r;
                          }
+                         self->NotifyRead(handle->path);
                          ReadReply reply = slice(*r, offset, size);
                          CountRead(*handle, reply.size);
                          done(std::move(reply));
@@ -460,6 +464,278 @@ std::shared_ptr<prefetch::SequentialReader> ObjectFilesystem::NewLargeFileReader
                                                       std::move(shared));
 }
 
+// ---------------------------------------------------------------------------------------
+// Dataset prefetch (warm-up, sampler-order hints)
+
+namespace {
+// Disk-cache writes queued beyond which warm-up waits (kBusy) instead of having its blocks
+// dropped by the cache's bounded write queue.
+constexpr uint64_t kDiskBusyPending = 128;
+}  // namespace
+
+std::shared_ptr<prefetch::DatasetPrefetcher> ObjectFilesystem::dataset_prefetcher() {
+  std::lock_guard lock(prefetcher_mu_);
+  if (prefetcher_) return prefetcher_;
+  prefetch::DatasetPrefetchOptions o = options_.dataset_prefetch;
+  o.disk_budget = options_.disk_cache ? options_.disk_cache->max_size() : 0;
+  if (options_.disk_cache && o.disk_budget == 0) o.disk_budget = ~0ull;  // size unknown
+  // Weak: the prefetcher lives inside the filesystem; its callbacks must not keep it alive.
+  std::weak_ptr<ObjectFilesystem> weak = weak_from_this();
+  prefetcher_ = std::make_shared<prefetch::DatasetPrefetcher>(
+      io_, o,
+      [weak](const prefetch::PrefetchItem& item, bool hold, prefetch::FetchDone done) {
+        auto self = weak.lock();
+        if (!self) {
+          prefetch::FetchResult r;
+          r.error = "unmounted";
+          return done(std::move(r));
+        }
+        self->PrefetchOne(item, hold, std::move(done));
+      },
+      [weak](const std::string& path, prefetch::ListBatch batch, std::function<void(Status)> done) {
+        auto self = weak.lock();
+        if (!self) return done(Status(ErrorCode::kCancelled, "unmounted"));
+        self->ListForWarmup(path, std::move(batch), std::move(done));
+      });
+  prefetcher_raw_.store(prefetcher_.get(), std::memory_order_release);
+  return prefetcher_;
+}
+
+void ObjectFilesystem::NotifyRead(const std::string& path) {
+  if (auto* p = prefetcher_raw_.load(std::memory_order_acquire)) p->OnRead(path);
+}
+
+void ObjectFilesystem::PrefetchOne(const prefetch::PrefetchItem& item, bool hold,
+                                   prefetch::FetchDone done) {
+  if (!item.key.empty()) {
+    return PrefetchObject(item.key, item.size, item.etag, hold, std::move(done));
+  }
+  // A hint: the path's attributes (from the listing cache, else one probe).
+  Resolve(item.path, [self = shared_from_this(), path = item.path, hold,
+                      done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) mutable {
+    prefetch::FetchResult out;
+    if (!r.ok()) {
+      out.error = r.status().message();
+      return done(std::move(out));
+    }
+    if (!r->has_value() || (*r)->is_dir()) {
+      out.outcome = prefetch::FetchOutcome::kSkipped;
+      out.error = "not a file";
+      return done(std::move(out));
+    }
+    const meta::NodeAttr& attr = **r;
+    self->PrefetchObject(meta::FileKey(self->options_.prefix, path), attr.size, attr.etag, hold,
+                         std::move(done));
+  });
+}
+
+void ObjectFilesystem::PrefetchObject(std::string key, uint64_t size, std::string etag, bool hold,
+                                      prefetch::FetchDone done) {
+  auto post = [this](prefetch::FetchDone d, prefetch::FetchResult r) {
+    boost::asio::post(io_, [d = std::move(d), r = std::move(r)]() mutable { d(std::move(r)); });
+  };
+  prefetch::FetchResult out;
+  out.bytes = size;
+  if (size == 0) {
+    out.outcome = prefetch::FetchOutcome::kSkipped;  // an empty file needs no GET
+    return post(std::move(done), std::move(out));
+  }
+  if (size > options_.small_file_threshold) {
+    if (!hold && options_.disk_cache) {
+      // Warm-up into the disk cache: the parts a reader of this file would look up.
+      return WarmLargeFile(std::move(key), size, std::move(etag), std::move(done));
+    }
+    // In memory, large files are left to sequential readahead (src/prefetch) when read.
+    out.outcome = prefetch::FetchOutcome::kSkipped;
+    out.error = "larger than --small-file-threshold (warmed only into a disk cache)";
+    return post(std::move(done), std::move(out));
+  }
+  const auto& disk = options_.disk_cache;
+  if (disk && disk->Contains(data::BlockId{key, etag, data::kWholeObject})) {
+    out.outcome = prefetch::FetchOutcome::kAlreadyCached;
+    return post(std::move(done), std::move(out));
+  }
+  if (!hold && disk && disk->Stats().pending >= kDiskBusyPending) {
+    out.outcome = prefetch::FetchOutcome::kBusy;
+    return post(std::move(done), std::move(out));
+  }
+  whole_objects_.Prefetch(
+      key, etag, size,
+      [hold, size, done = std::move(done)](Result<std::shared_ptr<const Blob>> r) mutable {
+        prefetch::FetchResult out;
+        out.bytes = size;
+        if (r.ok()) {
+          out.outcome = prefetch::FetchOutcome::kFetched;
+          if (hold) out.hold = std::move(*r);
+        } else if (r.status().code() == ErrorCode::kNoSpace) {
+          // Disk mode: memory frees as the cache's writer drains, so wait; memory mode: the
+          // budget is what bounds the prefetcher.
+          out.outcome = hold ? prefetch::FetchOutcome::kBudgetFull : prefetch::FetchOutcome::kBusy;
+        } else {
+          out.error = r.status().message();
+        }
+        done(std::move(out));
+      });
+}
+
+// One large file into the disk cache, part after part (the blocks SequentialReader reads:
+// index = offset / part_size, verified against size and etag like its parts). One GET in
+// flight per file; a part already on disk costs nothing; memory comes from the budget
+// with TryReserve (waits while refused), and a busy disk-cache writer is waited for.
+struct ObjectFilesystem::LargeWarm : std::enable_shared_from_this<LargeWarm> {
+  std::shared_ptr<ObjectFilesystem> fs;
+  std::string key, etag;
+  uint64_t size = 0;
+  uint64_t index = 0;
+  bool fetched_any = false;
+  prefetch::FetchDone done;
+  boost::asio::steady_timer timer;
+  explicit LargeWarm(boost::asio::io_context& io) : timer(io) {}
+
+  void Finish(prefetch::FetchOutcome outcome, std::string error = "") {
+    prefetch::FetchResult r;
+    r.outcome = outcome;
+    r.bytes = size;
+    r.error = std::move(error);
+    boost::asio::post(timer.get_executor(),
+                      [d = std::move(done), r = std::move(r)]() mutable { d(std::move(r)); });
+  }
+  void Later() {
+    timer.expires_after(std::chrono::milliseconds(20));
+    timer.async_wait(
+        [self = shared_from_this()](const boost::system::error_code&) { self->Next(); });
+  }
+  void Next() {
+    const uint64_t part = fs->options_.readahead.part_size;
+    const auto& disk = fs->options_.disk_cache;
+    while (index * part < size && disk->Contains(data::BlockId{key, etag, index})) ++index;
+    if (index * part >= size) {
+      return Finish(fetched_any ? prefetch::FetchOutcome::kFetched
+                                : prefetch::FetchOutcome::kAlreadyCached);
+    }
+    if (disk->Stats().pending >= kDiskBusyPending) return Later();
+    const uint64_t offset = index * part;
+    const uint64_t length = std::min(part, size - offset);
+    const auto& budget = fs->memory_budget_;
+    if (!budget->TryReserve(length)) return Later();
+    // The buffer carries its reservation: released when the disk cache has written it.
+    struct Held {
+      std::vector<char> bytes;
+      data::Reservation reservation;
+    };
+    auto held = std::make_shared<Held>();
+    held->reservation = data::Reservation(budget, length);
+    held->bytes.resize(length);
+    GetRequest request;
+    request.key = key;
+    request.offset = offset;
+    request.length = length;
+    request.if_match = etag;
+    request.priority = Priority::kPrefetch;
+    fs->client_->Get(request, GetTarget::Fixed(held->bytes.data(), length),
+                     [self = shared_from_this(), held, length](Result<GetResult> r) {
+                       if (!r.ok())
+                         return self->Finish(prefetch::FetchOutcome::kFailed, r.status().message());
+                       if (r->bytes != length || r->object_size != self->size ||
+                           (!self->etag.empty() && !r->etag.empty() && r->etag != self->etag)) {
+                         return self->Finish(prefetch::FetchOutcome::kFailed,
+                                             "'" + self->key + "' changed (size or etag differs)");
+                       }
+                       std::shared_ptr<const std::vector<char>> bytes(held, &held->bytes);
+                       self->fs->options_.disk_cache->Put(
+                           data::BlockId{self->key, self->etag, self->index}, std::move(bytes));
+                       self->fetched_any = true;
+                       ++self->index;
+                       self->Next();
+                     });
+  }
+};
+
+void ObjectFilesystem::WarmLargeFile(std::string key, uint64_t size, std::string etag,
+                                     prefetch::FetchDone done) {
+  auto w = std::make_shared<LargeWarm>(io_);
+  w->fs = shared_from_this();
+  w->key = std::move(key);
+  w->etag = std::move(etag);
+  w->size = size;
+  w->done = std::move(done);
+  boost::asio::post(io_, [w] { w->Next(); });
+}
+
+void ObjectFilesystem::ListForWarmup(const std::string& path, prefetch::ListBatch batch,
+                                     std::function<void(Status)> done) {
+  if (path.empty()) {
+    return ListRecursive(options_.prefix, "",
+                         std::make_shared<prefetch::ListBatch>(std::move(batch)),
+                         std::make_shared<std::function<void(Status)>>(std::move(done)));
+  }
+  Resolve(path, [self = shared_from_this(), path, batch = std::move(batch),
+                 done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) mutable {
+    if (!r.ok()) return done(r.status());
+    if (!r->has_value()) return done(Status(ErrorCode::kNotFound, "no such file or directory"));
+    const meta::NodeAttr& attr = **r;
+    if (!attr.is_dir()) {
+      prefetch::PrefetchItem item;
+      item.path = path;
+      item.key = meta::FileKey(self->options_.prefix, path);
+      item.size = attr.size;
+      item.etag = attr.etag;
+      batch({std::move(item)});
+      return done(Status::Ok());
+    }
+    self->ListRecursive(meta::DirPrefix(self->options_.prefix, path), "",
+                        std::make_shared<prefetch::ListBatch>(std::move(batch)),
+                        std::make_shared<std::function<void(Status)>>(std::move(done)));
+  });
+}
+
+void ObjectFilesystem::ListRecursive(std::string list_prefix, std::string token,
+                                     std::shared_ptr<prefetch::ListBatch> batch,
+                                     std::shared_ptr<std::function<void(Status)>> done) {
+  ListRequest request;
+  request.prefix = list_prefix;
+  request.delimiter = "";  // everything below, one flat listing
+  request.continuation_token = std::move(token);
+  request.max_keys = 1000;
+  client_->List(request, [self = shared_from_this(), list_prefix, batch,
+                          done](Result<ListPage> page) mutable {
+    if (!page.ok()) return (*done)(page.status());
+    std::vector<prefetch::PrefetchItem> items;
+    items.reserve(page->objects.size());
+    const size_t strip = self->options_.prefix.size();
+    for (ObjectInfo& o : page->objects) {
+      if (o.key.empty() || o.key.back() == '/' || o.key.size() <= strip) continue;  // markers
+      prefetch::PrefetchItem item;
+      item.path = o.key.substr(strip);
+      item.key = std::move(o.key);
+      item.size = o.size;
+      item.etag = std::move(o.etag);
+      items.push_back(std::move(item));
+    }
+    if (!items.empty()) (*batch)(std::move(items));
+    if (!page->truncated) return (*done)(Status::Ok());
+    self->ListRecursive(list_prefix, page->next_continuation_token, batch, done);
+  });
+}
+
+void ObjectFilesystem::WarmListing(const std::string& path, const meta::DirSnapshot& snapshot) {
+  std::vector<prefetch::PrefetchItem> items;
+  for (const meta::DirChild& child : snapshot.children) {
+    if (child.attr.is_dir() || child.attr.size == 0 ||
+        (child.attr.size > options_.small_file_threshold && !options_.disk_cache)) {
+      continue;
+    }
+    prefetch::PrefetchItem item;
+    item.path = meta::JoinPath(path, child.name);
+    item.key = meta::FileKey(options_.prefix, item.path);
+    item.size = child.attr.size;
+    item.etag = child.attr.etag;
+    items.push_back(std::move(item));
+  }
+  if (items.empty()) return;
+  dataset_prefetcher()->EnqueueFiles("listed:/" + path, std::move(items));
+}
+
 StatFs ObjectFilesystem::GetStatFs() {
   StatFs s;
   s.block_size = 4096;
@@ -483,6 +759,12 @@ ObjectFilesystem::Stats ObjectFilesystem::stats() const {
   s.cached_entries = cache_.entry_count();
   s.cached_listings = cache_.listing_count();
   return s;
+}
+
+std::shared_ptr<prefetch::DatasetPrefetcher> DatasetPrefetcherOf(
+    const std::shared_ptr<Filesystem>& filesystem) {
+  auto object_fs = std::dynamic_pointer_cast<ObjectFilesystem>(filesystem);
+  return object_fs ? object_fs->dataset_prefetcher() : nullptr;
 }
 
 std::shared_ptr<Filesystem> MakeObjectFilesystem(boost::asio::io_context& io,

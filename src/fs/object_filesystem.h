@@ -13,6 +13,7 @@
 #include "fs/audit.h"
 #include "fs/filesystem.h"
 #include "ossmount/object_client.h"
+#include "prefetch/dataset_prefetcher.h"
 
 namespace boost::asio {
 class io_context;
@@ -49,6 +50,11 @@ struct FsOptions {
   ReadaheadOptions readahead;
   // Local disk cache of object data (--cache DIR); null = none. Opened by the daemon.
   std::shared_ptr<data::DiskBlockCache> disk_cache;
+  // Dataset-level prefetch: warm-up and sampler-order hints (--warmup-concurrency,
+  // --hint-ahead-files, --hint-ahead-bytes). disk_budget is taken from disk_cache.
+  prefetch::DatasetPrefetchOptions dataset_prefetch;
+  // Warm up a directory's files after each listing of it is fetched (--prefetch-on-list).
+  bool prefetch_on_list = false;
   // Receives one record per released file (--audit-log); null = no audit.
   std::shared_ptr<AuditSink> audit;
   // The steady clock TTLs are measured with; empty = std::chrono::steady_clock::now. Tests
@@ -62,5 +68,10 @@ struct FsOptions {
 std::shared_ptr<Filesystem> MakeObjectFilesystem(boost::asio::io_context& io,
                                                  std::shared_ptr<ObjectClient> client,
                                                  FsOptions options);
+
+// The dataset prefetcher of a filesystem made by MakeObjectFilesystem (created on first
+// use); null for any other Filesystem. The daemon's control commands drive it.
+std::shared_ptr<prefetch::DatasetPrefetcher> DatasetPrefetcherOf(
+    const std::shared_ptr<Filesystem>& filesystem);
 
 }  // namespace ossmount::fs

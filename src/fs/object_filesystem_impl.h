@@ -73,6 +73,8 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   Stats stats() const;
   // The budget every data buffer of this filesystem is accounted in (tests, readers).
   const std::shared_ptr<data::MemoryBudget>& memory_budget() const { return memory_budget_; }
+  // Warm-up and sampler-order hints over this filesystem, created on first use.
+  std::shared_ptr<prefetch::DatasetPrefetcher> dataset_prefetcher();
   // The inode the table currently gives `path` ("" = root), for tests.
   std::optional<InodeId> InodeOf(const std::string& path) const { return inodes_.Find(path); }
 
@@ -121,6 +123,23 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
                                                                  const std::string& etag);
   void ReadSmall(const std::shared_ptr<FileHandle>& h, uint64_t offset, size_t size,
                  Callback<ReadReply> done);
+  // A handle now holds `path`'s bytes: the dataset prefetcher (if any) may move on.
+  void NotifyRead(const std::string& path);
+
+  // The DatasetPrefetcher's Fetcher and Lister (src/prefetch knows nothing of fs).
+  void PrefetchOne(const prefetch::PrefetchItem& item, bool hold, prefetch::FetchDone done);
+  void PrefetchObject(std::string key, uint64_t size, std::string etag, bool hold,
+                      prefetch::FetchDone done);
+  // Disk-mode warm-up of a file above small_file_threshold: its parts into the disk cache.
+  struct LargeWarm;
+  void WarmLargeFile(std::string key, uint64_t size, std::string etag, prefetch::FetchDone done);
+  void ListForWarmup(const std::string& path, prefetch::ListBatch batch,
+                     std::function<void(Status)> done);
+  void ListRecursive(std::string list_prefix, std::string token,
+                     std::shared_ptr<prefetch::ListBatch> batch,
+                     std::shared_ptr<std::function<void(Status)>> done);
+  // --prefetch-on-list: the files of a freshly fetched listing, as one warm-up job.
+  void WarmListing(const std::string& path, const meta::DirSnapshot& snapshot);
 
   Attributes MakeAttributes(InodeId ino, const meta::NodeAttr& attr) const;
   Entry MakeEntry(InodeId ino, const meta::NodeAttr& attr) const;
@@ -142,6 +161,12 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   // Readahead GETs in flight across all open large files (ReadaheadOptions::global_concurrency).
   const std::shared_ptr<prefetch::FetchSlots> readahead_slots_ =
       std::make_shared<prefetch::FetchSlots>(options_.readahead.global_concurrency);
+
+  // The dataset prefetcher: created once under prefetcher_mu_; prefetcher_raw_ lets reads
+  // check for it without a lock (it lives as long as the filesystem once set).
+  std::mutex prefetcher_mu_;
+  std::shared_ptr<prefetch::DatasetPrefetcher> prefetcher_;
+  std::atomic<prefetch::DatasetPrefetcher*> prefetcher_raw_{nullptr};
 
   // handles_mu_ guards the two handle maps, next_fh_, DirHandle::snapshot, ::pinned and
   // ::released, and FileHandle::blob of every handle.

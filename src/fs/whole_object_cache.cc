@@ -27,23 +27,23 @@ WholeObjectCache::WholeObjectCache(boost::asio::io_context& io,
   state_->disk = std::move(disk);
 }
 
+bool WholeObjectCache::JoinOrClaim(const SlotKey& slot_key, BlobCallback& done,
+                                   std::shared_ptr<const Blob>& live) {
+  std::lock_guard lock(state_->mu);
+  Slot& slot = state_->slots[slot_key];
+  live = slot.blob.lock();
+  if (live) return false;
+  slot.waiters.push_back(std::move(done));
+  if (slot.fetching) return false;
+  slot.fetching = true;
+  return true;
+}
+
 void WholeObjectCache::Fetch(const std::string& key, const std::string& etag, uint64_t size,
                              BlobCallback done) {
   SlotKey slot_key{key, etag};
   std::shared_ptr<const Blob> live;  // released after the lock, never under it
-  bool start = false;
-  {
-    std::lock_guard lock(state_->mu);
-    Slot& slot = state_->slots[slot_key];
-    live = slot.blob.lock();
-    if (!live) {
-      slot.waiters.push_back(std::move(done));
-      if (!slot.fetching) {
-        slot.fetching = true;
-        start = true;
-      }
-    }
-  }
+  const bool start = JoinOrClaim(slot_key, done, live);
   static metrics::Counter& hits = Lookups("hit");
   static metrics::Counter& shared = Lookups("shared");
   static metrics::Counter& misses = Lookups("miss");
@@ -60,6 +60,46 @@ void WholeObjectCache::Fetch(const std::string& key, const std::string& etag, ui
     return;
   }
   StartGet(state_, slot_key, size);
+}
+
+void WholeObjectCache::Prefetch(const std::string& key, const std::string& etag, uint64_t size,
+                                BlobCallback done) {
+  SlotKey slot_key{key, etag};
+  std::shared_ptr<const Blob> live;  // released after the lock, never under it
+  bool start = false;
+  bool refused = false;
+  {
+    std::lock_guard lock(state_->mu);
+    Slot& slot = state_->slots[slot_key];
+    live = slot.blob.lock();
+    if (!live) {
+      if (slot.fetching) {
+        slot.waiters.push_back(std::move(done));
+      } else if (state_->budget && !state_->budget->TryReserve(size)) {
+        // Refused before anyone could join: no on-demand reader ever sees this error.
+        refused = true;
+        state_->slots.erase(slot_key);
+      } else {
+        slot.waiters.push_back(std::move(done));
+        slot.fetching = true;
+        start = true;
+      }
+    }
+  }
+  if (live) {
+    boost::asio::post(io_, [done = std::move(done), live]() mutable { done(std::move(live)); });
+    return;
+  }
+  if (refused) {
+    boost::asio::post(io_, [done = std::move(done)] {
+      done(Status(ErrorCode::kNoSpace, "memory budget full (--max-memory)"));
+    });
+    return;
+  }
+  if (!start) return;
+  ReservationPtr reservation =
+      state_->budget ? std::make_shared<data::Reservation>(state_->budget, size) : nullptr;
+  StartGet(state_, slot_key, size, Priority::kPrefetch, std::move(reservation));
 }
 
 WholeObjectCache::ReservationPtr WholeObjectCache::Reserve(const State& state, uint64_t size) {
@@ -81,12 +121,13 @@ void WholeObjectCache::LoadFromDisk(const std::shared_ptr<State>& state, const S
 }
 
 void WholeObjectCache::StartGet(const std::shared_ptr<State>& state, const SlotKey& slot_key,
-                                uint64_t size) {
-  ReservationPtr reservation = Reserve(*state, size);
+                                uint64_t size, Priority priority, ReservationPtr reservation) {
+  if (!reservation) reservation = Reserve(*state, size);
   auto buffer = std::make_shared<Blob>(size);
   GetRequest request;
   request.key = slot_key.first;
   request.if_match = slot_key.second;
+  request.priority = priority;
   state->client->Get(
       request, GetTarget::Fixed(buffer->data(), buffer->size()),
       [state, slot_key, buffer, size, reservation](Result<GetResult> r) mutable {

@@ -49,6 +49,15 @@ class WholeObjectCache {
   // `done` is always called asynchronously (posted when the buffer is already live).
   void Fetch(const std::string& key, const std::string& etag, uint64_t size, BlobCallback done);
 
+  // For prefetching (DatasetPrefetcher): like Fetch, but the GET goes out at
+  // Priority::kPrefetch (on-demand reads overtake it in the fetch engine's queue) and its
+  // buffer is taken from the budget with TryReserve: when the budget refuses, `done` gets
+  // kNoSpace and nothing is sent. A live buffer, or a fetch in flight (prefetch or
+  // on-demand), is shared exactly as with Fetch: one GET per (key, etag), whoever asks
+  // first. The disk cache is not consulted (the caller checks it first); the fetched
+  // buffer is handed to it like any other.
+  void Prefetch(const std::string& key, const std::string& etag, uint64_t size, BlobCallback done);
+
   // Entries (live buffers plus fetches in flight), for tests.
   size_t entry_count() const;
 
@@ -71,7 +80,9 @@ class WholeObjectCache {
   // The disk cache's copy if it has a verified one, else StartGet. Runs posted.
   static void LoadFromDisk(const std::shared_ptr<State>& state, const SlotKey& slot_key,
                            uint64_t size);
-  static void StartGet(const std::shared_ptr<State>& state, const SlotKey& slot_key, uint64_t size);
+  static void StartGet(const std::shared_ptr<State>& state, const SlotKey& slot_key, uint64_t size,
+                       Priority priority = Priority::kForeground,
+                       ReservationPtr reservation = nullptr);
   // The buffer callers share: `bytes` plus a deleter that releases `reservation` and
   // removes the slot once the last holder lets go.
   static std::shared_ptr<const Blob> Publish(const std::shared_ptr<State>& state,
@@ -79,6 +90,9 @@ class WholeObjectCache {
                                              std::shared_ptr<const Blob> bytes,
                                              ReservationPtr reservation);
   static ReservationPtr Reserve(const State& state, uint64_t size);
+  // Joins a live buffer or a fetch in flight; else marks the slot fetching and returns
+  // true (the caller starts the fetch). `live` is set when a buffer is already there.
+  bool JoinOrClaim(const SlotKey& slot_key, BlobCallback& done, std::shared_ptr<const Blob>& live);
   static void OnFetched(State& state, const SlotKey& slot_key,
                         Result<std::shared_ptr<const Blob>> result);
 

@@ -484,6 +484,30 @@ TEST_CASE("AbsoluteMountPoint") {
   CHECK_FALSE(AbsoluteMountPoint("").ok());
 }
 
+TEST_CASE("Dataset prefetch options: defaults, values, and errors naming the option") {
+  MountConfig d = Ok(With({}));
+  CHECK(d.fs.dataset_prefetch.concurrency == 128);
+  CHECK(d.fs.dataset_prefetch.hint_ahead_files == 256);
+  CHECK(d.fs.dataset_prefetch.hint_ahead_bytes == (512ull << 20));
+  CHECK_FALSE(d.fs.prefetch_on_list);
+
+  MountConfig c = Ok(With({"--warmup-concurrency", "32", "--hint-ahead-files", "1000",
+                           "--hint-ahead-bytes", "2GiB", "--prefetch-on-list"}));
+  CHECK(c.fs.dataset_prefetch.concurrency == 32);
+  CHECK(c.fs.dataset_prefetch.hint_ahead_files == 1000);
+  CHECK(c.fs.dataset_prefetch.hint_ahead_bytes == (2ull << 30));
+  CHECK(c.fs.prefetch_on_list);
+  // The default follows a lower request cap; an explicit value above it is an error.
+  CHECK(Ok(With({"--max-in-flight", "64"})).fs.dataset_prefetch.concurrency == 64);
+  Fails(With({"--max-in-flight", "64", "--warmup-concurrency", "100"}), "--warmup-concurrency");
+  Fails(With({"--warmup-concurrency", "0"}), "--warmup-concurrency");
+  Fails(With({"--hint-ahead-files", "0"}), "--hint-ahead-files");
+  Fails(With({"--hint-ahead-bytes", "1KiB"}), "--hint-ahead-bytes");
+  Fails(With({"--hint-ahead-bytes", "lots"}), "--hint-ahead-bytes");
+  // fstab form
+  CHECK(Ok(With({"-o", "prefetch_on_list,hint_ahead_files=7"})).fs.prefetch_on_list);
+}
+
 TEST_CASE("Observability options for log rotation and the audit log and metrics address") {
   auto d = Ok(kBase).daemon;
   CHECK(d.log_max_size == (100ull << 20));

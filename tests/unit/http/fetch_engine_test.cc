@@ -385,6 +385,43 @@ TEST_CASE("queued foreground requests start before earlier-queued background one
   CHECK(order == std::vector<std::string>{"/slow", "/fg1", "/fg2", "/pf1", "/bg1", "/bg2"});
 }
 
+TEST_CASE("an on-demand request overtakes a queue of 50 prefetches", "[fetch_engine]") {
+  // What dataset prefetch relies on: however many kPrefetch GETs are queued behind the cap,
+  // a reader's kForeground GET is the next to start.
+  Collector collector;
+  TestHttpServer server;
+  Route slow = Ok("slow");
+  slow.gate = "slow";
+  server.SetRoute("/slow", slow);
+  server.SetRoute("/pf", Ok("pf"));
+  server.SetRoute("/read", Ok("read"));
+  IoThreads io(2);
+  EngineOptions options;
+  options.max_in_flight = 1;
+  FetchEngine engine(io.context(), options);
+
+  engine.Execute(Get(server.Url("/slow")), collector.Handler(0));
+  REQUIRE(server.WaitForRequests("/slow", 1));
+  for (int i = 1; i <= 50; ++i) {
+    Request r = Get(server.Url("/pf"));
+    r.priority = Priority::kPrefetch;
+    engine.Execute(r, collector.Handler(i));
+  }
+  for (int i = 0; i < 6000 && engine.Stats().queued < 50; ++i) std::this_thread::sleep_for(5ms);
+  REQUIRE(engine.Stats().queued == 50);
+  engine.Execute(Get(server.Url("/read")), collector.Handler(51));  // kForeground by default
+  for (int i = 0; i < 6000 && engine.Stats().queued < 51; ++i) std::this_thread::sleep_for(5ms);
+  REQUIRE(engine.Stats().queued == 51);
+
+  server.OpenGate("slow");
+  REQUIRE(collector.WaitForTotal(52));
+  std::vector<std::string> order;
+  for (const auto& r : server.requests()) order.push_back(r.path);
+  REQUIRE(order.size() == 52);
+  CHECK(order[0] == "/slow");
+  CHECK(order[1] == "/read");
+}
+
 TEST_CASE("a cancelled queued request is dropped with kCancelled", "[fetch_engine]") {
   Collector collector;
   TestHttpServer server;

@@ -1,0 +1,91 @@
+#include "prefetch_control.h"
+
+#include <rapidjson/document.h>
+
+#include <boost/asio/post.hpp>
+#include <string>
+#include <vector>
+
+namespace ossmount::daemon {
+
+namespace {
+
+Status Bad(const std::string& message) { return Status(ErrorCode::kInvalidArgument, message); }
+
+// The "paths" array of strings of a request, normalised.
+Result<std::vector<std::string>> Paths(const rapidjson::Document& request, bool allow_empty) {
+  auto it = request.FindMember("paths");
+  if (it == request.MemberEnd() || !it->value.IsArray()) {
+    return Bad("\"paths\" must be an array of paths relative to the mount point");
+  }
+  std::vector<std::string> out;
+  out.reserve(it->value.Size());
+  for (const auto& v : it->value.GetArray()) {
+    if (!v.IsString()) return Bad("\"paths\" must hold strings only");
+    auto p = NormalizeRequestPath(std::string(v.GetString(), v.GetStringLength()));
+    if (!p.ok()) return p.status();
+    out.push_back(std::move(*p));
+  }
+  if (out.empty() && !allow_empty) return Bad("\"paths\" is empty: give at least one path");
+  return out;
+}
+
+}  // namespace
+
+Result<std::string> NormalizeRequestPath(const std::string& path) {
+  if (!path.empty() && path[0] == '/') {
+    return Bad("path '" + path + "' is absolute; give it relative to the mount point");
+  }
+  std::string out;
+  size_t i = 0;
+  while (i <= path.size()) {
+    size_t j = path.find('/', i);
+    if (j == std::string::npos) j = path.size();
+    std::string part = path.substr(i, j - i);
+    if (part == "..") return Bad("path '" + path + "' contains '..'");
+    if (!part.empty() && part != ".") {
+      if (!out.empty()) out += '/';
+      out += part;
+    }
+    i = j + 1;
+  }
+  return out;
+}
+
+void RegisterPrefetchCommands(control::ControlServer& server, boost::asio::io_context& io,
+                              std::shared_ptr<prefetch::DatasetPrefetcher> prefetcher) {
+  server.Register("warmup",
+                  [prefetcher](const rapidjson::Document& request) -> Result<std::string> {
+                    auto paths = Paths(request, /*allow_empty=*/false);
+                    if (!paths.ok()) return paths.status();
+                    int concurrency = 0;
+                    if (auto c = request.FindMember("concurrency"); c != request.MemberEnd()) {
+                      if (!c->value.IsInt() || c->value.GetInt() < 1 || c->value.GetInt() > 4096) {
+                        return Bad("\"concurrency\" must be an integer between 1 and 4096");
+                      }
+                      concurrency = c->value.GetInt();
+                    }
+                    uint64_t id = prefetcher->StartWarmup(std::move(*paths), concurrency);
+                    return "{\"job\":" + std::to_string(id) + "}";
+                  });
+  server.Register("warmup-status", [prefetcher](const rapidjson::Document&) -> Result<std::string> {
+    return prefetcher->StatusJson();
+  });
+  server.Register("warmup-cancel", [prefetcher](const rapidjson::Document&) -> Result<std::string> {
+    return "{\"cancelled\":" + std::to_string(prefetcher->CancelWarmups()) + "}";
+  });
+  server.Register("hints",
+                  [prefetcher, &io](const rapidjson::Document& request) -> Result<std::string> {
+                    auto paths = Paths(request, /*allow_empty=*/true);
+                    if (!paths.ok()) return paths.status();
+                    const size_t n = paths->size();
+                    // Indexing millions of paths takes a moment: not on the control connection's
+                    // turn.
+                    boost::asio::post(io, [prefetcher, paths = std::move(*paths)]() mutable {
+                      prefetcher->SetHints(std::move(paths));
+                    });
+                    return "{\"files\":" + std::to_string(n) + "}";
+                  });
+}
+
+}  // namespace ossmount::daemon

@@ -1,0 +1,24 @@
+// The control commands of dataset prefetch, registered by the mount session:
+//   "warmup"        {"paths":["train", ...], "concurrency":N?} -> {"job":ID}
+//   "warmup-status" {}                                          -> the prefetcher's status
+//   "warmup-cancel" {}                                          -> {"cancelled":N}
+//   "hints"         {"paths":["train/n01/x.JPEG", ...]}         -> {"files":N}
+// Paths are relative to the mount point ("" or "." is the root); absolute paths, empty
+// components and ".." are refused with an error naming the path.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <memory>
+
+#include "control/control_server.h"
+#include "prefetch/dataset_prefetcher.h"
+
+namespace ossmount::daemon {
+
+void RegisterPrefetchCommands(control::ControlServer& server, boost::asio::io_context& io,
+                              std::shared_ptr<prefetch::DatasetPrefetcher> prefetcher);
+
+// A request path made relative and checked ("./a//b/" -> "a/b"); an error names it.
+Result<std::string> NormalizeRequestPath(const std::string& path);
+
+}  // namespace ossmount::daemon

@@ -1,0 +1,63 @@
+#!/usr/bin/python3
+"""Unit tests of python/ossmount_hints.py that need no mount: the socket path rule (CRC-64/XZ
+as the daemon computes it), /proc/self/mountinfo parsing, dataset path discovery, and that
+HintedSampler yields the wrapped sampler's order (warning, not failing) without a mount.
+Run: /usr/bin/python3 python/test_ossmount_hints.py (ctest: python:ossmount_hints).
+"""
+import os
+import sys
+import unittest
+import warnings
+from unittest import mock
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ossmount_hints as h  # noqa: E402
+
+
+class HintsModuleTest(unittest.TestCase):
+    def test_crc64_check_value(self):
+        # The CRC-64/XZ check value (src/common/crc64.h).
+        self.assertEqual(h._crc64(b"123456789"), 0x995DC9BBDF1939FA)
+
+    def test_socket_path_shape(self):
+        with mock.patch.object(h, "_socket_directory", return_value="/run/ossmount"):
+            p = h.socket_path_for_mountpoint("/mnt/oss data")
+            self.assertEqual(p, "/run/ossmount/mnt-oss-data-%016x.sock" % h._crc64(b"/mnt/oss data"))
+            long = h.socket_path_for_mountpoint("/" + "x" * 300)
+            self.assertLessEqual(len(long), 107)
+            self.assertTrue(long.endswith("%016x.sock" % h._crc64(("/" + "x" * 300).encode())))
+
+    def test_find_mount_picks_the_longest_ossmount_mount(self):
+        info = "\n".join([
+            "22 1 0:21 / / rw - ext4 /dev/sda1 rw",
+            "50 22 0:45 / /mnt/oss rw,nosuid - fuse ossmount:bucket rw,user_id=0",
+            "51 50 0:46 / /mnt/oss/inner\\040dir rw - fuse ossmount:other rw",
+            "52 22 0:47 / /mnt/other rw - fuse.sshfs host:/ rw",
+        ])
+        with mock.patch("builtins.open", mock.mock_open(read_data=info)), \
+                mock.patch.object(os.path, "realpath", side_effect=lambda p: p):
+            self.assertEqual(h.find_mount("/mnt/oss/train/a.jpg"), "/mnt/oss")
+            self.assertEqual(h.find_mount("/mnt/oss/inner dir/x"), "/mnt/oss/inner dir")
+            self.assertIsNone(h.find_mount("/mnt/other/x"))
+            self.assertIsNone(h.find_mount("/mnt/ossx/y"))
+
+    def test_dataset_paths(self):
+        class Folder:
+            samples = [("/m/a", 0), ("/m/b", 1)]
+        self.assertEqual(h.dataset_paths(Folder()), ["/m/a", "/m/b"])
+        with self.assertRaises(TypeError):
+            h.dataset_paths(object())
+
+    def test_sampler_without_a_mount_yields_and_warns_once(self):
+        s = h.HintedSampler([2, 0, 1], paths=["/nonexistent/a", "/nonexistent/b", "/nonexistent/c"])
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            self.assertEqual(list(s), [2, 0, 1])
+            self.assertEqual(list(s), [2, 0, 1])
+        self.assertEqual(len(w), 1)
+        self.assertEqual(s.sent, 0)
+        self.assertEqual(len(s), 3)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,126 @@
+"""Sampler-order hints through a real mount (python/ossmount_hints.py + the "hints" control
+command).
+
+The server answers every request after a high TTFB (--ttfb-ms). After ImageFolder-style
+listings, the epoch's order is sent to the daemon; readers then read in that order with
+several workers. Every byte must match the source, the server must see exactly one GET per
+file (a read of a file whose prefetch is in flight joins it), and the daemon's status must
+show that the files were prefetched (not read on demand). A DataLoader over ImageFolder with
+HintedSampler does the same. Malformed hint requests are refused with a clear error.
+"""
+import concurrent.futures
+import os
+import random
+import sys
+import unittest
+
+import harness
+
+sys.path.insert(0, os.path.join(harness.SOURCE_DIR, "python"))
+import ossmount_hints  # noqa: E402
+
+
+class HintsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.src = harness.ensure_dataset("imagefolder", "hints-images", "--classes", "4",
+                                         "--per-class", "30", "--seed", "11")
+        cls.manifest = harness.read_manifest(cls.src)
+        cls.server = harness.TestServer(os.path.dirname(cls.src), bucket="hints-images",
+                                        args=["--ttfb-ms", "30"])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def mount(self, *extra):
+        return harness.Mount(self.server, args=["--metadata-ttl", "indefinite"] + list(extra))
+
+    def list_like_imagefolder(self, m):
+        for d in sorted({os.path.dirname(rel) for rel in self.manifest}):
+            os.listdir(m.path(d))
+
+    def status(self, m):
+        return ossmount_hints._call(m.mountpoint, {"command": "warmup-status"})
+
+    def test_hinted_epoch_one_get_per_file_and_every_byte_right(self):
+        m = self.mount()
+        try:
+            self.list_like_imagefolder(m)
+            order = sorted(self.manifest)
+            random.Random(5).shuffle(order)
+            self.server.reset_stats()
+            sent = ossmount_hints.send_hints([m.path(rel) for rel in order], m.mountpoint)
+            self.assertEqual(sent, len(order))
+
+            def read(rel):
+                return rel, harness.sha256_file(m.path(rel))
+
+            # 4 workers, each on its own contiguous batch, like a DataLoader.
+            with concurrent.futures.ThreadPoolExecutor(4) as pool:
+                for rel, digest in pool.map(read, order):
+                    self.assertEqual(digest, self.manifest[rel][1], rel)
+            stats = self.server.stats()
+            self.assertEqual(stats.get("GET", 0), len(order), stats)
+            self.assertEqual(stats.get("HEAD", 0), 0, stats)
+            hints = self.status(m)["hints"]
+            self.assertEqual(hints["files"], len(order), hints)
+            self.assertEqual(hints["read"], len(order), hints)
+            # Most files came from the prefetcher, not from on-demand GETs.
+            self.assertGreaterEqual(hints["fetched"], len(order) // 2, hints)
+            self.assertEqual(hints["outstanding_bytes"], 0, hints)
+            self.assertEqual(m.unmount(), 0, m.output())
+        finally:
+            m.close()
+
+    def test_dataloader_with_hinted_sampler(self):
+        import torch
+        import torchvision
+
+        def loader(path):
+            with open(path, "rb") as f:
+                return f.read()
+
+        m = self.mount()
+        try:
+            dataset = torchvision.datasets.ImageFolder(m.path("train"), loader=loader)
+            self.server.reset_stats()
+            sampler = ossmount_hints.HintedSampler(torch.utils.data.RandomSampler(dataset),
+                                                   dataset)
+            data = torch.utils.data.DataLoader(dataset, sampler=sampler, batch_size=8,
+                                               num_workers=4, collate_fn=lambda b: b)
+            import hashlib
+            seen = 0
+            for batch in data:
+                for raw, label in batch:
+                    digest = hashlib.sha256(raw).hexdigest()
+                    self.assertIn(digest, {d for _, d in self.manifest.values()})
+                    seen += 1
+            self.assertEqual(seen, len(self.manifest))
+            self.assertEqual(sampler.sent, len(self.manifest))
+            stats = self.server.stats()
+            self.assertEqual(stats.get("GET", 0), len(self.manifest), stats)
+            hints = self.status(m)["hints"]
+            self.assertGreaterEqual(hints["fetched"], len(self.manifest) // 2, hints)
+        finally:
+            m.close()
+
+    def test_bad_hint_requests_are_refused_clearly(self):
+        m = self.mount()
+        try:
+            with self.assertRaisesRegex(RuntimeError, "absolute"):
+                ossmount_hints._call(m.mountpoint, {"command": "hints", "paths": ["/etc/passwd"]})
+            with self.assertRaisesRegex(RuntimeError, r"\.\."):
+                ossmount_hints._call(m.mountpoint, {"command": "hints", "paths": ["a/../../x"]})
+            with self.assertRaisesRegex(RuntimeError, "array"):
+                ossmount_hints._call(m.mountpoint, {"command": "hints", "paths": "train"})
+            with self.assertRaisesRegex(ValueError, "not inside"):
+                ossmount_hints.send_hints(["/etc/passwd"], m.mountpoint)
+            # An empty list clears the hints.
+            self.assertEqual(ossmount_hints.send_hints([], m.mountpoint), 0)
+        finally:
+            m.close()
+
+
+if __name__ == "__main__":
+    unittest.main()

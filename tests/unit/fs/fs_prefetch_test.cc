@@ -1,0 +1,237 @@
+// Dataset prefetch through the filesystem: sampler-order hints, warm-up and
+// --prefetch-on-list fetch at Priority::kPrefetch, within the memory budget, and a later
+// read costs no second GET (single flight with a prefetch in flight).
+#include <future>
+#include <thread>
+
+#include "fs_harness.h"
+
+using namespace fstest;
+
+namespace {
+
+constexpr size_t kFileSize = 10000;
+
+std::string FileName(int i) { return "d/f" + std::to_string(100 + i); }
+
+// n files under d/, listed once so their attributes are cached (as ImageFolder does).
+void MakeDataset(Harness& h, int n) {
+  for (int i = 0; i < n; ++i) h.fake->PutObject(FileName(i), Content(kFileSize, i));
+  auto d = h.Lookup(kRootInode, "d");
+  REQUIRE(d.ok());
+  REQUIRE(h.List(d->attr.ino).ok());
+}
+
+// Opens, reads whole and releases `path` ("d/f100"); returns the bytes.
+std::string ReadFile(Harness& h, const std::string& path) {
+  auto d = h.Lookup(kRootInode, "d");
+  REQUIRE(d.ok());
+  auto f = h.Lookup(d->attr.ino, path.substr(2));
+  REQUIRE(f.ok());
+  auto open = h.Open(f->attr.ino);
+  REQUIRE(open.ok());
+  auto data = h.ReadAll(f->attr.ino, open->fh);
+  REQUIRE(data.ok());
+  h.fs->Release(f->attr.ino, open->fh);
+  return *data;
+}
+
+// A disk cache in memory, with the index lookups the prefetcher uses.
+class MemoryDisk : public data::DiskBlockCache {
+ public:
+  std::optional<std::shared_ptr<const std::vector<char>>> Get(const data::BlockId& id,
+                                                              uint64_t length) override {
+    std::lock_guard lock(mu_);
+    auto it = blocks_.find(Name(id));
+    if (it == blocks_.end() || it->second->size() != length) return std::nullopt;
+    return it->second;
+  }
+  void Put(const data::BlockId& id, std::shared_ptr<const std::vector<char>> bytes) override {
+    auto copy = std::make_shared<std::vector<char>>(*bytes);
+    std::lock_guard lock(mu_);
+    blocks_[Name(id)] = std::move(copy);
+  }
+  bool Contains(const data::BlockId& id) const override {
+    std::lock_guard lock(mu_);
+    return blocks_.count(Name(id)) > 0;
+  }
+  uint64_t max_size() const override { return 1ull << 30; }
+  void Flush() override {}
+  data::DiskCacheStats Stats() const override {
+    std::lock_guard lock(mu_);
+    data::DiskCacheStats s;
+    s.blocks = blocks_.size();
+    return s;
+  }
+
+ private:
+  static std::string Name(const data::BlockId& id) {
+    return id.key + "|" + id.etag + "|" + std::to_string(id.index);
+  }
+  mutable std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const std::vector<char>>> blocks_;
+};
+
+template <typename Pred>
+bool Eventually(Pred pred) {
+  for (int i = 0; i < 6000; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return pred();
+}
+
+std::vector<std::string> Names(int n) {
+  std::vector<std::string> v;
+  for (int i = 0; i < n; ++i) v.push_back(FileName(i));
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("Hinted files are prefetched at prefetch priority and read with no second GET") {
+  FsOptions o = Harness::DefaultOptions();
+  o.dataset_prefetch.hint_ahead_files = 100;
+  Harness h(o);
+  MakeDataset(h, 20);
+  h.fake->ResetCounters();
+  auto prefetcher = h.fs->dataset_prefetcher();
+  prefetcher->SetHints(Names(20));
+  REQUIRE(Eventually([&] { return prefetcher->Status().hints.fetched == 20; }));
+  CHECK(h.fake->count(Op::kGet) == 20);
+  for (const auto& r : h.fake->requests()) {
+    if (r.op == Op::kGet) CHECK(r.priority == Priority::kPrefetch);
+  }
+  for (int i = 0; i < 20; ++i) CHECK(ReadFile(h, FileName(i)) == Content(kFileSize, i));
+  CHECK(h.fake->count(Op::kGet) == 20);
+  CHECK(prefetcher->Status().hints.read == 20);
+  CHECK(prefetcher->Status().held_bytes == 0);  // released as they were read
+}
+
+TEST_CASE("A read of a file whose prefetch is in flight joins it: one GET") {
+  Harness h;
+  MakeDataset(h, 1);
+  h.fake->ResetCounters();
+  h.fake->Pause();
+  auto prefetcher = h.fs->dataset_prefetcher();
+  prefetcher->SetHints({FileName(0)});
+  REQUIRE(Eventually([&] { return h.fake->count(Op::kGet) == 1; }));
+  auto reader = std::async(std::launch::async, [&] { return ReadFile(h, FileName(0)); });
+  std::this_thread::sleep_for(50ms);  // let the read reach the filesystem (not required)
+  h.fake->Resume();
+  CHECK(reader.get() == Content(kFileSize, 0));
+  CHECK(h.fake->count(Op::kGet) == 1);
+  REQUIRE(Eventually([&] { return prefetcher->Status().hints.outstanding_files == 0; }));
+}
+
+TEST_CASE("Hint prefetch stays within the memory budget and every file is fetched once") {
+  FsOptions o = Harness::DefaultOptions();
+  o.max_memory = 3 * kFileSize;
+  o.dataset_prefetch.hint_ahead_files = 100;
+  Harness h(o);
+  MakeDataset(h, 10);
+  h.fake->ResetCounters();
+  auto prefetcher = h.fs->dataset_prefetcher();
+  prefetcher->SetHints(Names(10));
+  REQUIRE(Eventually([&] {
+    auto st = prefetcher->Status().hints;
+    return st.budget_wait && st.fetched == 3 && st.in_flight == 0;
+  }));
+  CHECK(h.fs->memory_budget()->used() <= o.max_memory);
+  // The reader is never refused (on-demand reads Reserve), and gets every byte right.
+  for (int i = 0; i < 10; ++i) CHECK(ReadFile(h, FileName(i)) == Content(kFileSize, i));
+  CHECK(h.fake->count(Op::kGet) == 10);
+}
+
+TEST_CASE("Warm-up of a directory fetches every file once, then reads cost no GET") {
+  Harness h;
+  for (int i = 0; i < 12; ++i) h.fake->PutObject(FileName(i), Content(kFileSize, i));
+  h.fake->PutObject("d/sub/deep", Content(kFileSize, 99));
+  h.fake->PutObject("other/x", "not warmed");
+  auto prefetcher = h.fs->dataset_prefetcher();
+  uint64_t id = prefetcher->StartWarmup({"d"});
+  auto job = [&] {
+    for (const auto& j : prefetcher->Status().jobs) {
+      if (j.id == id) return j;
+    }
+    return prefetch::WarmupJobStatus{};
+  };
+  REQUIRE(Eventually([&] { return job().state == prefetch::JobState::kDone; }));
+  CHECK(job().files_total == 13);
+  CHECK(job().files_fetched == 13);
+  CHECK(job().bytes_done == 13 * kFileSize);
+  const uint64_t gets = h.fake->count(Op::kGet);
+  CHECK(gets == 13);
+  for (int i = 0; i < 12; ++i) CHECK(ReadFile(h, FileName(i)) == Content(kFileSize, i));
+  CHECK(h.fake->count(Op::kGet) == gets);
+
+  uint64_t missing = prefetcher->StartWarmup({"nope"});
+  REQUIRE(Eventually([&] {
+    for (const auto& j : prefetcher->Status().jobs) {
+      if (j.id == missing) return j.state == prefetch::JobState::kFailed;
+    }
+    return false;
+  }));
+}
+
+TEST_CASE("Automatic mode (--prefetch-on-list) warms a directory's files after it is listed") {
+  FsOptions o = Harness::DefaultOptions();
+  o.prefetch_on_list = true;
+  Harness h(o);
+  for (int i = 0; i < 8; ++i) h.fake->PutObject(FileName(i), Content(kFileSize, i));
+  auto d = h.Lookup(kRootInode, "d");
+  REQUIRE(d.ok());
+  h.fake->ResetCounters();
+  REQUIRE(h.List(d->attr.ino).ok());
+  auto prefetcher = h.fs->dataset_prefetcher();
+  REQUIRE(Eventually([&] {
+    auto st = prefetcher->Status();
+    return !st.jobs.empty() && st.jobs.back().state == prefetch::JobState::kDone;
+  }));
+  CHECK(h.fake->count(Op::kGet) == 8);
+  for (int i = 0; i < 8; ++i) CHECK(ReadFile(h, FileName(i)) == Content(kFileSize, i));
+  CHECK(h.fake->count(Op::kGet) == 8);
+}
+
+TEST_CASE("Warm-up into a disk cache stores a large file's parts, then reading it costs no GET") {
+  auto disk = std::make_shared<MemoryDisk>();
+  FsOptions o = Harness::DefaultOptions();
+  o.small_file_threshold = 64 * 1024;
+  o.readahead.part_size = 64 * 1024;
+  o.disk_cache = disk;
+  Harness h(o);
+  const std::string data = Content(200 * 1024, 42);  // 4 parts, the last one short
+  h.fake->PutObject("big/blob", data);
+  auto prefetcher = h.fs->dataset_prefetcher();
+  auto job_state = [&](uint64_t id) {
+    for (const auto& j : prefetcher->Status().jobs) {
+      if (j.id == id) return j;
+    }
+    return prefetch::WarmupJobStatus{};
+  };
+  uint64_t id = prefetcher->StartWarmup({"big"});
+  REQUIRE(Eventually([&] { return job_state(id).state == prefetch::JobState::kDone; }));
+  CHECK(job_state(id).files_fetched == 1);
+  CHECK(disk->Stats().blocks == 4);
+  CHECK(h.fake->count(Op::kGet) == 4);
+  for (const auto& r : h.fake->requests()) {
+    if (r.op == Op::kGet) CHECK(r.priority == Priority::kPrefetch);
+  }
+  CHECK(h.fs->memory_budget()->used() == 0);  // nothing held once written
+
+  h.fake->ResetCounters();
+  auto d = h.Lookup(kRootInode, "big");
+  REQUIRE(d.ok());
+  auto f = h.Lookup(d->attr.ino, "blob");
+  REQUIRE(f.ok());
+  auto open = h.Open(f->attr.ino);
+  REQUIRE(open.ok());
+  CHECK(*h.ReadAll(f->attr.ino, open->fh) == data);
+  h.fs->Release(f->attr.ino, open->fh);
+  CHECK(h.fake->count(Op::kGet) == 0);
+
+  uint64_t again = prefetcher->StartWarmup({"big"});
+  REQUIRE(Eventually([&] { return job_state(again).state == prefetch::JobState::kDone; }));
+  CHECK(job_state(again).files_cached == 1);
+  CHECK(h.fake->count(Op::kGet) == 0);
+}

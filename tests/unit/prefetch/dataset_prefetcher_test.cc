@@ -1,0 +1,422 @@
+// DatasetPrefetcher's scheduling (hint window and cursor, warm-up jobs, budgets) against a
+// scripted Fetcher and Lister: the test decides when each fetch completes and how.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "prefetch/dataset_prefetcher.h"
+
+namespace {
+
+using namespace ossmount;
+using namespace ossmount::prefetch;
+using namespace std::chrono_literals;
+
+// Records every fetch; the test completes them one by one.
+class ScriptedFetcher {
+ public:
+  struct Call {
+    PrefetchItem item;
+    bool hold = false;
+    FetchDone done;
+  };
+
+  Fetcher AsFetcher() {
+    return [this](const PrefetchItem& item, bool hold, FetchDone done) {
+      std::lock_guard lock(mu_);
+      calls_.push_back(Call{item, hold, std::move(done)});
+      started_.push_back(item.path);
+    };
+  }
+  // Paths fetched so far, in start order.
+  std::vector<std::string> started() const {
+    std::lock_guard lock(mu_);
+    return started_;
+  }
+  size_t pending() const {
+    std::lock_guard lock(mu_);
+    return calls_.size();
+  }
+  bool hold_of(const std::string& path) const {
+    std::lock_guard lock(mu_);
+    for (const auto& c : calls_) {
+      if (c.item.path == path) return c.hold;
+    }
+    FAIL("no pending fetch of " << path);
+    return false;
+  }
+  // Completes the pending fetch of `path`; a kFetched result gets a hold the test can watch.
+  std::weak_ptr<const void> Complete(const std::string& path,
+                                     FetchOutcome outcome = FetchOutcome::kFetched,
+                                     uint64_t bytes = 100) {
+    FetchDone done;
+    bool hold_asked = false;
+    {
+      std::lock_guard lock(mu_);
+      for (auto it = calls_.begin(); it != calls_.end(); ++it) {
+        if (it->item.path == path) {
+          done = std::move(it->done);
+          hold_asked = it->hold;
+          calls_.erase(it);
+          break;
+        }
+      }
+    }
+    REQUIRE(done);
+    FetchResult r;
+    r.outcome = outcome;
+    r.bytes = bytes;
+    std::weak_ptr<const void> weak;
+    if (outcome == FetchOutcome::kFetched && hold_asked) {
+      auto hold = std::make_shared<std::string>(path);
+      weak = hold;
+      r.hold = hold;
+    }
+    done(std::move(r));
+    return weak;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<Call> calls_;
+  std::vector<std::string> started_;
+};
+
+struct Rig {
+  explicit Rig(DatasetPrefetchOptions o, Lister lister = nullptr)
+      : guard(boost::asio::make_work_guard(io)) {
+    if (!lister) {
+      lister = [](const std::string&, ListBatch, std::function<void(Status)> done) {
+        done(Status(ErrorCode::kNotFound, "no lister in this test"));
+      };
+    }
+    prefetcher = std::make_shared<DatasetPrefetcher>(io, o, fetcher.AsFetcher(), lister);
+    thread = std::thread([this] { io.run(); });
+  }
+  ~Rig() {
+    prefetcher.reset();
+    guard.reset();
+    io.stop();
+    thread.join();
+  }
+  boost::asio::io_context io;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard;
+  ScriptedFetcher fetcher;
+  std::shared_ptr<DatasetPrefetcher> prefetcher;
+  std::thread thread;
+};
+
+std::vector<std::string> Paths(int n) {
+  std::vector<std::string> v;
+  for (int i = 0; i < n; ++i) v.push_back("f" + std::to_string(i));
+  return v;
+}
+
+std::vector<PrefetchItem> Items(int n, uint64_t size) {
+  std::vector<PrefetchItem> v;
+  for (int i = 0; i < n; ++i) {
+    PrefetchItem item;
+    item.path = "w" + std::to_string(i);
+    item.key = "k/" + item.path;
+    item.size = size;
+    item.etag = "\"e\"";
+    v.push_back(item);
+  }
+  return v;
+}
+
+const WarmupJobStatus& Job(const PrefetchStatus& st, uint64_t id) {
+  for (const auto& j : st.jobs) {
+    if (j.id == id) return j;
+  }
+  FAIL("no job " << id);
+  return st.jobs.front();
+}
+
+}  // namespace
+
+TEST_CASE("hints fetch in list order up to hint_ahead_files past the furthest read",
+          "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.hint_ahead_files = 3;
+  Rig rig(o);
+  REQUIRE(rig.prefetcher->SetHints(Paths(10)) == 10);
+  CHECK(rig.fetcher.started() == std::vector<std::string>{"f0", "f1", "f2"});
+  CHECK(rig.fetcher.hold_of("f0"));  // hinted bytes are held for the reader
+  auto h0 = rig.fetcher.Complete("f0");
+  rig.fetcher.Complete("f1");
+  rig.fetcher.Complete("f2");
+  // Three fetched, none read: the window is full.
+  CHECK(rig.fetcher.started().size() == 3);
+  CHECK_FALSE(h0.expired());
+  CHECK(rig.prefetcher->Status().hints.outstanding_files == 3);
+  CHECK(rig.prefetcher->Status().hints.outstanding_bytes == 300);
+
+  rig.prefetcher->OnRead("f0");
+  CHECK(h0.expired());  // released once read
+  CHECK(rig.fetcher.started() == std::vector<std::string>{"f0", "f1", "f2", "f3"});
+  CHECK(rig.prefetcher->Status().hints.read == 1);
+}
+
+TEST_CASE("out-of-order reads keep unread hinted files held", "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.hint_ahead_files = 4;
+  Rig rig(o);
+  rig.prefetcher->SetHints(Paths(8));
+  auto h0 = rig.fetcher.Complete("f0");
+  auto h1 = rig.fetcher.Complete("f1");
+  rig.fetcher.Complete("f2");
+  rig.fetcher.Complete("f3");
+  // Worker 2 reads f2 before worker 0 reads f0: f0 must stay (it is still to be read),
+  // and the window now reaches 4 positions past f2.
+  rig.prefetcher->OnRead("f2");
+  CHECK_FALSE(h0.expired());
+  CHECK_FALSE(h1.expired());
+  CHECK(rig.fetcher.started() ==
+        std::vector<std::string>{"f0", "f1", "f2", "f3", "f4", "f5", "f6"});
+  rig.prefetcher->OnRead("f0");  // behind the furthest read: frees f0, moves nothing
+  CHECK(h0.expired());
+  CHECK(rig.fetcher.started().size() == 7);
+  rig.prefetcher->OnRead("f3");
+  CHECK(rig.fetcher.started().back() == "f7");
+}
+
+TEST_CASE("a hinted file read while its prefetch is in flight is not held afterwards",
+          "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.hint_ahead_files = 2;
+  Rig rig(o);
+  rig.prefetcher->SetHints(Paths(5));
+  rig.prefetcher->OnRead("f0");  // the reader joined the fetch in flight
+  CHECK(rig.fetcher.started() == std::vector<std::string>{"f0", "f1", "f2"});
+  auto h0 = rig.fetcher.Complete("f0");
+  CHECK(h0.expired());  // not kept: the reader has the bytes
+  CHECK(rig.prefetcher->Status().hints.outstanding_files == 2);
+}
+
+TEST_CASE("a hinted file the reader got to first is never prefetched", "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.hint_ahead_files = 1;
+  Rig rig(o);
+  rig.prefetcher->SetHints(Paths(4));
+  CHECK(rig.fetcher.started() == std::vector<std::string>{"f0"});
+  rig.prefetcher->OnRead("f1");  // read on demand before the window reached it
+  rig.fetcher.Complete("f0");
+  rig.prefetcher->OnRead("f0");
+  rig.prefetcher->OnRead("f2");
+  CHECK(rig.fetcher.started() == std::vector<std::string>{"f0", "f2", "f3"});
+}
+
+TEST_CASE("a new hint list replaces the old one and releases its holds", "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.hint_ahead_files = 2;
+  Rig rig(o);
+  rig.prefetcher->SetHints({"a", "b", "c"});
+  auto ha = rig.fetcher.Complete("a");
+  REQUIRE_FALSE(ha.expired());
+  rig.prefetcher->SetHints({"x", "y"});
+  CHECK(ha.expired());
+  // "b" is still in flight from the old list; its completion is dropped, not held.
+  auto hb = rig.fetcher.Complete("b");
+  CHECK(hb.expired());
+  auto st = rig.prefetcher->Status();
+  CHECK(st.hints.files == 2);
+  CHECK(st.hints.generation == 2);
+  CHECK(rig.fetcher.started() == std::vector<std::string>{"a", "b", "x", "y"});
+}
+
+TEST_CASE("hints wait when the memory budget refuses and resume after a read",
+          "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.hint_ahead_files = 3;
+  Rig rig(o);
+  rig.prefetcher->SetHints(Paths(6));
+  rig.fetcher.Complete("f0");
+  rig.fetcher.Complete("f1", FetchOutcome::kBudgetFull);
+  rig.fetcher.Complete("f2", FetchOutcome::kBudgetFull);
+  auto st = rig.prefetcher->Status();
+  CHECK(st.hints.budget_wait);
+  CHECK(rig.fetcher.started().size() == 3);  // nothing further ahead while refused
+  rig.prefetcher->OnRead("f0");              // the reader frees memory
+  auto started = rig.fetcher.started();
+  REQUIRE(started.size() == 6);
+  // The refused positions are retried first, in order.
+  CHECK(std::vector<std::string>(started.begin() + 3, started.end()) ==
+        std::vector<std::string>{"f1", "f2", "f3"});
+}
+
+TEST_CASE("many workers: the window runs ahead of the furthest read, not of the slowest",
+          "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.hint_ahead_files = 4;
+  o.concurrency = 100;
+  Rig rig(o);
+  rig.prefetcher->SetHints(Paths(40));
+  // Four workers start batches at 0, 10, 20, 30 (reads on demand, before any prefetch).
+  for (int i : {0, 10, 20, 30}) rig.prefetcher->OnRead("f" + std::to_string(i));
+  // Everything up to 4 past the furthest read is fetched, the unread gaps included:
+  // f0..f34 but f10, f20, f30 (read first). f0 was in flight when it was read.
+  auto started = rig.fetcher.started();
+  CHECK(started.size() == 32);
+  CHECK(started.back() == "f34");
+  CHECK(std::find(started.begin(), started.end(), "f10") == started.end());
+}
+
+TEST_CASE("a held file the reader skipped is released once it falls far behind",
+          "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.hint_ahead_files = 1;
+  Rig rig(o);
+  const size_t lag = DatasetPrefetcher::kStaleFactor;
+  rig.prefetcher->SetHints(Paths(static_cast<int>(lag + 4)));
+  auto h0 = rig.fetcher.Complete("f0");
+  // The reader never reads f0 but reads everything after it.
+  for (size_t i = 1; i < lag; ++i) rig.prefetcher->OnRead("f" + std::to_string(i));
+  CHECK_FALSE(h0.expired());  // less than `lag` behind the furthest read: kept
+  rig.prefetcher->OnRead("f" + std::to_string(lag));
+  CHECK(h0.expired());
+  CHECK(rig.prefetcher->Status().hints.released_unread == 1);
+}
+
+TEST_CASE("hints go before warm-up within the shared concurrency", "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.concurrency = 3;
+  o.hint_ahead_files = 2;
+  Rig rig(o);
+  rig.prefetcher->EnqueueFiles("job", Items(5, 10));
+  CHECK(rig.fetcher.started() == std::vector<std::string>{"w0", "w1", "w2"});
+  rig.prefetcher->SetHints({"h0", "h1", "h2"});
+  rig.fetcher.Complete("w0");
+  rig.fetcher.Complete("w1");
+  // Freed slots go to hints first (up to hint_ahead_files), then to warm-up.
+  CHECK(rig.fetcher.started() == std::vector<std::string>{"w0", "w1", "w2", "h0", "h1"});
+  rig.fetcher.Complete("w2");
+  CHECK(rig.fetcher.started().back() == "w3");
+}
+
+TEST_CASE("a warm-up job runs at its concurrency and ends done", "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.concurrency = 2;
+  Rig rig(o);
+  uint64_t id = rig.prefetcher->EnqueueFiles("job", Items(4, 10));
+  CHECK(rig.fetcher.pending() == 2);
+  CHECK(rig.fetcher.hold_of("w0"));  // no disk cache: held in memory
+  rig.fetcher.Complete("w0", FetchOutcome::kFetched, 10);
+  rig.fetcher.Complete("w1", FetchOutcome::kAlreadyCached, 10);
+  rig.fetcher.Complete("w2", FetchOutcome::kFailed, 10);
+  auto h3 = rig.fetcher.Complete("w3", FetchOutcome::kFetched, 10);
+  auto st = rig.prefetcher->Status();
+  const auto& job = Job(st, id);
+  CHECK(job.state == JobState::kDone);
+  CHECK(job.files_done == 4);
+  CHECK(job.files_fetched == 2);
+  CHECK(job.files_cached == 1);
+  CHECK(job.files_failed == 1);
+  CHECK(job.bytes_done == 30);
+  CHECK(st.held_bytes == 20);
+  // Memory-mode warm-up holds until the file is read once.
+  CHECK_FALSE(h3.expired());
+  rig.prefetcher->OnRead("w3");
+  CHECK(h3.expired());
+}
+
+TEST_CASE("warm-up stops at the disk cache budget and says so", "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.concurrency = 8;
+  o.disk_budget = 250;
+  Rig rig(o);
+  uint64_t id = rig.prefetcher->EnqueueFiles("job", Items(5, 100));
+  // Only what fits: 2 x 100 <= 250; the third would evict what was just fetched.
+  CHECK(rig.fetcher.started() == std::vector<std::string>{"w0", "w1"});
+  CHECK_FALSE(rig.fetcher.hold_of("w0"));  // disk mode: nothing held in memory
+  rig.fetcher.Complete("w0");
+  rig.fetcher.Complete("w1");
+  auto st = rig.prefetcher->Status();
+  const auto& job = Job(st, id);
+  CHECK(job.state == JobState::kBudgetFull);
+  CHECK(job.files_done == 2);
+  CHECK(job.message.find("--max-cache-size") != std::string::npos);
+  CHECK(st.held_bytes == 0);
+  // An explicit new warm-up gets the whole cache again.
+}
+
+TEST_CASE("warm-up in memory stops when the memory budget refuses", "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.concurrency = 1;
+  Rig rig(o);
+  uint64_t id = rig.prefetcher->EnqueueFiles("job", Items(3, 10));
+  rig.fetcher.Complete("w0");
+  rig.fetcher.Complete("w1", FetchOutcome::kBudgetFull);
+  const auto st = rig.prefetcher->Status();
+  const auto& job = Job(st, id);
+  CHECK(job.state == JobState::kBudgetFull);
+  CHECK(job.message.find("--max-memory") != std::string::npos);
+  CHECK(rig.fetcher.started().size() == 2);
+}
+
+TEST_CASE("a busy disk cache delays warm-up instead of dropping files", "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.concurrency = 1;
+  o.disk_budget = 1000;
+  o.busy_retry = 1ms;
+  Rig rig(o);
+  uint64_t id = rig.prefetcher->EnqueueFiles("job", Items(2, 10));
+  rig.fetcher.Complete("w0", FetchOutcome::kBusy);
+  // Retried after busy_retry (on the io thread).
+  for (int i = 0; i < 2000 && rig.fetcher.pending() == 0; ++i) std::this_thread::sleep_for(1ms);
+  REQUIRE(rig.fetcher.started() == std::vector<std::string>{"w0", "w0"});
+  rig.fetcher.Complete("w0");
+  rig.fetcher.Complete("w1");
+  CHECK(Job(rig.prefetcher->Status(), id).state == JobState::kDone);
+  CHECK(Job(rig.prefetcher->Status(), id).files_fetched == 2);
+}
+
+TEST_CASE("warm-up lists its paths in order and fails on a listing error", "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.concurrency = 16;
+  Lister lister = [](const std::string& path, ListBatch batch, std::function<void(Status)> done) {
+    if (path == "missing") return done(Status(ErrorCode::kNotFound, "no such directory"));
+    std::vector<PrefetchItem> items;
+    for (int i = 0; i < 2; ++i) {
+      PrefetchItem item;
+      item.path = path + "/" + std::to_string(i);
+      item.key = item.path;
+      item.size = 5;
+      items.push_back(item);
+    }
+    batch(items);
+    done(Status::Ok());
+  };
+  Rig rig(o, lister);
+  uint64_t ok = rig.prefetcher->StartWarmup({"a", "b"});
+  CHECK(rig.fetcher.started() == std::vector<std::string>{"a/0", "a/1", "b/0", "b/1"});
+  for (const auto& p : rig.fetcher.started()) rig.fetcher.Complete(p);
+  CHECK(Job(rig.prefetcher->Status(), ok).state == JobState::kDone);
+  CHECK(Job(rig.prefetcher->Status(), ok).bytes_total == 20);
+
+  uint64_t bad = rig.prefetcher->StartWarmup({"missing"});
+  const auto st = rig.prefetcher->Status();
+  CHECK(Job(st, bad).state == JobState::kFailed);
+  CHECK(Job(st, bad).message.find("missing") != std::string::npos);
+}
+
+TEST_CASE("cancelling warm-up stops queued work", "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.concurrency = 1;
+  Rig rig(o);
+  uint64_t id = rig.prefetcher->EnqueueFiles("job", Items(3, 10));
+  CHECK(rig.prefetcher->CancelWarmups() == 1);
+  rig.fetcher.Complete("w0");
+  CHECK(rig.fetcher.started().size() == 1);
+  CHECK(Job(rig.prefetcher->Status(), id).state == JobState::kCancelled);
+  CHECK(rig.prefetcher->StatusJson().find("\"cancelled\"") != std::string::npos);
+}
