@@ -36,6 +36,7 @@ struct RawOptions {
   // Data path: memory budget, readahead, disk cache.
   std::string max_memory = "1GiB", max_readahead = "64MiB", prefetch_unit = "8MiB";
   std::string prefetch_concurrency = "64", cache_dir, max_cache_size = "10GiB";
+  std::string kernel_readahead = "16MiB";
 };
 
 // Defines every option on `app`, bound to `r`. Returns the options that are flags (take
@@ -130,6 +131,10 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
       ->group(data);
   app.add_option("--max-readahead", r.max_readahead,
                  "Largest readahead window of one sequentially read file (default 64MiB)")
+      ->group(data);
+  app.add_option("--kernel-readahead", r.kernel_readahead,
+                 "The kernel's readahead on the mount (root only), 0 = the kernel's 128KiB "
+                 "(default 16MiB)")
       ->group(data);
   app.add_option("--prefetch-unit", r.prefetch_unit,
                  "Size of one ranged GET of a large file (default 8MiB)")
@@ -448,6 +453,15 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   if (!max_ra.ok()) return max_ra.status();
   if (*max_ra < fso.readahead.initial_window) return Error("--max-readahead: at least 1MiB");
   fso.readahead.max_window = *max_ra;
+  auto kernel_ra = ParseSize("--kernel-readahead", r.kernel_readahead);
+  if (!kernel_ra.ok()) return kernel_ra.status();
+  if (*kernel_ra > (1ull << 30)) return Error("--kernel-readahead: at most 1GiB");
+  fso.readahead.kernel_readahead = *kernel_ra;
+  if (!given("--kernel-readahead")) {
+    // The kernel's readahead requests of every open file are answered even when the budget
+    // is spent, so by default they are kept a small share of it (1 GiB -> 16 MiB).
+    fso.readahead.kernel_readahead = std::min(*kernel_ra, fso.max_memory / 64 >> 20 << 20);
+  }
   auto pc = ParseInteger("--prefetch-concurrency", r.prefetch_concurrency, 1, 4096);
   if (!pc.ok()) return pc.status();
   fso.readahead.global_concurrency = static_cast<int>(*pc);
