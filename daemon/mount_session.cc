@@ -19,6 +19,7 @@
 #include "control/control_server.h"
 #include "fs/object_filesystem.h"
 #include "fuse/fuse_server.h"
+#include "fuse/kernel_readahead.h"
 #include "http/fetch_engine.h"
 #include "http/metadata_fetcher.h"
 #include "logging.h"
@@ -233,10 +234,17 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   };
 
   // The mount "answers" once a stat of its root goes through the loop started below.
-  std::thread ready([&server, &reporter, &start_control, mountpoint = config.daemon.mountpoint] {
+  std::thread ready([&server, &reporter, &start_control, mountpoint = config.daemon.mountpoint,
+                     kernel_readahead = config.fs.readahead.kernel_readahead] {
     fuse::BlockTerminationSignals();
     struct stat st {};
     if (stat(mountpoint.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      if (kernel_readahead > 0) {
+        // After INIT (the stat above went through it), which would overwrite the value.
+        if (Status ra = fuse::SetKernelReadahead(mountpoint, kernel_readahead); !ra.ok()) {
+          spdlog::info("kernel readahead left at its default: {}", ra.message());
+        }
+      }
       spdlog::info("mounted on {}; serving", mountpoint);
       start_control();
       reporter.Ready();

@@ -52,6 +52,7 @@ struct RawOptions {
   bool prefetch_on_list = false;
   // Metadata from a file instead of LIST (--manifest).
   std::string manifest;
+  std::string kernel_readahead = "16MiB";
 };
 
 // Defines every option on `app`, bound to `r`. Returns the options that are flags (take
@@ -161,6 +162,10 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
       ->group(data);
   app.add_option("--max-readahead", r.max_readahead,
                  "Largest readahead window of one sequentially read file (default 64MiB)")
+      ->group(data);
+  app.add_option("--kernel-readahead", r.kernel_readahead,
+                 "The kernel's readahead on the mount (root only), 0 = the kernel's 128KiB "
+                 "(default 16MiB)")
       ->group(data);
   app.add_option("--prefetch-unit", r.prefetch_unit,
                  "Size of one ranged GET of a large file (default 8MiB)")
@@ -532,6 +537,15 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   if (!max_ra.ok()) return max_ra.status();
   if (*max_ra < fso.readahead.initial_window) return Error("--max-readahead: at least 1MiB");
   fso.readahead.max_window = *max_ra;
+  auto kernel_ra = ParseSize("--kernel-readahead", r.kernel_readahead);
+  if (!kernel_ra.ok()) return kernel_ra.status();
+  if (*kernel_ra > (1ull << 30)) return Error("--kernel-readahead: at most 1GiB");
+  fso.readahead.kernel_readahead = *kernel_ra;
+  if (!given("--kernel-readahead")) {
+    // The kernel's readahead requests of every open file are answered even when the budget
+    // is spent, so by default they are kept a small share of it (1 GiB -> 16 MiB).
+    fso.readahead.kernel_readahead = std::min(*kernel_ra, fso.max_memory / 64 >> 20 << 20);
+  }
   auto pc = ParseInteger("--prefetch-concurrency", r.prefetch_concurrency, 1, 4096);
   if (!pc.ok()) return pc.status();
   fso.readahead.global_concurrency = static_cast<int>(*pc);

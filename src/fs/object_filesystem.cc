@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
@@ -13,6 +14,7 @@
 #include "fs/name_prober.h"
 #include "fs/object_filesystem_impl.h"
 #include "meta/key_mapping.h"
+#include "prefetch/page_buffer.h"
 
 namespace ossmount::fs {
 
@@ -85,6 +87,9 @@ ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
                               auto b = budget.lock();
                               return b ? static_cast<double>(b->limit()) : 0.0;
                             });
+  // Recycled part buffers are resident memory beside the budget: an eighth of it at most.
+  prefetch::PageBuffer::SetPoolLimit(
+      std::min<uint64_t>(prefetch::PageBuffer::kDefaultPoolLimit, options_.max_memory / 8));
 }
 
 template <typename T>
@@ -459,6 +464,8 @@ std::shared_ptr<prefetch::SequentialReader> ObjectFilesystem::NewLargeFileReader
   o.max_window = options_.readahead.max_window;
   o.part_size = options_.readahead.part_size;
   o.per_file_concurrency = options_.readahead.per_file_concurrency;
+  o.slack = std::max(o.slack, options_.readahead.kernel_readahead);
+  o.late_tolerance = 4 * options_.readahead.kernel_readahead;
   prefetch::SharedReadState shared{memory_budget_, readahead_slots_, options_.disk_cache};
   return std::make_shared<prefetch::SequentialReader>(io_, client_, key, size, etag, o,
                                                       std::move(shared));

@@ -29,6 +29,12 @@ struct ReadaheadOptions {
   int per_file_concurrency = 8;          // ranged GETs in flight per open file
   int global_concurrency = 64;           // readahead GETs in flight in all
                                          // (--prefetch-concurrency, prefetchConcurrency)
+  // The kernel's own readahead on the mount (--kernel-readahead, 16MiB from the command
+  // line; 0 = the kernel's 128 KiB).
+  // The kernel issues its readahead requests concurrently, so they can arrive out of order
+  // over this span: a reader still counts as sequential up to this far behind its furthest
+  // read, and parts are kept that long after the reader passed them.
+  uint64_t kernel_readahead = 0;
 };
 
 struct FsOptions {

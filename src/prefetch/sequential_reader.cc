@@ -15,7 +15,7 @@ ReadaheadWindow::Options WindowOptions(const ReaderOptions& o) {
   ReadaheadWindow::Options w;
   w.initial = o.initial_window;
   w.max = std::max(o.max_window, o.initial_window);
-  w.slack = o.slack;
+  w.slack = std::max(o.slack, o.late_tolerance);
   return w;
 }
 
@@ -84,6 +84,12 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
       // Whatever was fetched for the old position is no longer wanted.
       DropOutsideLocked(covered ? first : 1, covered ? last : 0);
       direct = !covered && !in_spill && !shared_.disk_cache;
+    } else if (!covered && !in_spill && window_.end() > options_.slack &&
+               end <= window_.end() - options_.slack) {
+      // A straggler: a request the kernel sent long before the reads ahead of it arrived,
+      // for bytes whose part was already dropped. Fetch just those bytes (or, with a disk
+      // cache, the covering parts, which may be there) and leave the window alone.
+      direct = !shared_.disk_cache;
     } else {
       // Keep parts from the one holding (reader - slack) to the end of the window.
       const uint64_t keep_from = offset > options_.slack ? offset - options_.slack : 0;

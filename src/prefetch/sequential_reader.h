@@ -11,7 +11,9 @@
 //     that is not kept (a 4 KiB pread costs 4 KiB, not a part). With a disk cache, random reads
 //     fetch the covering parts instead, so that they are looked up in and fed to the cache.
 //   - Parts behind the reader (ended more than `slack` before it) are dropped at once, so a
-//     sequential reader holds about one window of memory.
+//     sequential reader holds about one window of memory. A late read for bytes so dropped,
+//     within `late_tolerance` of the reader, is fetched exactly and alone (a straggler of
+//     the kernel's concurrent readahead), keeping the window.
 //
 // Backpressure: readahead parts are issued only while this file has fewer than
 // per_file_concurrency GETs in flight, a slot of the shared FetchSlots (global_concurrency) is
@@ -62,9 +64,14 @@ struct ReaderOptions {
   uint64_t max_window = 64ull << 20;
   uint64_t part_size = 8ull << 20;
   int per_file_concurrency = 8;
-  // How far behind the reader a read still counts as sequential, and how long a part is kept
-  // after the reader passed its end.
+  // How long a part is kept after the reader passed its end, and how far behind the reader
+  // a read still counts as sequential.
   uint64_t slack = 256ull << 10;
+  // A read further behind the reader than `slack` but within this distance is a straggler
+  // (the kernel's concurrent readahead requests arrive out of order, by up to about twice
+  // its readahead): it is fetched alone, without closing the window or dropping parts.
+  // Values below `slack` mean `slack`.
+  uint64_t late_tolerance = 0;
 };
 
 // What all readers of one mount share.

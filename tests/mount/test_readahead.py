@@ -79,6 +79,31 @@ class ReadaheadTest(unittest.TestCase):
         cls.server.stop()
         shutil.rmtree(cls.root, ignore_errors=True)
 
+    def read_ahead_kb(self, mountpoint):
+        dev = os.stat(mountpoint).st_dev
+        with open("/sys/class/bdi/%d:%d/read_ahead_kb" % (os.major(dev), os.minor(dev))) as f:
+            return int(f.read())
+
+    def test_kernel_readahead_is_set_on_the_mount(self):
+        # --kernel-readahead (default 16MiB) raises the mount's bdi readahead after INIT;
+        # 0 leaves the kernel's own value (128 KiB for FUSE).
+        m = harness.Mount(self.server)
+        try:
+            self.assertEqual(self.read_ahead_kb(m.mountpoint), 16384)
+        finally:
+            m.close()
+        m = harness.Mount(self.server, args=["--kernel-readahead", "0"])
+        try:
+            self.assertEqual(self.read_ahead_kb(m.mountpoint), 128)
+        finally:
+            m.close()
+        # Unless given, at most a 64th of --max-memory.
+        m = harness.Mount(self.server, args=["--max-memory", "256MiB"])
+        try:
+            self.assertEqual(self.read_ahead_kb(m.mountpoint), 4096)
+        finally:
+            m.close()
+
     def test_sequential_dd_uses_part_sized_ranged_gets(self):
         part = 8 * MiB
         m = harness.Mount(self.server, args=["--prefetch-unit", "8MiB"])
@@ -98,14 +123,18 @@ class ReadaheadTest(unittest.TestCase):
             self.assertEqual(h.hexdigest(), self.big_digest)
             stats = self.server.stats()
             parts = BIG_SIZE // part
-            # Every part once (a few more only if the kernel sent a read far out of order).
+            # Every part once. The kernel's readahead requests run concurrently and a few can
+            # arrive long after the reads beyond them (stragglers); each of those costs one
+            # GET of just its bytes (at most 1 MiB, the kernel's largest read), never a part.
             self.assertGreaterEqual(stats["GET_RANGE"], parts, stats)
-            self.assertLessEqual(stats["GET_RANGE"], parts + 4, stats)
+            self.assertLessEqual(stats["GET_RANGE"], parts + 16, stats)
             self.assertEqual(stats["GET_RANGE"], stats["GET"], stats)
             self.assertEqual(stats["HEAD"], 0, stats)
             self.assertGreaterEqual(stats["bytes_sent"], BIG_SIZE)
-            # Bodies are whole parts: the bytes per GET are about part_size.
-            self.assertLessEqual(stats["bytes_sent"], BIG_SIZE + 4 * part + stats["GET"] * 4096)
+            # Bodies are whole parts (plus straggler reads): about part_size per part GET.
+            stragglers = stats["GET_RANGE"] - parts
+            self.assertLessEqual(stats["bytes_sent"],
+                                 BIG_SIZE + 4 * part + stragglers * MiB + stats["GET"] * 4096)
         finally:
             m.close()
 

@@ -248,3 +248,39 @@ TEST_CASE("Reads after Close fail, and Close cancels parts in flight") {
   CHECK(!Harness::Read(*reader, 0, 10).ok());
   CHECK(Harness::Eventually([&] { return h.budget->used() == 0; }));
 }
+
+TEST_CASE("A straggler read far behind the reader is fetched alone and keeps the window") {
+  Harness h;
+  const std::string data = Content(64 * MiB, 7);
+  h.fake->PutObject("big", data);
+  ReaderOptions o;
+  o.initial_window = 1 * MiB;
+  o.max_window = 16 * MiB;
+  o.part_size = 2 * MiB;
+  o.slack = 4 * MiB;
+  o.late_tolerance = 32 * MiB;
+  auto reader = h.Open("big", o);
+  for (uint64_t off = 0; off < 40 * MiB; off += 1 * MiB) {
+    REQUIRE(*Harness::Read(*reader, off, 1 * MiB) == data.substr(off, 1 * MiB));
+  }
+  const uint64_t window = reader->stats().window;
+  REQUIRE(window > 0);
+  REQUIRE(Harness::Eventually([&] { return reader->stats().in_flight == 0; }));
+  const size_t before = h.fake->requests().size();
+
+  // 20 MiB behind the reader: its part was dropped (slack 4 MiB), but it is within the
+  // late tolerance, so it is a straggler of the kernel's concurrent readahead.
+  auto late = Harness::Read(*reader, 20 * MiB + 4096, 1 * MiB);
+  REQUIRE(late.ok());
+  CHECK(*late == data.substr(20 * MiB + 4096, 1 * MiB));
+  CHECK(reader->stats().window == window);  // not reset to random access
+  const auto log = h.fake->requests();
+  REQUIRE(log.size() == before + 1);  // exactly the asked bytes, one GET
+  CHECK(log.back().offset == 20 * MiB + 4096);
+  CHECK(*log.back().length == 1 * MiB);
+
+  // Beyond the late tolerance a read is random again: the window closes.
+  REQUIRE(Harness::Read(*reader, 40 * MiB, 1 * MiB).ok());
+  REQUIRE(*Harness::Read(*reader, 1 * MiB, 4096) == data.substr(1 * MiB, 4096));
+  CHECK(reader->stats().window == 0);
+}
