@@ -543,8 +543,13 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   fso.readahead.kernel_readahead = *kernel_ra;
   if (!given("--kernel-readahead")) {
     // The kernel's readahead requests of every open file are answered even when the budget
-    // is spent, so by default they are kept a small share of it (1 GiB -> 16 MiB).
-    fso.readahead.kernel_readahead = std::min(*kernel_ra, fso.max_memory / 64 >> 20 << 20);
+    // is spent, so by default they are kept a small share of it (1 GiB -> 16 MiB). And only
+    // with an indefinite metadata TTL: where objects may change, the kernel can still hold
+    // an old, larger size, and its concurrent readahead requests past the new end then
+    // leave zeroed pages (seen in mount:replace), which one 128 KiB request at a time does
+    // not.
+    fso.readahead.kernel_readahead =
+        fso.metadata_ttl.has_value() ? 0 : std::min(*kernel_ra, fso.max_memory / 64 >> 20 << 20);
   }
   auto pc = ParseInteger("--prefetch-concurrency", r.prefetch_concurrency, 1, 4096);
   if (!pc.ok()) return pc.status();

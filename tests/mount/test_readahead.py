@@ -85,28 +85,25 @@ class ReadaheadTest(unittest.TestCase):
             return int(f.read())
 
     def test_kernel_readahead_is_set_on_the_mount(self):
-        # --kernel-readahead (default 16MiB) raises the mount's bdi readahead after INIT;
-        # 0 leaves the kernel's own value (128 KiB for FUSE).
-        m = harness.Mount(self.server)
-        try:
-            self.assertEqual(self.read_ahead_kb(m.mountpoint), 16384)
-        finally:
-            m.close()
-        m = harness.Mount(self.server, args=["--kernel-readahead", "0"])
-        try:
-            self.assertEqual(self.read_ahead_kb(m.mountpoint), 128)
-        finally:
-            m.close()
-        # Unless given, at most a 64th of --max-memory.
-        m = harness.Mount(self.server, args=["--max-memory", "256MiB"])
-        try:
-            self.assertEqual(self.read_ahead_kb(m.mountpoint), 4096)
-        finally:
-            m.close()
+        # --kernel-readahead raises the mount's bdi readahead after INIT: by default 16 MiB
+        # (at most --max-memory/64) with --metadata-ttl indefinite, else the kernel's own
+        # 128 KiB; a value given is used as it is.
+        cases = [(["--metadata-ttl", "indefinite"], 16384),
+                 (["--metadata-ttl", "indefinite", "--max-memory", "256MiB"], 4096),
+                 ([], 128),
+                 (["--kernel-readahead", "8MiB"], 8192),
+                 (["--metadata-ttl", "indefinite", "--kernel-readahead", "0"], 128)]
+        for args, expected in cases:
+            m = harness.Mount(self.server, args=args)
+            try:
+                self.assertEqual(self.read_ahead_kb(m.mountpoint), expected, args)
+            finally:
+                m.close()
 
     def test_sequential_dd_uses_part_sized_ranged_gets(self):
         part = 8 * MiB
-        m = harness.Mount(self.server, args=["--prefetch-unit", "8MiB"])
+        m = harness.Mount(self.server, args=["--prefetch-unit", "8MiB", "--kernel-readahead",
+                                             "16MiB"])
         try:
             self.assertEqual(os.stat(m.path("big.bin")).st_size, BIG_SIZE)
             self.server.reset_stats()

@@ -79,7 +79,11 @@ class ReplaceTest(unittest.TestCase):
             # cut at it; see SEMANTICS.md.)
             one_version = got == new[:len(got)] or got == pattern("O", SMALL_SIZE)[:len(got)] \
                 or got == pattern("O", LARGE_SIZE)[:len(got)]
-            self.assertTrue(one_version, "%s: %d bytes mixing versions" % (name, len(got)))
+            if not one_version:
+                first = next((i for i in range(min(len(got), len(new))) if got[i] != new[i]),
+                             min(len(got), len(new)))
+                self.fail("%s: %d bytes mixing versions; first byte not of the new one at %d: "
+                          "%r" % (name, len(got), first, got[first - first % 16:][:48]))
             return got == new
         harness.wait_for(sees_new, 30, "a new open of %s to see the new object" % name, 0.2)
 

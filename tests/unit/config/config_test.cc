@@ -441,13 +441,22 @@ TEST_CASE("Debug and no-verify-tls flags") {
   CHECK(t.warnings[0].find("NOT verified") != std::string::npos);
 }
 
-TEST_CASE("Kernel readahead defaults to 16MiB within the memory budget, accepts 0 to 1GiB") {
-  CHECK(Ok(With({})).fs.readahead.kernel_readahead == (16ull << 20));
+TEST_CASE("Kernel readahead defaults to 16MiB with an indefinite TTL within the memory budget") {
+  const std::vector<std::string> ds = {"--metadata-ttl", "indefinite"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = ds;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return With(args);
+  };
+  CHECK(Ok(with({})).fs.readahead.kernel_readahead == (16ull << 20));
   // By default at most a 64th of --max-memory; a value given explicitly is kept.
-  CHECK(Ok(With({"--max-memory", "256MiB"})).fs.readahead.kernel_readahead == (4ull << 20));
-  CHECK(Ok(With({"--max-memory", "256MiB", "--kernel-readahead", "16MiB"}))
+  CHECK(Ok(with({"--max-memory", "256MiB"})).fs.readahead.kernel_readahead == (4ull << 20));
+  CHECK(Ok(with({"--max-memory", "256MiB", "--kernel-readahead", "16MiB"}))
             .fs.readahead.kernel_readahead == (16ull << 20));
-  CHECK(Ok(With({"--kernel-readahead", "0"})).fs.readahead.kernel_readahead == 0);
+  // A finite TTL (objects may change under the kernel's cached size): 0 unless given.
+  CHECK(Ok(With({})).fs.readahead.kernel_readahead == 0);
+  CHECK(Ok(With({"--kernel-readahead", "8MiB"})).fs.readahead.kernel_readahead == (8ull << 20));
+  CHECK(Ok(with({"--kernel-readahead", "0"})).fs.readahead.kernel_readahead == 0);
   CHECK(Ok(With({"-o", "kernel_readahead=4MiB"})).fs.readahead.kernel_readahead == (4ull << 20));
   Fails(With({"--kernel-readahead", "2GiB"}), "--kernel-readahead: at most 1GiB");
   Fails(With({"--kernel-readahead", "lots"}), "--kernel-readahead");
