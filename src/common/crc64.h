@@ -1,6 +1,6 @@
 // CRC-64/XZ (a.k.a. CRC-64/ECMA-182 reflected, CRC-64/GO-ECMA): the checksum OSS returns in
 // x-oss-hash-crc64ecma. Check value: Crc64("123456789") == 0x995DC9BBDF1939FA.
-// Slicing-by-8, about 1-2 GB/s per core.
+// Computed by liblzma (carry-less multiplication on x86-64: about 4-5 GB/s per core here).
 #pragma once
 
 #include <cstddef>

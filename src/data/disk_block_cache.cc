@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
@@ -89,7 +90,9 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
       stop_ = true;
     }
     queue_cv_.notify_all();
-    if (writer_.joinable()) writer_.join();  // the writer drains the queue first
+    for (auto& w : writers_) {
+      if (w.joinable()) w.join();  // the writers drain the queue first
+    }
     ::close(dir_fd_);
   }
 
@@ -142,7 +145,8 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
   }
 
   void Start() {
-    writer_ = std::thread([this] { WriterLoop(); });
+    const int n = std::max(1, options_.writer_threads);
+    for (int i = 0; i < n; ++i) writers_.emplace_back([this] { WriterLoop(); });
   }
 
   std::optional<std::shared_ptr<const std::vector<char>>> Get(const BlockId& id,
@@ -247,7 +251,7 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
 
   void Flush() override {
     std::unique_lock lock(queue_mu_);
-    idle_cv_.wait(lock, [this] { return queue_.empty() && !writing_; });
+    idle_cv_.wait(lock, [this] { return queue_.empty() && writing_ == 0; });
   }
 
   DiskCacheStats Stats() const override {
@@ -259,7 +263,7 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
       s.blocks = index_.size();
     }
     std::lock_guard lock(queue_mu_);
-    s.pending = queue_.size() + (writing_ ? 1 : 0);
+    s.pending = queue_.size() + static_cast<size_t>(writing_);
     return s;
   }
 
@@ -306,15 +310,15 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
       Pending p = std::move(queue_.front());
       queue_.pop_front();
       queued_bytes_ -= p.data->size();
-      writing_ = true;
+      ++writing_;
       lock.unlock();
       if (options_.before_write_for_test) options_.before_write_for_test();
       Write(p.id, p.name, *p.data);
       p.data.reset();  // may free the caller's buffer: never under our locks
       lock.lock();
       queued_names_.erase(p.name);
-      writing_ = false;
-      if (queue_.empty()) idle_cv_.notify_all();
+      --writing_;
+      if (queue_.empty() && writing_ == 0) idle_cv_.notify_all();
     }
     idle_cv_.notify_all();
   }
@@ -379,11 +383,11 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
   std::deque<Pending> queue_;
   std::unordered_set<std::string> queued_names_;
   uint64_t queued_bytes_ = 0;  // data bytes in queue_
-  bool writing_ = false;
+  int writing_ = 0;            // blocks being written now
   bool stop_ = false;
 
-  uint64_t temp_counter_ = 0;  // writer thread only
-  std::thread writer_;
+  std::atomic<uint64_t> temp_counter_{0};
+  std::vector<std::thread> writers_;
 };
 
 }  // namespace

@@ -41,12 +41,16 @@ struct BlockId {
 struct DiskCacheOptions {
   std::string dir;
   uint64_t max_size = 10ull << 30;
-  // Blocks waiting for the writer thread; a Put beyond this is dropped (counted), never
+  // Blocks waiting for the writer threads; a Put beyond this is dropped (counted), never
   // blocks. The queued buffers are the callers' own (shared, not copied).
-  size_t max_pending_writes = 256;
+  size_t max_pending_writes = 1024;
   // ... and at most this many bytes of them (large-file parts are big); one block is always
   // accepted into an empty queue.
   uint64_t max_pending_bytes = 256ull << 20;
+  // Threads writing blocks (create, write, rename: file system metadata work that one
+  // thread did at a few hundred small blocks a second here, so a fast epoch dropped most of
+  // them). Blocks are independent files, so writers need no ordering.
+  int writer_threads = 4;
   // Tests only: runs on the writer thread before each block is written (to hold it).
   std::function<void()> before_write_for_test;
 };

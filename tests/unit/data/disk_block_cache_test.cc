@@ -1,5 +1,6 @@
 // DiskBlockCache against a real temporary directory.
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -425,6 +426,7 @@ TEST_CASE("disk cache: a full write queue drops blocks instead of blocking") {
   DiskCacheOptions o;
   o.dir = tmp.Sub("c");
   o.max_pending_writes = 3;
+  o.writer_threads = 1;  // one writer held at the gate: the queue bound alone decides
   o.before_write_for_test = gate.Hook();
   auto cache = *DiskBlockCache::Open(o);
   std::vector<Bytes> data;
@@ -453,6 +455,7 @@ TEST_CASE("disk cache: the write queue is bounded in bytes too") {
   DiskCacheOptions o;
   o.dir = tmp.Sub("c");
   o.max_pending_bytes = 100000;
+  o.writer_threads = 1;  // one writer held at the gate: the queue bound alone decides
   o.before_write_for_test = gate.Hook();
   auto cache = *DiskBlockCache::Open(o);
   cache->Put(Id("first"), MakeBytes(500000, 1));
@@ -509,4 +512,28 @@ TEST_CASE("disk cache: concurrent Get and Put from several threads") {
   CHECK(s.corrupt == 0);
   CHECK(s.bytes <= 20 * per_file);
   CHECK(s.hits == static_cast<uint64_t>(hits.load()));
+}
+
+TEST_CASE("disk cache: several writer threads write every block once, intact") {
+  TempDir tmp;
+  DiskCacheOptions o;
+  o.dir = tmp.Sub("c");
+  o.writer_threads = 4;
+  o.max_pending_writes = 1000;
+  auto cache = *DiskBlockCache::Open(o);
+  std::vector<Bytes> data;
+  for (int i = 0; i < 300; ++i) data.push_back(MakeBytes(5000 + i, i));
+  for (int i = 0; i < 300; ++i) cache->Put(Id("w" + std::to_string(i)), data[i]);
+  cache->Flush();
+  auto s = cache->Stats();
+  CHECK(s.writes == 300);
+  CHECK(s.dropped == 0);
+  CHECK(s.pending == 0);
+  for (int i = 0; i < 300; ++i) {
+    CHECK(Same(cache->Get(Id("w" + std::to_string(i)), 5000 + i), data[i]));
+  }
+  // No temporary file is left behind.
+  for (const auto& e : std::filesystem::directory_iterator(o.dir)) {
+    CHECK(e.path().filename().string().rfind("tmp.", 0) != 0);
+  }
 }
