@@ -175,7 +175,10 @@ class EcsRamRoleProvider final : public CredentialsProvider {
     }
     Result<int64_t> exp = ParseIso8601(str("Expiration"));
     if (!exp.ok()) return Failure(ErrorCode::kProtocol, "the response has no valid Expiration");
-    c.expiration = SystemTime(std::chrono::seconds(*exp));
+    Result<SystemTime> when = SystemTimeFromUnix(*exp);
+    if (!when.ok())
+      return Failure(ErrorCode::kProtocol, "the response's Expiration is out of range");
+    c.expiration = *when;
     return c;
   }
 

@@ -167,6 +167,16 @@ TEST_CASE("ECS RAM role: failures say what failed and never quote the response")
     CHECK(r.status().message().find("'Failed'") != std::string::npos);
     CheckNoSecret(r.status());
   }
+  {  // Expiration past what system_clock holds (regression: was an int64 overflow)
+    md.Respond("GET", kRolesUrl + "role1", 200,
+               "{\"AccessKeyId\":\"STS.id1\",\"AccessKeySecret\":\"SECRET-ecs-1\","
+               "\"SecurityToken\":\"TOKEN-ecs-1\",\"Expiration\":\"9999-01-01T00:00:00Z\","
+               "\"Code\":\"Success\"}");
+    Result<Credentials> r = MakeEcsRamRoleProvider(o)->Get();
+    REQUIRE(!r.ok());
+    CHECK(r.status().message().find("Expiration is out of range") != std::string::npos);
+    CheckNoSecret(r.status());
+  }
   {  // not JSON
     md.Respond("GET", kRolesUrl + "role1", 200, "<html>SECRET-ecs-1</html>");
     Result<Credentials> r = MakeEcsRamRoleProvider(o)->Get();
