@@ -10,6 +10,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <memory>
 
 #include "ossmount/status.h"
@@ -39,6 +40,7 @@ class Server {
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::signal_set signals_;
   std::unique_ptr<ServerContext> ctx_;
+  std::unique_ptr<boost::asio::ssl::context> tls_;  // set when serving HTTPS
   uint16_t port_ = 0;
 };
 

@@ -31,6 +31,8 @@ struct ServerOptions {
   int idle_timeout_s = 120;     // a keep-alive connection idle this long is closed
   int write_timeout_s = 300;    // a client that reads nothing for this long is dropped
   bool access_log = false;      // one line per request on stderr
+  std::string tls_cert;         // PEM certificate chain; with tls_key the server speaks HTTPS
+  std::string tls_key;          // PEM private key
   ApiOptions api;
 };
 
