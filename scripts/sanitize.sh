@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds the unit and integration tests with sanitizers and runs them (ctest labels unit and
+# integration): ASan+UBSan in build-asan, TSan in build-tsan. Any report fails the run (UB is
+# fatal: -fno-sanitize-recover=all; TSan halts on the first race). Only the test targets are
+# built, at -O1 with line tables, to keep CI time down.
+#   scripts/sanitize.sh                 both
+#   scripts/sanitize.sh asan            only ASan+UBSan (or: tsan)
+# Environment: SANITIZE_JOBS (build and ctest parallelism, default nproc), CTEST_ARGS (extra).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+kinds=("$@")
+if [ "${#kinds[@]}" -eq 0 ]; then kinds=(asan tsan); fi
+jobs=${SANITIZE_JOBS:-$(nproc)}
+launcher=()
+if command -v ccache >/dev/null 2>&1; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+
+export ASAN_OPTIONS="detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$root/tests/sanitize/tsan.supp"
+
+for kind in "${kinds[@]}"; do
+  case "$kind" in
+    asan) flags="address,undefined"; dir=build-asan ;;
+    tsan) flags="thread"; dir=build-tsan ;;
+    *) echo "sanitize.sh: unknown kind '$kind' (asan or tsan)" >&2; exit 2 ;;
+  esac
+  start=$(date +%s)
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
+    -DOSSMOUNT_SANITIZE="$flags" "${launcher[@]}" >/dev/null
+  # Every *_test binary (unit and integration); their dependencies (the test server) follow.
+  targets=$(cmake --build "$dir" --target help | sed -n 's/^\.\.\. \([a-z0-9_]*_test\)$/\1/p')
+  # shellcheck disable=SC2086
+  cmake --build "$dir" -j"$jobs" --target $targets
+  built=$(date +%s)
+  echo "sanitize: $kind built in $((built - start))s"
+  # shellcheck disable=SC2086
+  (cd "$dir" && ctest -L '^(unit|integration)$' -j"$jobs" --timeout 900 --output-on-failure ${CTEST_ARGS:-})
+  echo "sanitize: $kind tests passed in $(($(date +%s) - built))s"
+done
+echo "sanitize: ok (${kinds[*]})"
