@@ -54,7 +54,8 @@ struct ServerContext {
 };
 
 // Handles /_ossmount/...: GET stats, POST reset, GET/POST faults (query = settings; "clear"
-// restores the start-up defaults of no faults first), POST rescan, GET health.
+// restores the start-up defaults of no faults first), POST rescan, GET health,
+// POST sts?token=T&expires_at=UNIX (accept another STS token: rotation).
 Response HandleControl(const RequestInfo& info, ServerContext& ctx);
 
 }  // namespace ossmount::testserver
