@@ -1,6 +1,7 @@
 #include "background.h"
 
 #include <fcntl.h>
+#include <spdlog/spdlog.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,6 +9,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
+
+#include "notify.h"
 
 namespace ossmount::daemon {
 namespace {
@@ -59,9 +63,25 @@ void StartupReporter::Send(const std::string& line) {
   close(fd);
 }
 
-void StartupReporter::Ready() { Send("OK\n"); }
+void StartupReporter::Ready() {
+  if (std::exchange(reported_, true)) return;
+  Send("OK\n");
+  if (Status st = NotifySystemd("READY=1\nSTATUS=mounted; serving"); !st.ok()) {
+    spdlog::warn("{}", st.message());
+  }
+}
 
-void StartupReporter::Fail(const std::string& message) { Send("ERR " + message); }
+void StartupReporter::Fail(const std::string& message) {
+  if (std::exchange(reported_, true)) return;
+  Send("ERR " + message);
+  (void)NotifySystemd("STATUS=failed: " + message);
+}
+
+void StartupReporter::Stopping() {
+  if (Status st = NotifySystemd("STOPPING=1\nSTATUS=unmounting"); !st.ok()) {
+    spdlog::warn("{}", st.message());
+  }
+}
 
 Result<StartupReporter> ForkIntoBackground() {
   int fds[2];

@@ -1,6 +1,9 @@
 // Going to the background the way mount(8) users expect: `ossmount ...` returns only once
 // the mount answers (exit 0), or prints why it could not mount (exit 1).
 //
+// Under systemd (NOTIFY_SOCKET set, notify.h) the same moments are told to the service
+// manager: Ready() sends READY=1, Fail() a STATUS= line, Stopping() STOPPING=1.
+//
 // ForkIntoBackground() forks; the parent waits on a pipe for the child's verdict and
 // exits with it (it never returns). The child gets a StartupReporter, calls Ready() once
 // the mount answers or Fail(message) otherwise. If the child dies without a verdict, the
@@ -20,9 +23,10 @@ class StartupReporter {
  public:
   StartupReporter() = default;  // foreground: reports go to stderr only
   explicit StartupReporter(int fd) : fd_(fd) {}
-  StartupReporter(StartupReporter&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  StartupReporter(StartupReporter&& o) noexcept : fd_(o.fd_), reported_(o.reported_) { o.fd_ = -1; }
   StartupReporter& operator=(StartupReporter&& o) noexcept {
     std::swap(fd_, o.fd_);
+    std::swap(reported_, o.reported_);
     return *this;
   }
   StartupReporter(const StartupReporter&) = delete;
@@ -30,13 +34,17 @@ class StartupReporter {
   ~StartupReporter();
 
   bool background() const { return fd_ >= 0; }
-  // Thread-safe with respect to each other: only the first report counts.
+  // Only the first of Ready()/Fail() counts. They are called from one thread at a time
+  // (main thread before the FUSE loop starts, then the readiness thread).
   void Ready();
   void Fail(const std::string& message);
+  // The daemon begins to unmount and exit (after a verdict).
+  void Stopping();
 
  private:
   void Send(const std::string& line);
   int fd_ = -1;
+  bool reported_ = false;
 };
 
 // In the child: returns the reporter; stdin/stdout/stderr are /dev/null and the child is

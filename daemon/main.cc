@@ -17,11 +17,13 @@
 #include <vector>
 
 #include "background.h"
+#include "common/metrics.h"
 #include "config/mount_config.h"
 #include "config/mountpoint_check.h"
 #include "data/disk_block_cache.h"
 #include "logging.h"
 #include "mount_session.h"
+#include "stats_command.h"
 
 namespace {
 
@@ -47,8 +49,33 @@ const std::map<std::string, std::function<int(const std::vector<std::string>&)>>
   static const std::map<std::string, std::function<int(const std::vector<std::string>&)>> k = {
       {"version", PrintVersion},
       {"help", PrintHelp},
+      {"stats", daemon_ns::StatsCommand},
   };
   return k;
+}
+
+// The disk cache's own counts, read when metrics are exposed.
+void RegisterDiskCacheMetrics(const std::shared_ptr<ossmount::data::DiskBlockCache>& cache) {
+  std::weak_ptr<ossmount::data::DiskBlockCache> weak = cache;
+  auto read = [weak](uint64_t ossmount::data::DiskCacheStats::*field) {
+    return [weak, field] {
+      auto c = weak.lock();
+      return c ? static_cast<double>(c->Stats().*field) : 0.0;
+    };
+  };
+  using S = ossmount::data::DiskCacheStats;
+  auto& r = ossmount::metrics::Registry::Global();
+  r.SetCallbackCounter("ossmount_disk_cache_hits_total", "Blocks found in the disk cache.", {},
+                       read(&S::hits));
+  r.SetCallbackCounter("ossmount_disk_cache_misses_total", "Blocks not in the disk cache.", {},
+                       read(&S::misses));
+  r.SetCallbackCounter("ossmount_disk_cache_corrupt_total",
+                       "Disk cache blocks that failed verification and were dropped.", {},
+                       read(&S::corrupt));
+  r.SetCallbackCounter("ossmount_disk_cache_evictions_total", "Blocks evicted (LRU).", {},
+                       read(&S::evictions));
+  r.SetCallbackGauge("ossmount_disk_cache_bytes", "Bytes in the disk cache now.", {},
+                     read(&S::bytes));
 }
 
 // Relative paths would break after the daemon's chdir("/").
@@ -79,14 +106,26 @@ int Mount(const std::vector<std::string>& args) {
     return 1;
   }
   cfg.daemon.mountpoint = *mountpoint;
+  // A mount left by a daemon that was killed (systemd Restart=on-failure lands here).
+  auto recovered = config::RecoverDeadMount(cfg.daemon.mountpoint);
+  if (!recovered.ok()) {
+    std::fprintf(stderr, "ossmount: %s\n", recovered.status().message().c_str());
+    return 1;
+  }
+  if (!recovered->empty()) {
+    std::fprintf(stderr, "ossmount: %s\n", recovered->c_str());
+    cfg.warnings.push_back(*recovered);  // logged once logging is set up
+  }
   if (Status st = config::CheckMountPoint(cfg.daemon.mountpoint, cfg.daemon.nonempty); !st.ok()) {
     std::fprintf(stderr, "ossmount: %s\n", st.message().c_str());
     return 1;
   }
   cfg.daemon.log_file = Absolute(cfg.daemon.log_file);
+  cfg.daemon.audit_log = Absolute(cfg.daemon.audit_log);
   cfg.credential_sources.credentials_file = Absolute(cfg.credential_sources.credentials_file);
   cfg.credential_sources.passwd_file = Absolute(cfg.credential_sources.passwd_file);
   cfg.client.ca_bundle = Absolute(cfg.client.ca_bundle);
+  cfg.manifest = Absolute(cfg.manifest);
 
   // Fork first: no thread may exist yet.
   daemon_ns::StartupReporter reporter;
@@ -117,6 +156,7 @@ int Mount(const std::vector<std::string>& args) {
       return 1;
     }
     cfg.fs.disk_cache = *cache;
+    RegisterDiskCacheMetrics(*cache);
   }
   int code = daemon_ns::RunMountSession(cfg, reporter);
   if (cfg.fs.disk_cache) {

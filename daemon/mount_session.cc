@@ -12,13 +12,20 @@
 #include <thread>
 #include <vector>
 
+#include "audit_log.h"
 #include "auth/credential_providers.h"
 #include "bucket_probe.h"
+#include "common/metrics.h"
+#include "control/control_server.h"
 #include "fs/object_filesystem.h"
 #include "fuse/fuse_server.h"
 #include "http/fetch_engine.h"
 #include "http/metadata_fetcher.h"
+#include "logging.h"
+#include "metrics_http.h"
+#include "manifest_setup.h"
 #include "object/client_factory.h"
+#include "stats_command.h"
 
 namespace ossmount::daemon {
 namespace {
@@ -64,11 +71,50 @@ void Fail(StartupReporter& reporter, const std::string& message) {
   }
 }
 
+// What the control commands of a session may reach. Modules add fields as they need them.
+struct ControlContext {
+  boost::asio::io_context& io;
+  const config::MountConfig& config;
+  std::shared_ptr<ObjectClient> client;
+  std::shared_ptr<fs::Filesystem> filesystem;
+  std::chrono::steady_clock::time_point started;
+};
+
+// The one place where the session's control commands are registered ("stats", "warmup",
+// ...). Runs on the thread that saw the mount answer, before the start is reported.
+void RegisterControlCommands(control::ControlServer& server, const ControlContext& context) {
+  server.Register("stats", [mountpoint = context.config.daemon.mountpoint,
+                            started = context.started](const rapidjson::Document&) {
+    return Result<std::string>(StatsResult(mountpoint, started));
+  });
+}
+
+// One line at exit with what the retry loop absorbed; tests read it (test_faults.py).
+void LogRetryStats(const RetryStats& s) {
+  spdlog::info(
+      "retries: {} (throttled {}, server errors {}, network {}, timeouts {}, integrity {}, "
+      "other {}); Retry-After waits {}; gave up {}",
+      s.retries, s.throttled, s.server_errors, s.network, s.timeouts, s.integrity, s.other,
+      s.retry_after, s.gave_up);
+}
+
 }  // namespace
 
 int RunMountSession(const config::MountConfig& config_in, StartupReporter& reporter) {
   config::MountConfig config = config_in;
+  const auto session_started = std::chrono::steady_clock::now();
   for (const std::string& w : config.warnings) spdlog::warn("{}", w);
+
+  std::shared_ptr<AuditLog> audit;
+  if (!config.daemon.audit_log.empty()) {
+    auto opened = AuditLog::Open(config.daemon.audit_log);
+    if (!opened.ok()) {
+      Fail(reporter, opened.status().message());
+      return 1;
+    }
+    audit = *opened;
+    config.fs.audit = audit;
+  }
 
   // Objects are owned here, not destroyed in the usual reverse order at the end: see the
   // shutdown note below.
@@ -107,12 +153,36 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   auto probe_timeout =
       std::chrono::duration_cast<std::chrono::seconds>(config.client.retry.total_budget) +
       std::chrono::seconds(30);
-  if (Status st = ProbeBucket(**client, config, probe_timeout); !st.ok()) {
+  std::shared_ptr<ObjectClient> fs_client = *client;
+  if (!config.manifest.empty()) {
+    // The tree comes from the manifest: no LIST, not even the start-up probe.
+    auto manifest_client = SetUpManifest(io, fs_client, config, probe_timeout);
+    if (!manifest_client.ok()) {
+      Fail(reporter, manifest_client.status().message());
+      return 1;
+    }
+    fs_client = *manifest_client;
+  } else if (Status st = ProbeBucket(**client, config, probe_timeout); !st.ok()) {
     Fail(reporter, st.message());
     return 1;
   }
 
-  auto filesystem = fs::MakeObjectFilesystem(io, *client, config.fs);
+  // Asked for explicitly, so a listener that cannot start fails the mount.
+  std::unique_ptr<MetricsHttpServer> metrics_server;
+  if (!config.daemon.metrics_host.empty()) {
+    auto listening =
+        MetricsHttpServer::Start(io, config.daemon.metrics_host, config.daemon.metrics_port,
+                                 [] { return metrics::Registry::Global().PrometheusText(); });
+    if (!listening.ok()) {
+      Fail(reporter, listening.status().message());
+      return 1;
+    }
+    metrics_server = std::move(*listening);
+    spdlog::info("metrics at http://{}:{}/metrics", config.daemon.metrics_host,
+                 metrics_server->port());
+  }
+
+  auto filesystem = fs::MakeObjectFilesystem(io, fs_client, config.fs);
   // Cache the root listing before the mount appears, so the first lookups under the root
   // (ImageFolder's stat of MOUNT/train) are answered without probing requests.
   WarmRootListing(*filesystem, std::chrono::seconds(10));
@@ -131,13 +201,39 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   }
   std::unique_ptr<fuse::FuseServer> server = std::move(*mounted);
   server->InstallSignalHandlers();
+  // SIGHUP reopens the log files (logrotate) instead of unmounting; SIGUSR2 toggles debug.
+  StartLogSignalThread([audit] {
+    if (audit) audit->Reopen();
+  });
+
+  // The control socket (`ossmount stats`, `ossmount warmup`, ...): started once the mount
+  // answers and before the start is reported, so a subcommand run right after `ossmount`
+  // returns finds it. Modules register their commands in RegisterControlCommands.
+  std::unique_ptr<control::ControlServer> control;
+  auto start_control = [&] {
+    std::string path = control::SocketPathForMountpoint(config.daemon.mountpoint);
+    auto started = control::ControlServer::Start(io, path);
+    if (!started.ok()) {
+      // The mount works without it; only the subcommands that talk to it are unavailable.
+      spdlog::warn(
+          "control socket unavailable ({}); `ossmount stats` and similar will not "
+          "reach this mount",
+          started.status().message());
+      return;
+    }
+    control = std::move(*started);
+    RegisterControlCommands(*control,
+                            ControlContext{io, config, *client, filesystem, session_started});
+    spdlog::info("control socket {}", control->path());
+  };
 
   // The mount "answers" once a stat of its root goes through the loop started below.
-  std::thread ready([&server, &reporter, mountpoint = config.daemon.mountpoint] {
+  std::thread ready([&server, &reporter, &start_control, mountpoint = config.daemon.mountpoint] {
     fuse::BlockTerminationSignals();
     struct stat st {};
     if (stat(mountpoint.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
       spdlog::info("mounted on {}; serving", mountpoint);
+      start_control();
       reporter.Ready();
     } else {
       std::string message =
@@ -150,10 +246,15 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   if (reporter.background()) DetachWorkingDirectory();
 
   Status run = server->Run();
+  reporter.Stopping();
   ready.join();
+  control.reset();  // unlinks the socket: subcommands now say no daemon answers
   server->Unmount();
   bool drained = server->Drain(kDrainGrace);
   spdlog::info("stopped{}", drained ? "" : " (some requests were answered EIO)");
+  metrics_server.reset();
+  if (audit) audit->Stop();  // the files released until now are written
+  LogRetryStats((*client)->retry_stats());
 
   // Shutdown note: the FUSE side is finished (unmounted, every request answered). The
   // object graph (filesystem -> client -> fetch engine -> io_context, with handlers that

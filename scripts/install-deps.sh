@@ -30,6 +30,9 @@ packages=(
   python3-torch python3-torchvision python3-pil python3-numpy
   clang-format
   clang libclang-rt-dev
+  # Operations tests: systemd-analyze (verify the unit), dpkg-shlibdeps (the .deb's Depends),
+  # mount(8) for the fstab tests.
+  systemd dpkg-dev mount
 )
 if [ "$want_bench" -eq 1 ]; then
   packages+=(s3fs rclone time wrk)

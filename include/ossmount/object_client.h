@@ -87,8 +87,15 @@ struct GetTarget {
   size_t capacity = 0;
   std::vector<char>* growable = nullptr;
 
+  // A growable target refuses a body over `growable_limit` bytes (0 = no limit): the
+  // transfer is abandoned and the response marked body_overflow, so a hostile or broken
+  // server cannot make a listing take unbounded memory.
+  size_t growable_limit = 0;
+
   static GetTarget Fixed(char* data, size_t capacity) { return {data, capacity, nullptr}; }
-  static GetTarget Growable(std::vector<char>* v) { return {nullptr, 0, v}; }
+  static GetTarget Growable(std::vector<char>* v, size_t limit = 0) {
+    return {nullptr, 0, v, limit};
+  }
 };
 
 struct GetResult {
@@ -117,9 +124,26 @@ using InitiateHandler = std::function<void(Result<std::string>)>;  // upload id
 using PartHandler = std::function<void(Result<PartInfo>)>;
 using StatusHandler = std::function<void(Status)>;
 
+// What the retry loop did since the client was made, all operations together. Read by the
+// daemon at exit (and by tests) to report how many faults were absorbed.
+struct RetryStats {
+  uint64_t retries = 0;        // attempts after the first, all causes
+  uint64_t throttled = 0;      // of which after 503 SlowDown / QpsLimitExceeded / 429
+  uint64_t server_errors = 0;  // after other 5xx
+  uint64_t network = 0;        // after a refused or reset connection
+  uint64_t timeouts = 0;       // after a stall deadline, connect timeout or 408
+  uint64_t integrity = 0;      // after a short body or a CRC-64 mismatch
+  uint64_t other = 0;          // after anything else retryable
+  uint64_t retry_after = 0;    // waits lengthened to honour a Retry-After header
+  uint64_t gave_up = 0;        // operations that failed after retrying (attempts or budget)
+};
+
 class ObjectClient {
  public:
   virtual ~ObjectClient() = default;
+
+  // Counters of the retry loop; clients without one report zeros.
+  virtual RetryStats retry_stats() const { return {}; }
 
   // One page of ListObjectsV2 (encoding-type=url, decoded before the handler sees it).
   virtual void List(const ListRequest& request, ListHandler handler) = 0;

@@ -5,12 +5,20 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <array>
+#include <boost/asio/ip/address.hpp>
+#include <cctype>
+#include <cstdlib>
 #include <optional>
 
+#include "config/config_file.h"
 #include "config/mount_config.h"
+#include "config/option_layers.h"
 #include "config/option_values.h"
 
 namespace ossmount::config {
+
+const char* const kDefaultConfigPath = "/etc/ossmount/config.json";
+
 namespace {
 
 Status Error(std::string message) {
@@ -28,14 +36,19 @@ struct RawOptions {
   std::string uid, gid, file_mode, dir_mode;
   bool allow_other = false, allow_root = false, nonempty = false, foreground = false;
   std::string log_file, log_level;
+  std::string log_max_size = "100MiB", log_max_files = "5", audit_log, metrics_address;
   bool debug = false;
   std::string ca_bundle;
   bool no_verify_tls = false;
-  std::string max_in_flight, connect_timeout, retries, io_threads;
+  std::string max_in_flight, connect_timeout, request_timeout, retries, io_threads;
+  std::string retry_budget, stall_timeout;
   bool version = false;
+  std::string config_file;
   // Data path: memory budget, readahead, disk cache.
   std::string max_memory = "1GiB", max_readahead = "64MiB", prefetch_unit = "8MiB";
   std::string prefetch_concurrency = "64", cache_dir, max_cache_size = "10GiB";
+  // Metadata from a file instead of LIST (--manifest).
+  std::string manifest;
 };
 
 // Defines every option on `app`, bound to `r`. Returns the options that are flags (take
@@ -49,6 +62,9 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
   };
   app.set_help_flag("-h,--help", "Print this help and exit");
   add_flag("-V,--version", r.version, "Print the version and exit");
+  app.add_option("--config", r.config_file,
+                 "JSON config file of options (default /etc/ossmount/config.json if it "
+                 "exists); also the OSS Connector's config.json");
   app.add_option("source", r.source,
                  "BUCKET[:/PREFIX], oss://BUCKET/PREFIX/ or s3://BUCKET/PREFIX/");
   app.add_option("mountpoint", r.mountpoint, "Existing empty directory to mount on");
@@ -87,8 +103,20 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
   app.add_option("--connect-timeout", r.connect_timeout,
                  "Connect timeout, e.g. 5s or 500ms (default 5s)")
       ->group(conn);
+  app.add_option("--request-timeout", r.request_timeout,
+                 "Give up one attempt of a request after this long, e.g. 30s (default: no "
+                 "limit; the stall deadline still applies)")
+      ->group(conn);
   app.add_option("--retries", r.retries,
                  "Retries after a failed attempt for transient errors (default 4)")
+      ->group(conn);
+  app.add_option("--retry-budget", r.retry_budget,
+                 "Longest time one request keeps retrying before the read fails (EIO), e.g. "
+                 "30s (default 120s)")
+      ->group(conn);
+  app.add_option("--stall-timeout", r.stall_timeout,
+                 "Abandon (and retry) a transfer that moves under 1 KiB/s for this long, whole "
+                 "seconds, e.g. 5s (default 15s)")
       ->group(conn);
 
   auto* cred = "Credentials (the key pair comes from the environment or a file, never argv)";
@@ -144,6 +172,12 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
                  "Largest size of the disk cache (default 10GiB)")
       ->group(data);
 
+  app.add_option("--manifest", r.manifest,
+                 "File listing the objects to show (KEY<TAB>SIZE[<TAB>ETAG[<TAB>LABEL]] or "
+                 "'KEY [LABEL]' per line, keys relative to the mounted prefix): the bucket "
+                 "is never listed and nothing else is visible")
+      ->group(fs);
+
   auto* mnt = "Mount and daemon";
   add_flag("--allow-other", r.allow_other,
            "Let other users access the mount (needs user_allow_other in /etc/fuse.conf "
@@ -158,6 +192,19 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
   app.add_option("--log-level", r.log_level, "trace, debug, info (default), warn or error")
       ->group(mnt);
   add_flag("-d,--debug", r.debug, "Log level debug and trace every FUSE request")->group(mnt);
+  app.add_option("--log-max-size", r.log_max_size,
+                 "Rotate --log-file when it reaches this size; 0 = never (default 100MiB)")
+      ->group(mnt);
+  app.add_option("--log-max-files", r.log_max_files,
+                 "Rotated log files kept (FILE.1 ... FILE.N, default 5)")
+      ->group(mnt);
+  app.add_option("--audit-log", r.audit_log,
+                 "Write one JSON line per opened file (path, pid, uid, bytes read, duration) "
+                 "to this file")
+      ->group(mnt);
+  app.add_option("--metrics-address", r.metrics_address,
+                 "Serve Prometheus metrics on HOST:PORT at /metrics (default: off)")
+      ->group(mnt);
   app.add_option("--io-threads", r.io_threads, "Worker threads (default 4)")->group(mnt);
 
   return flags;
@@ -365,10 +412,30 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
     if (v->count() == 0) return Error("--connect-timeout: must be more than 0");
     client.timeouts.connect = *v;
   }
+  if (given("--request-timeout")) {
+    auto v = ParseDuration("--request-timeout", r.request_timeout);
+    if (!v.ok()) return v.status();
+    client.timeouts.request = *v;
+  }
   if (given("--retries")) {
     auto v = ParseInteger("--retries", r.retries, 0, 100);
     if (!v.ok()) return v.status();
     client.retry.max_attempts = static_cast<int>(*v) + 1;
+  }
+  if (given("--retry-budget")) {
+    auto v = ParseDuration("--retry-budget", r.retry_budget);
+    if (!v.ok()) return v.status();
+    if (v->count() == 0) return Error("--retry-budget: must be more than 0");
+    client.retry.total_budget = *v;
+  }
+  if (given("--stall-timeout")) {
+    auto v = ParseDuration("--stall-timeout", r.stall_timeout);
+    if (!v.ok()) return v.status();
+    // libcurl measures the low-speed window in whole seconds.
+    if (v->count() < 1000 || v->count() % 1000 != 0) {
+      return Error("--stall-timeout: give whole seconds, at least 1s (e.g. 5s)");
+    }
+    client.timeouts.low_speed_time = std::chrono::duration_cast<std::chrono::seconds>(*v);
   }
 
   // Credentials.
@@ -462,6 +529,11 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
     c.cache.max_size = *cache_size;
   }
 
+  if (given("--manifest")) {
+    if (r.manifest.empty()) return Error("--manifest: give the path of a manifest file");
+    c.manifest = r.manifest;
+  }
+
   // Daemon.
   DaemonSettings& d = c.daemon;
   if (r.allow_other && r.allow_root) {
@@ -491,12 +563,94 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
     }
     d.log_level = r.log_level;
   }
+  {
+    auto v = ParseSize("--log-max-size", r.log_max_size);
+    if (!v.ok()) return v.status();
+    d.log_max_size = *v;
+    if (d.log_max_size != 0 && d.log_max_size < 4096) {
+      return Error("--log-max-size: " + r.log_max_size + " is too small; give at least 4KiB or 0");
+    }
+    auto files = ParseInteger("--log-max-files", r.log_max_files, 1, 1000);
+    if (!files.ok()) return files.status();
+    d.log_max_files = static_cast<int>(*files);
+  }
+  if (given("--audit-log")) {
+    if (r.audit_log.empty()) return Error("--audit-log: is empty");
+    d.audit_log = r.audit_log;
+  }
+  if (given("--metrics-address")) {
+    // HOST:PORT with a numeric IPv4 address or [IPv6]; a name would be resolved at start.
+    const std::string& a = r.metrics_address;
+    auto colon = a.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      return Error("--metrics-address: '" + a + "' is not HOST:PORT (e.g. 127.0.0.1:9464)");
+    }
+    std::string host = a.substr(0, colon);
+    if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+      host = host.substr(1, host.size() - 2);
+    }
+    boost::system::error_code ec;
+    boost::asio::ip::make_address(host, ec);
+    if (ec) {
+      return Error("--metrics-address: '" + host +
+                   "' is not an IP address (e.g. 127.0.0.1:9464; names are not resolved)");
+    }
+    auto port = ParseInteger("--metrics-address", a.substr(colon + 1), 1, 65535);
+    if (!port.ok()) return port.status();
+    d.metrics_host = host;
+    d.metrics_port = static_cast<uint16_t>(*port);
+  }
   if (given("--io-threads")) {
     auto v = ParseInteger("--io-threads", r.io_threads, 1, 64);
     if (!v.ok()) return v.status();
     d.io_threads = static_cast<int>(*v);
   }
   return Status::Ok();
+}
+
+// The option table the layers work from: every named option but help/version/config,
+// plus the two positionals.
+std::vector<OptionInfo> OptionTable(const CLI::App& app, const std::vector<CLI::Option*>& flags) {
+  std::vector<OptionInfo> table;
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->get_positional()) {
+      table.push_back({opt->get_name(), false, true});
+      continue;
+    }
+    if (opt->get_lnames().empty()) continue;
+    const std::string& name = opt->get_lnames().front();
+    if (name == "help" || name == "version" || name == "config") continue;
+    bool is_flag = std::find(flags.begin(), flags.end(), opt) != flags.end();
+    table.push_back({name, is_flag, false});
+  }
+  return table;
+}
+
+// An error about an option whose value came from a layer says where: the message's first
+// "--option" that a layer set gets " (from <origin>)" appended.
+std::string WithOrigin(const std::string& message, const std::vector<OptionSetting>& layered) {
+  size_t best = std::string::npos;
+  const OptionSetting* origin = nullptr;
+  for (const OptionSetting& s : layered) {
+    std::string needle =
+        s.name == "source" || s.name == "mountpoint" ? "'" + s.value + "'" : "--" + s.name;
+    for (size_t at = message.find(needle); at != std::string::npos;
+         at = message.find(needle, at + 1)) {
+      size_t end = at + needle.size();
+      bool boundary =
+          end >= message.size() ||
+          !(std::isalnum(static_cast<unsigned char>(message[end])) || message[end] == '-');
+      if (boundary) {
+        if (at < best) {
+          best = at;
+          origin = &s;
+        }
+        break;
+      }
+    }
+  }
+  if (origin == nullptr) return message;
+  return message + " (from " + origin->origin + ")";
 }
 
 }  // namespace
@@ -519,8 +673,24 @@ std::string UsageText() {
   return app.help();
 }
 
+std::vector<OptionInfo> CommandLineOptions() {
+  CLI::App app{"ossmount", "ossmount"};
+  RawOptions raw;
+  std::vector<CLI::Option*> flags = DefineOptions(app, raw);
+  return OptionTable(app, flags);
+}
+
 Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& args) {
+  ParseSources sources;
+  sources.getenv = [](const char* name) -> const char* { return std::getenv(name); };
+  sources.default_config_path = kDefaultConfigPath;
+  return ParseCommandLine(args, sources);
+}
+
+Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& args,
+                                           const ParseSources& sources) {
   ParsedCommandLine parsed;
+  // Pass 1: the command line alone, to learn what it sets and which config file it names.
   CLI::App app{"ossmount: mount an Alibaba Cloud OSS bucket (or an S3 bucket) read-only",
                "ossmount"};
   RawOptions raw;
@@ -528,9 +698,8 @@ Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& args)
 
   auto expanded = ExpandMountOptions(args, app, flags, &parsed.config.warnings);
   if (!expanded.ok()) return expanded.status();
-  std::vector<std::string> reversed(expanded->rbegin(), expanded->rend());
   try {
-    app.parse(reversed);
+    app.parse(std::vector<std::string>(expanded->rbegin(), expanded->rend()));
   } catch (const CLI::CallForHelp&) {
     parsed.command = Command::kHelp;
     parsed.text = UsageText();
@@ -543,7 +712,71 @@ Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& args)
     parsed.text = std::string("ossmount ") + OSSMOUNT_VERSION;
     return parsed;
   }
-  if (Status st = Validate(raw, app, parsed.config); !st.ok()) return st;
+
+  // The other layers, highest precedence first: environment, then the config file.
+  std::vector<OptionInfo> table = OptionTable(app, flags);
+  std::vector<std::string> on_command_line;
+  for (const OptionInfo& o : table) {
+    bool set = o.positional ? !(o.name == "source" ? raw.source : raw.mountpoint).empty()
+                            : app.count("--" + o.name) > 0;
+    if (set) on_command_line.push_back(o.name);
+  }
+  auto env = SettingsFromEnvironment(table, sources.getenv);
+  if (!env.ok()) return env.status();
+  std::string config_path = raw.config_file;
+  if (app.count("--config") > 0 && config_path.empty()) return Error("--config: is empty");
+  if (config_path.empty() && sources.getenv) {
+    const char* from_env = sources.getenv("OSSMOUNT_CONFIG");
+    if (from_env != nullptr) config_path = from_env;
+  }
+  if (config_path.empty() && !sources.default_config_path.empty() &&
+      access(sources.default_config_path.c_str(), F_OK) == 0) {
+    config_path = sources.default_config_path;
+  }
+  std::vector<OptionSetting> from_file;
+  if (!config_path.empty()) {
+    auto file = LoadConfigFile(config_path, table);
+    if (!file.ok()) return file.status();
+    from_file = std::move(file->settings);
+    for (auto& w : file->warnings) parsed.config.warnings.push_back(std::move(w));
+    parsed.config_file = config_path;
+  }
+  std::vector<OptionSetting> layered = MergeLayers(on_command_line, {*env, from_file});
+
+  // Pass 2: the command line plus what the layers add, through the same parser and checks.
+  std::vector<std::string> merged = *expanded;
+  std::vector<std::string> positionals;
+  for (const OptionSetting& s : layered) {
+    const OptionInfo& info = *std::find_if(table.begin(), table.end(),
+                                           [&](const OptionInfo& o) { return o.name == s.name; });
+    if (info.positional) continue;
+    if (info.flag) {
+      if (s.flag_value) merged.push_back("--" + s.name);
+    } else {
+      merged.push_back("--" + s.name + "=" + s.value);
+    }
+  }
+  // Positionals fill in order: a file's mountpoint can follow a command-line source.
+  for (const char* name : {"source", "mountpoint"}) {
+    for (const OptionSetting& s : layered) {
+      if (s.name == name) positionals.push_back(s.value);
+    }
+  }
+  if (!positionals.empty()) {
+    if (std::find(merged.begin(), merged.end(), "--") == merged.end()) merged.push_back("--");
+    merged.insert(merged.end(), positionals.begin(), positionals.end());
+  }
+  CLI::App final_app{"ossmount", "ossmount"};
+  RawOptions final_raw;
+  DefineOptions(final_app, final_raw);
+  Status st = Status::Ok();
+  try {
+    final_app.parse(std::vector<std::string>(merged.rbegin(), merged.rend()));
+  } catch (const CLI::ParseError& e) {
+    st = Error(e.what());
+  }
+  if (st.ok()) st = Validate(final_raw, final_app, parsed.config);
+  if (!st.ok()) return Error(WithOrigin(st.message(), layered));
   return parsed;
 }
 

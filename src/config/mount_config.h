@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "auth/credential_providers.h"
+#include "config/option_layers.h"
 #include "data/disk_block_cache.h"
 #include "fs/object_filesystem.h"
 #include "ossmount/client_options.h"
@@ -36,11 +37,16 @@ struct DaemonSettings {
   bool foreground = false;
   bool allow_other = false;
   bool allow_root = false;
-  bool nonempty = false;           // allow mounting over a non-empty directory
-  bool fuse_debug = false;         // libfuse request tracing (--debug)
-  std::string log_file;            // "" = stderr in the foreground, syslog in the background
-  std::string log_level = "info";  // trace|debug|info|warn|error
-  int io_threads = 4;              // Asio worker threads
+  bool nonempty = false;                 // allow mounting over a non-empty directory
+  bool fuse_debug = false;               // libfuse request tracing (--debug)
+  std::string log_file;                  // "" = stderr in the foreground, syslog in the background
+  std::string log_level = "info";        // trace|debug|info|warn|error
+  uint64_t log_max_size = 100ull << 20;  // --log-file rotates at this size; 0 = never
+  int log_max_files = 5;                 // rotated files kept beside --log-file
+  std::string audit_log;                 // "" = no audit log
+  std::string metrics_host;              // --metrics-address; "" = no metrics listener
+  uint16_t metrics_port = 0;
+  int io_threads = 4;  // Asio worker threads
 };
 
 struct MountConfig {
@@ -51,6 +57,10 @@ struct MountConfig {
   fs::FsOptions fs;              // disk_cache left null: the daemon opens it from `cache`
   data::DiskCacheOptions cache;  // dir "" = no disk cache
   DaemonSettings daemon;
+  // --manifest FILE: the tree comes from this file, never from LIST ("" = list the bucket).
+  // Read by the daemon (meta::LoadManifestFile); relative paths are relative to its start
+  // directory.
+  std::string manifest;
   // Things the user should hear about but that do not stop the mount ('rw' ignored,
   // TLS verification off, ...). The daemon logs each at warn level.
   std::vector<std::string> warnings;
@@ -65,12 +75,34 @@ enum class Command {
 struct ParsedCommandLine {
   Command command = Command::kMount;
   MountConfig config;
-  std::string text;  // help or version text
+  std::string text;         // help or version text
+  std::string config_file;  // the config file that was read, "" = none
 };
 
-// Parses the arguments after the program name (argv[1..]). Errors are kInvalidArgument
-// with a message that names the offending option; the daemon exits 2 on them.
+// The default config file, read when it exists and no --config / OSSMOUNT_CONFIG names one.
+extern const char* const kDefaultConfigPath;
+
+// Where values other than the command line's come from (option_layers.h, config_file.h).
+struct ParseSources {
+  EnvironmentGetter getenv;         // OSSMOUNT_<OPTION>, OSSMOUNT_CONFIG; null = none
+  std::string default_config_path;  // used only if it exists; "" = none
+};
+
+// Parses the arguments after the program name (argv[1..]) and merges the other layers:
+// command line > environment (OSSMOUNT_<OPTION>) > config file (--config PATH, which must
+// exist, else $OSSMOUNT_CONFIG, else kDefaultConfigPath if it exists) > defaults. Every value
+// goes through the same validation. Errors are kInvalidArgument with a message that names the
+// offending option, and, for a value from a layer, where it came from (variable, or key and
+// file); the daemon exits 2 on them.
+Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& args,
+                                           const ParseSources& sources);
+
+// The same with the process environment and kDefaultConfigPath.
 Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& args);
+
+// The option table every layer works from: each named option (long name, flag or not) but
+// help, version and config, plus the positionals "source" and "mountpoint".
+std::vector<OptionInfo> CommandLineOptions();
 
 // The usage text (also returned for --help).
 std::string UsageText();

@@ -4,7 +4,9 @@
 // Thread-safety: stateless.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "ossmount/status.h"
 
@@ -13,6 +15,28 @@ namespace ossmount::config {
 // OK when `path` exists, is a directory, and is empty (or allow_nonempty). A stale FUSE
 // mount (ENOTCONN) gets a hint to run `fusermount3 -u`.
 Status CheckMountPoint(const std::string& path, bool allow_nonempty);
+
+// One line of /proc/self/mountinfo, the fields we use.
+struct MountEntry {
+  std::string mountpoint;  // unescaped (\040 -> ' ')
+  std::string fstype;      // "fuse.ossmount" for ours
+  std::string source;      // "ossmount:BUCKET" for ours
+};
+
+// Parses mountinfo text (the format of /proc/self/mountinfo) and returns the last entry
+// mounted exactly on `path` (the one on top), or nullopt.
+std::optional<MountEntry> FindMountEntry(std::string_view mountinfo, const std::string& path);
+
+// True for a mount an ossmount daemon made (fstype fuse.ossmount or source ossmount:...).
+bool IsOssmountEntry(const MountEntry& entry);
+
+// When `path` is a dead FUSE mount (stat or statfs gives ENOTCONN: the daemon was killed), and it
+// is ours, detaches it (umount2(MNT_DETACH), which needs root, then `fusermount3 -u -z`) and
+// returns a sentence saying what was done, for the log. Returns "" when `path` is not a
+// dead mount. A dead mount that is not ossmount's, or one that cannot be detached, is an
+// error that says exactly what to run. `mountinfo_path` is for tests.
+Result<std::string> RecoverDeadMount(const std::string& path,
+                                     const std::string& mountinfo_path = "/proc/self/mountinfo");
 
 // `path` made absolute against the current directory (no symlink resolution), so it stays
 // valid after the daemon's chdir("/").

@@ -9,7 +9,11 @@
 // Inode lifetime follows the kernel's lookup count (as in libfuse's passthrough_hp):
 // every successful Lookup, and every entry a readdirplus reply actually hands to the
 // kernel (AddLookup), adds one; Forget(ino, n) subtracts n. An inode whose count reaches
-// zero and that is not the root may be dropped from the table.
+// zero and that is not the root may be dropped from the table. The inodes of the entries
+// ReadDir returns are valid at least until that directory handle is released; a caller
+// that keeps one longer (the adapter, for readdirplus entries) takes a reference with
+// AddLookup before releasing the handle. Entries nobody took a reference to are dropped at
+// ReleaseDir, so the table does not grow with every name ever listed.
 //
 // Thread-safety: every method may be called concurrently from any thread.
 #pragma once
@@ -55,6 +59,13 @@ struct DirEntry {
   std::string name;
   Entry entry;            // full attributes (readdirplus), ino valid
   off_t next_offset = 0;  // the offset to pass to ReadDir to continue after this entry
+};
+
+// Who sent a request, from the FUSE request context; zero when unknown.
+struct Caller {
+  uint32_t pid = 0;
+  uint32_t uid = 0;
+  uint32_t gid = 0;
 };
 
 struct OpenReply {
@@ -103,6 +114,11 @@ class Filesystem {
 
   // flags: the open(2) flags. Any write access is EROFS.
   virtual void Open(InodeId ino, int flags, Callback<OpenReply> done) = 0;
+  // Open, knowing who asked (for the audit log). The default ignores the caller.
+  virtual void OpenAs(InodeId ino, int flags, const Caller& caller, Callback<OpenReply> done) {
+    (void)caller;
+    Open(ino, flags, std::move(done));
+  }
   // Up to `size` bytes at `offset`; fewer only at the end of the file.
   virtual void Read(InodeId ino, uint64_t fh, off_t offset, size_t size,
                     Callback<ReadReply> done) = 0;

@@ -7,6 +7,7 @@
 #include <boost/asio/post.hpp>
 #include <chrono>
 
+#include "common/metrics.h"
 #include "fs/dir_lister.h"
 #include "fs/name_prober.h"
 #include "fs/object_filesystem_impl.h"
@@ -30,7 +31,34 @@ int64_t NowUnixSeconds() {
       .count();
 }
 
+// Metrics of opened files (common/metrics.h), looked up once.
+struct FileMetrics {
+  metrics::Counter& opens;
+  metrics::Counter& page_cache_opens;
+  metrics::Gauge& open_handles;
+  metrics::Counter& read_bytes;
+};
+
+FileMetrics& Files() {
+  static FileMetrics m{
+      metrics::Registry::Global().GetCounter("ossmount_opens_total", "Files opened."),
+      metrics::Registry::Global().GetCounter(
+          "ossmount_page_cache_opens_total",
+          "Opens answered with keep_cache: the kernel page cache of earlier opens stays valid."),
+      metrics::Registry::Global().GetGauge("ossmount_open_handles", "Files open now."),
+      metrics::Registry::Global().GetCounter("ossmount_read_bytes_total",
+                                             "Bytes replied to reads of files."),
+  };
+  return m;
+}
+
 }  // namespace
+
+// Bytes replied through a handle, for the audit log and metrics: two relaxed atomic adds.
+void ObjectFilesystem::CountRead(FileHandle& handle, uint64_t bytes) {
+  handle.bytes_read.fetch_add(bytes, std::memory_order_relaxed);
+  Files().read_bytes.Add(bytes);
+}
 
 ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
                                    std::shared_ptr<ObjectClient> client, FsOptions options)
@@ -40,7 +68,23 @@ ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
       mount_time_sec_(NowUnixSeconds()),
       cache_(meta::TtlPolicy(options_.metadata_ttl, options_.negative_ttl, options_.clock)),
       memory_budget_(std::make_shared<data::MemoryBudget>(options_.max_memory)),
-      whole_objects_(io, client_, memory_budget_, options_.disk_cache) {}
+      whole_objects_(io, client_, memory_budget_, options_.disk_cache) {
+  // The daemon has one filesystem; a newer one (tests) replaces the series. Weak: the
+  // registry outlives the budget.
+  std::weak_ptr<data::MemoryBudget> budget = memory_budget_;
+  auto& registry = metrics::Registry::Global();
+  registry.SetCallbackGauge("ossmount_memory_used_bytes",
+                            "Bytes of data buffers held now (whole objects, readahead parts).", {},
+                            [budget] {
+                              auto b = budget.lock();
+                              return b ? static_cast<double>(b->used()) : 0.0;
+                            });
+  registry.SetCallbackGauge("ossmount_memory_limit_bytes", "The data buffer budget (--max-memory).",
+                            {}, [budget] {
+                              auto b = budget.lock();
+                              return b ? static_cast<double>(b->limit()) : 0.0;
+                            });
+}
 
 template <typename T>
 void ObjectFilesystem::Post(Callback<T> done, Result<T> result) {
@@ -200,7 +244,7 @@ void ObjectFilesystem::ReadDir(InodeId /*ino*/, uint64_t dir_handle, off_t offse
   if (snapshot) {
     boost::asio::post(io_, [self = shared_from_this(), handle, snapshot, offset,
                             done = std::move(done)]() mutable {
-      self->ServeDir(handle->path, snapshot, offset, done);
+      self->ServeDir(handle, snapshot, offset, done);
     });
     return;
   }
@@ -214,37 +258,61 @@ void ObjectFilesystem::ReadDir(InodeId /*ino*/, uint64_t dir_handle, off_t offse
       if (!handle->snapshot) handle->snapshot = *r;
       snap = handle->snapshot;
     }
-    self->ServeDir(handle->path, snap, offset, done);
+    self->ServeDir(handle, snap, offset, done);
   });
 }
 
-void ObjectFilesystem::ServeDir(const std::string& path,
+void ObjectFilesystem::ServeDir(const std::shared_ptr<DirHandle>& handle,
                                 const std::shared_ptr<const meta::DirSnapshot>& snap, off_t offset,
                                 Callback<std::vector<DirEntry>>& done) {
   std::vector<DirEntry> entries;
+  std::vector<InodeId> pinned;
   const size_t n = snap->children.size();
   const size_t begin = static_cast<size_t>(offset);
   for (size_t i = begin; i < n && i < begin + kReadDirBatch; ++i) {
     const meta::DirChild& child = snap->children[i];
-    InodeId ino = inodes_.Ensure(meta::JoinPath(path, child.name), child.attr.is_dir(), 0);
+    InodeId ino = inodes_.Pin(meta::JoinPath(handle->path, child.name), child.attr.is_dir());
+    pinned.push_back(ino);
     entries.push_back(DirEntry{child.name, MakeEntry(ino, child.attr), static_cast<off_t>(i + 1)});
   }
+  bool released;
+  {
+    std::lock_guard lock(handles_mu_);
+    released = handle->released;
+    if (!released) handle->pinned.insert(handle->pinned.end(), pinned.begin(), pinned.end());
+  }
+  // The adapter takes the kernel's references (AddLookup) inside `done`, before replying.
   done(std::move(entries));
+  if (released) {
+    for (InodeId ino : pinned) inodes_.Unpin(ino);
+  }
 }
 
 void ObjectFilesystem::ReleaseDir(InodeId /*ino*/, uint64_t dir_handle) {
   std::shared_ptr<DirHandle> handle;  // destroyed after the lock
-  std::lock_guard lock(handles_mu_);
-  auto it = dir_handles_.find(dir_handle);
-  if (it == dir_handles_.end()) return;
-  handle = std::move(it->second);
-  dir_handles_.erase(it);
+  std::vector<InodeId> pinned;
+  {
+    std::lock_guard lock(handles_mu_);
+    auto it = dir_handles_.find(dir_handle);
+    if (it == dir_handles_.end()) return;
+    handle = std::move(it->second);
+    dir_handles_.erase(it);
+    handle->released = true;
+    pinned.swap(handle->pinned);
+  }
+  // Entries no reference was taken to (plain readdir, or not handed out) go now.
+  for (InodeId ino : pinned) inodes_.Unpin(ino);
 }
 
 // ---------------------------------------------------------------------------------------
 // Files
 
 void ObjectFilesystem::Open(InodeId ino, int flags, Callback<OpenReply> done) {
+  OpenAs(ino, flags, Caller{}, std::move(done));
+}
+
+void ObjectFilesystem::OpenAs(InodeId ino, int flags, const Caller& caller,
+                              Callback<OpenReply> done) {
   if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_CREAT)) != 0) {
     return Post<OpenReply>(std::move(done), Status(ErrorCode::kReadOnly, "the mount is read-only"));
   }
@@ -253,7 +321,7 @@ void ObjectFilesystem::Open(InodeId ino, int flags, Callback<OpenReply> done) {
   if (node->is_dir) {
     return Post<OpenReply>(std::move(done), Status(ErrorCode::kInvalidArgument, "is a directory"));
   }
-  Resolve(node->path, [self = shared_from_this(), ino, path = node->path,
+  Resolve(node->path, [self = shared_from_this(), ino, path = node->path, caller,
                        done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) {
     if (!r.ok()) return done(r.status());
     if (!r->has_value() || (*r)->is_dir()) {
@@ -270,8 +338,14 @@ void ObjectFilesystem::Open(InodeId ino, int flags, Callback<OpenReply> done) {
     if (!handle->small) {
       handle->reader = self->NewLargeFileReader(handle->key, attr.size, attr.etag);
     }
+    handle->caller = caller;
+    handle->opened = std::chrono::system_clock::now();
+    handle->opened_steady = std::chrono::steady_clock::now();
     OpenReply reply;
     reply.keep_cache = self->cache_.ttl().indefinite();
+    Files().opens.Add();
+    if (reply.keep_cache) Files().page_cache_opens.Add();
+    Files().open_handles.Add(1);
     {
       std::lock_guard lock(self->handles_mu_);
       reply.fh = self->next_fh_++;
@@ -305,6 +379,7 @@ void ObjectFilesystem::Read(InodeId /*ino*/, uint64_t fh, off_t offset, size_t s
           }
           return done(r.status());
         }
+        CountRead(*handle, r->size);
         done(ReadReply{r->data, r->size, std::move(r->owner)});
       });
 }
@@ -323,7 +398,11 @@ void ObjectFilesystem::ReadSmall(const std::shared_ptr<FileHandle>& handle, uint
     std::lock_guard lock(handles_mu_);
     blob = handle->blob;
   }
-  if (blob) return Post<ReadReply>(std::move(done), slice(blob, offset, size));
+  if (blob) {
+    ReadReply reply = slice(blob, offset, size);
+    CountRead(*handle, reply.size);
+    return Post<ReadReply>(std::move(done), std::move(reply));
+  }
   whole_objects_.Fetch(handle->key, handle->etag, handle->size,
                        [self = shared_from_this(), handle, offset, size, slice,
                         done = std::move(done)](Result<std::shared_ptr<const Blob>> r) {
@@ -339,7 +418,9 @@ void ObjectFilesystem::ReadSmall(const std::shared_ptr<FileHandle>& handle, uint
                            previous = std::move(handle->blob);
                            handle->blob = *r;
                          }
-                         done(slice(*r, offset, size));
+                         ReadReply reply = slice(*r, offset, size);
+                         CountRead(*handle, reply.size);
+                         done(std::move(reply));
                        });
 }
 
@@ -354,6 +435,17 @@ void ObjectFilesystem::Release(InodeId /*ino*/, uint64_t fh) {
   }
   // Cancels readahead still in flight and frees the parts (and their budget) at once.
   if (handle->reader) handle->reader->Close();
+  Files().open_handles.Add(-1);
+  if (options_.audit) {
+    AuditRecord record;
+    record.path = handle->path;
+    record.caller = handle->caller;
+    record.opened = handle->opened;
+    record.duration = std::chrono::steady_clock::now() - handle->opened_steady;
+    record.bytes_read = handle->bytes_read.load(std::memory_order_relaxed);
+    record.size = handle->size;
+    options_.audit->Record(std::move(record));
+  }
 }
 
 std::shared_ptr<prefetch::SequentialReader> ObjectFilesystem::NewLargeFileReader(

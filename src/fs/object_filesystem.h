@@ -10,6 +10,7 @@
 #include <string>
 
 #include "data/disk_block_cache.h"
+#include "fs/audit.h"
 #include "fs/filesystem.h"
 #include "ossmount/object_client.h"
 
@@ -48,6 +49,8 @@ struct FsOptions {
   ReadaheadOptions readahead;
   // Local disk cache of object data (--cache DIR); null = none. Opened by the daemon.
   std::shared_ptr<data::DiskBlockCache> disk_cache;
+  // Receives one record per released file (--audit-log); null = no audit.
+  std::shared_ptr<AuditSink> audit;
   // The steady clock TTLs are measured with; empty = std::chrono::steady_clock::now. Tests
   // inject a controllable clock so expiry needs no sleeping.
   std::function<std::chrono::steady_clock::time_point()> clock;

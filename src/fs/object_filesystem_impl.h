@@ -18,12 +18,15 @@
 // destruction may take another lock are always released outside handles_mu_.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "data/memory_budget.h"
 #include "fs/dir_lister.h"
@@ -54,6 +57,7 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
                Callback<std::vector<DirEntry>> done) override;
   void ReleaseDir(InodeId ino, uint64_t dir_handle) override;
   void Open(InodeId ino, int flags, Callback<OpenReply> done) override;
+  void OpenAs(InodeId ino, int flags, const Caller& caller, Callback<OpenReply> done) override;
   void Read(InodeId ino, uint64_t fh, off_t offset, size_t size, Callback<ReadReply> done) override;
   void Release(InodeId ino, uint64_t fh) override;
   StatFs GetStatFs() override;
@@ -77,6 +81,10 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
     InodeId ino = 0;
     std::string path;
     std::shared_ptr<const meta::DirSnapshot> snapshot;  // attached by the first ReadDir
+    // Inodes this handle's replies pinned (InodeTable::Pin), unpinned at ReleaseDir: entries
+    // the kernel took no reference to are dropped then, not kept forever.
+    std::vector<InodeId> pinned;
+    bool released = false;
   };
   struct FileHandle {
     InodeId ino = 0;
@@ -87,7 +95,13 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
     bool small = false;
     std::shared_ptr<const Blob> blob;                    // small files, after the first read
     std::shared_ptr<prefetch::SequentialReader> reader;  // large files; Close()d on Release
+    // For the audit log and metrics.
+    Caller caller;
+    std::chrono::system_clock::time_point opened;
+    std::chrono::steady_clock::time_point opened_steady;
+    std::atomic<uint64_t> bytes_read{0};
   };
+  static void CountRead(FileHandle& handle, uint64_t bytes);
   using ResolveCallback = std::function<void(Result<std::optional<meta::NodeAttr>>)>;
 
   // What is known about `path`: from the cache while fresh, else from a probe (shared by
@@ -96,8 +110,11 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   // The listing of a directory: the fresh cached one, or a new one (single-flight) that is
   // then cached. Never inline.
   void GetListing(const std::string& path, ListingCallback done);
-  void ServeDir(const std::string& path, const std::shared_ptr<const meta::DirSnapshot>& snap,
-                off_t offset, Callback<std::vector<DirEntry>>& done);
+  // Replies with the entries from `offset`; each entry's inode stays pinned by the handle
+  // until ReleaseDir (or, if the handle was released meanwhile, until the reply is sent).
+  void ServeDir(const std::shared_ptr<DirHandle>& handle,
+                const std::shared_ptr<const meta::DirSnapshot>& snap, off_t offset,
+                Callback<std::vector<DirEntry>>& done);
   // The reader of one open large file, sharing the budget, slots and disk cache.
   std::shared_ptr<prefetch::SequentialReader> NewLargeFileReader(const std::string& key,
                                                                  uint64_t size,
@@ -126,8 +143,8 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   const std::shared_ptr<prefetch::FetchSlots> readahead_slots_ =
       std::make_shared<prefetch::FetchSlots>(options_.readahead.global_concurrency);
 
-  // handles_mu_ guards the two handle maps, next_fh_, and DirHandle::snapshot and
-  // FileHandle::blob of every handle.
+  // handles_mu_ guards the two handle maps, next_fh_, DirHandle::snapshot, ::pinned and
+  // ::released, and FileHandle::blob of every handle.
   mutable std::mutex handles_mu_;
   std::unordered_map<uint64_t, std::shared_ptr<DirHandle>> dir_handles_;
   std::unordered_map<uint64_t, std::shared_ptr<FileHandle>> file_handles_;

@@ -2,7 +2,20 @@
 
 #include <boost/asio/post.hpp>
 
+#include "common/metrics.h"
+
 namespace ossmount::fs {
+namespace {
+
+// Lookups of the memory cache of whole objects: "hit" (a live buffer), "shared" (joined a
+// fetch in flight), "miss" (started a fetch: disk cache or GET).
+metrics::Counter& Lookups(const char* result) {
+  return metrics::Registry::Global().GetCounter(
+      "ossmount_memory_cache_lookups_total",
+      "First reads of small files, by where the bytes came from.", {{"result", result}});
+}
+
+}  // namespace
 
 WholeObjectCache::WholeObjectCache(boost::asio::io_context& io,
                                    std::shared_ptr<ObjectClient> client,
@@ -31,6 +44,10 @@ void WholeObjectCache::Fetch(const std::string& key, const std::string& etag, ui
       }
     }
   }
+  static metrics::Counter& hits = Lookups("hit");
+  static metrics::Counter& shared = Lookups("shared");
+  static metrics::Counter& misses = Lookups("miss");
+  (live ? hits : start ? misses : shared).Add();
   if (live) {
     boost::asio::post(io_, [done = std::move(done), live]() mutable { done(std::move(live)); });
     return;

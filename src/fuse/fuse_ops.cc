@@ -199,7 +199,13 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   }
   std::shared_ptr<fs::Filesystem> fs = Ctx(req)->fs;
   fuse_file_info info = *fi;
-  fs->Open(ino, fi->flags, [reply, fs, ino, info](Result<fs::OpenReply> r) mutable {
+  fs::Caller caller;  // for the audit log
+  if (const fuse_ctx* c = fuse_req_ctx(req)) {
+    caller.pid = static_cast<uint32_t>(c->pid);
+    caller.uid = c->uid;
+    caller.gid = c->gid;
+  }
+  fs->OpenAs(ino, fi->flags, caller, [reply, fs, ino, info](Result<fs::OpenReply> r) mutable {
     if (!r.ok()) {
       LogFailure("open", ino, r.status());
       reply->Err(ErrnoOf(r.status()));

@@ -56,7 +56,8 @@ class FuseServer {
   FuseServer(const FuseServer&) = delete;
   FuseServer& operator=(const FuseServer&) = delete;
 
-  // Installs process-wide handlers: SIGINT, SIGTERM and SIGHUP end Run(); SIGPIPE is
+  // Installs process-wide handlers (the daemon then re-points SIGHUP at reopening its log
+  // files, daemon/logging.h): SIGINT, SIGTERM and SIGHUP end Run(); SIGPIPE is
   // ignored. Only one FuseServer per process may install them.
   void InstallSignalHandlers();
 

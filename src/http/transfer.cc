@@ -191,7 +191,13 @@ size_t Transfer::OnHeader(char* data, size_t size, size_t n, void* self_ptr) {
       self->content_length_ = length;
       const GetTarget& target = self->request_.target;
       if (self->Is2xx() && !self->IsHead()) {
-        if (target.growable != nullptr) {
+        if (target.growable != nullptr && target.growable_limit > 0 &&
+            length > target.growable_limit) {
+          // Known too large before any byte of it arrives: do not download it.
+          self->overflow_ = true;
+          self->response_.headers.emplace_back(std::move(name), std::string(value));
+          return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+        } else if (target.growable != nullptr) {
           target.growable->reserve(static_cast<size_t>(std::min<uint64_t>(length, kMaxReserve)));
         } else if (target.data != nullptr && length > target.capacity) {
           // Known too large before any byte of it arrives: do not download it.
@@ -217,6 +223,10 @@ size_t Transfer::OnWrite(char* data, size_t size, size_t n, void* self_ptr) {
   }
   GetTarget& target = self->request_.target;
   if (target.growable != nullptr) {
+    if (target.growable_limit > 0 && len > target.growable_limit - target.growable->size()) {
+      self->overflow_ = true;
+      return 0;  // over the limit (no or a lying Content-Length): abort the transfer
+    }
     target.growable->insert(target.growable->end(), data, data + len);
   } else if (target.data != nullptr) {
     if (len > target.capacity - self->body_bytes_) {

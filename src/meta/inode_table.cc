@@ -9,21 +9,52 @@ InodeTable::InodeTable() {
 
 InodeId InodeTable::Ensure(const std::string& path, bool is_dir, uint64_t lookups) {
   std::lock_guard lock(mu_);
+  return EnsureLocked(path, is_dir, lookups, 0);
+}
+
+InodeId InodeTable::Pin(const std::string& path, bool is_dir) {
+  std::lock_guard lock(mu_);
+  return EnsureLocked(path, is_dir, 0, 1);
+}
+
+InodeId InodeTable::EnsureLocked(const std::string& path, bool is_dir, uint64_t lookups,
+                                 uint64_t pins) {
   auto it = by_path_.find(path);
   if (it != by_path_.end()) {
     Node& node = by_ino_.at(it->second);
     if (node.is_dir == is_dir || it->second == kRootInodeId) {
       node.nlookup += lookups;
+      node.pins += pins;
       return it->second;
     }
-    // Kind changed: detach the old inode (it stays until forgotten, or goes now if unused).
-    if (node.nlookup == 0) by_ino_.erase(it->second);
+    // Kind changed: detach the old inode (it stays until forgotten and unpinned, or goes
+    // now if unused).
+    if (node.nlookup == 0 && node.pins == 0) by_ino_.erase(it->second);
     by_path_.erase(it);
   }
   InodeId ino = next_++;
-  by_ino_[ino] = Node{path, is_dir, lookups};
+  by_ino_[ino] = Node{path, is_dir, lookups, pins};
   by_path_[path] = ino;
   return ino;
+}
+
+bool InodeTable::DropIfUnusedLocked(InodeId ino) {
+  auto it = by_ino_.find(ino);
+  if (it == by_ino_.end() || ino == kRootInodeId) return false;
+  const Node& node = it->second;
+  if (node.nlookup > 0 || node.pins > 0) return false;
+  auto p = by_path_.find(node.path);
+  if (p != by_path_.end() && p->second == ino) by_path_.erase(p);
+  by_ino_.erase(it);
+  return true;
+}
+
+bool InodeTable::Unpin(InodeId ino) {
+  std::lock_guard lock(mu_);
+  auto it = by_ino_.find(ino);
+  if (it == by_ino_.end() || it->second.pins == 0) return false;
+  --it->second.pins;
+  return DropIfUnusedLocked(ino);
 }
 
 bool InodeTable::AddLookup(InodeId ino) {
@@ -40,11 +71,7 @@ bool InodeTable::Forget(InodeId ino, uint64_t n) {
   if (it == by_ino_.end()) return false;
   Node& node = it->second;
   node.nlookup = n >= node.nlookup ? 0 : node.nlookup - n;
-  if (node.nlookup > 0 || ino == kRootInodeId) return false;
-  auto p = by_path_.find(node.path);
-  if (p != by_path_.end() && p->second == ino) by_path_.erase(p);
-  by_ino_.erase(it);
-  return true;
+  return DropIfUnusedLocked(ino);
 }
 
 std::optional<InodeTable::Node> InodeTable::Get(InodeId ino) const {

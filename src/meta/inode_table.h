@@ -1,9 +1,12 @@
 // InodeTable: inode numbers for paths, with the kernel's lookup counts.
 //
 // A path keeps its inode number while the kernel references it (lookup count > 0) or while
-// nobody dropped it yet; numbers are never reused within a mount (a counter). An inode
-// whose count reaches zero is dropped (the root never is). Inodes handed out by ReadDir
-// without a kernel reference (count 0) stay until the path is looked up and forgotten.
+// an open directory handle that listed it pins it; numbers are never reused within a mount
+// (a counter). An inode with neither is dropped (the root never is). Entries a readdir
+// reply hands out are pinned by their directory handle (Pin) until it is released
+// (Unpin): a readdirplus entry gains its kernel reference (AddLookup) before that and
+// lives on; a plain readdir entry, or one that did not fit in the reply, is dropped then,
+// so memory does not grow with the number of names ever listed.
 // When a path changes kind (a file became a directory), Ensure gives it a fresh inode and
 // the old one lives on, detached from the path, until the kernel forgets it: the kernel
 // must never see one inode change type.
@@ -29,12 +32,18 @@ class InodeTable {
     std::string path;
     bool is_dir = false;
     uint64_t nlookup = 0;
+    uint64_t pins = 0;  // open directory handles that listed it (Pin/Unpin)
   };
 
   InodeTable();
 
   // The inode of `path` with kind `is_dir`, created if needed; adds `lookups` to its count.
   InodeId Ensure(const std::string& path, bool is_dir, uint64_t lookups);
+  // The inode of `path` like Ensure(path, is_dir, 0), pinned once more: it is not dropped
+  // before the matching Unpin, whatever the kernel's count.
+  InodeId Pin(const std::string& path, bool is_dir);
+  // Releases one Pin. Returns true when the inode was dropped (no pin and no reference).
+  bool Unpin(InodeId ino);
   // Adds one kernel reference. False when the inode is unknown.
   bool AddLookup(InodeId ino);
   // Subtracts n (saturating at 0). Returns true when the inode was dropped.
@@ -45,6 +54,10 @@ class InodeTable {
   size_t size() const;
 
  private:
+  InodeId EnsureLocked(const std::string& path, bool is_dir, uint64_t lookups, uint64_t pins);
+  // Drops `ino` if it has no kernel reference and no pin (never the root).
+  bool DropIfUnusedLocked(InodeId ino);
+
   // mu_ guards by_ino_, by_path_ and next_.
   mutable std::mutex mu_;
   std::unordered_map<InodeId, Node> by_ino_;

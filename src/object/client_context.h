@@ -19,6 +19,7 @@
 #include "object/endpoint.h"
 #include "object/http_executor.h"
 #include "ossmount/client_options.h"
+#include "ossmount/object_client.h"
 
 namespace boost::asio {
 class io_context;
@@ -49,6 +50,25 @@ struct ClientContext {
   std::atomic<int64_t> clock_offset_sec{0};
   // Steady-clock ticks until which the data endpoint is skipped (0 = healthy).
   std::atomic<int64_t> data_endpoint_down_until{0};
+
+  // What the retry loop did (RetryStats, field by field); relaxed counters.
+  struct RetryCounters {
+    std::atomic<uint64_t> retries{0}, throttled{0}, server_errors{0}, network{0}, timeouts{0},
+        integrity{0}, other{0}, retry_after{0}, gave_up{0};
+    RetryStats Snapshot() const {
+      RetryStats s;
+      s.retries = retries.load();
+      s.throttled = throttled.load();
+      s.server_errors = server_errors.load();
+      s.network = network.load();
+      s.timeouts = timeouts.load();
+      s.integrity = integrity.load();
+      s.other = other.load();
+      s.retry_after = retry_after.load();
+      s.gave_up = gave_up.load();
+      return s;
+    }
+  } retry_counters;
 };
 
 }  // namespace ossmount::object

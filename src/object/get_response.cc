@@ -34,7 +34,6 @@ Status CheckGetResponse(const GetRequest& request, const GetTarget& target, cons
     if (t.ok()) out.mtime_sec = t.value();
   }
   out.crc64 = ResponseCrc64(r.headers, dialect);
-
   bool whole_object_in_target = false;
   if (r.status == 206) {
     const std::string* header = FindHeader(r.headers, "content-range");
@@ -65,6 +64,22 @@ Status CheckGetResponse(const GetRequest& request, const GetTarget& target, cons
   } else {
     return Status(ErrorCode::kProtocol,
                   "GET '" + request.key + "': unexpected HTTP " + std::to_string(r.status));
+  }
+
+  // OSS and S3 send an ETag with every object body. A 2xx reply without one is not an
+  // object (a proxy's error page sent as 200, a broken cache): its bytes must not reach the
+  // reader. A reply to If-Match with another ETag is another version of the object.
+  if (out.etag.empty()) {
+    return Status(ErrorCode::kProtocol,
+                  "GET '" + request.key +
+                      "': the response has no ETag, so it is not an object (a proxy's error "
+                      "page?)",
+                  true);
+  }
+  if (!request.if_match.empty() && out.etag != request.if_match) {
+    return Status(ErrorCode::kPreconditionFailed,
+                  "object '" + request.key + "' changed on the server (If-Match " +
+                      request.if_match + ", the response has ETag " + out.etag + ")");
   }
 
   if (whole_object_in_target && verify_crc64 && out.crc64) {

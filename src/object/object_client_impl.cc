@@ -14,6 +14,11 @@
 namespace ossmount::object {
 namespace {
 
+// The largest XML reply (listing page, multipart replies) accepted. A 1,000-key page of
+// 1,023-byte keys, URL-encoded, is under 8 MiB; anything far larger is a broken or hostile
+// server, refused before it takes the memory.
+constexpr size_t kMaxXmlResponseBytes = 16u << 20;
+
 // Checks the server's CRC-64 of an uploaded body against the local one (OSS only).
 Status CheckUploadCrc(const http::Response& r, const Dialect& dialect, uint64_t local_crc,
                       const std::string& what) {
@@ -36,6 +41,8 @@ class OssS3Client final : public ObjectClient {
  public:
   explicit OssS3Client(std::shared_ptr<ClientContext> ctx) : ctx_(std::move(ctx)) {}
 
+  RetryStats retry_stats() const override { return ctx_->retry_counters.Snapshot(); }
+
   void List(const ListRequest& request, ListHandler handler) override {
     if (request.max_keys < 1 || request.max_keys > 1000) {
       return Fail(handler, Status(ErrorCode::kInvalidArgument, "LIST: max_keys must be 1..1000"));
@@ -47,7 +54,7 @@ class OssS3Client final : public ObjectClient {
     op.error_context.operation = "LIST";
     op.prepare_target = [body] {
       body->clear();
-      return GetTarget::Growable(body.get());
+      return GetTarget::Growable(body.get(), kMaxXmlResponseBytes);
     };
     op.accept = [body, page](const http::Response&) {
       auto parsed = ParseListObjectsV2(std::string_view(body->data(), body->size()));
@@ -152,7 +159,7 @@ class OssS3Client final : public ObjectClient {
     op.error_context.key = key;
     op.prepare_target = [body] {
       body->clear();
-      return GetTarget::Growable(body.get());
+      return GetTarget::Growable(body.get(), kMaxXmlResponseBytes);
     };
     op.accept = [body, upload_id](const http::Response&) {
       auto id = ParseInitiateMultipartXml(std::string_view(body->data(), body->size()));
@@ -215,7 +222,7 @@ class OssS3Client final : public ObjectClient {
     op.error_context.upload_id = upload_id;
     op.prepare_target = [body] {
       body->clear();
-      return GetTarget::Growable(body.get());
+      return GetTarget::Growable(body.get(), kMaxXmlResponseBytes);
     };
     op.accept = [body, result, &dialect = ctx_->dialect](const http::Response& r) {
       auto etag = ParseCompleteMultipartXml(std::string_view(body->data(), body->size()));

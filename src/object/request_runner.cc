@@ -1,9 +1,12 @@
 #include "object/request_runner.h"
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/io_context.hpp>
+
 #include <boost/asio/post.hpp>
 
 #include "auth/credentials.h"
+#include "object/request_metrics.h"
 #include "object/retry_policy.h"
 
 namespace ossmount::object {
@@ -17,6 +20,8 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
                    std::function<void(Status)> done)
       : ctx_(std::move(context)), op_(std::move(operation)), done_(std::move(done)) {
     start_ = ctx_->clock->Steady();
+    type_ = ClassifyRequest(op_.spec);
+    wall_start_ = std::chrono::steady_clock::now();
     use_data_endpoint_ = op_.data_path && ctx_->data_endpoint && !DataEndpointCoolingDown();
     if (ctx_->options.credentials) {
       op_.error_context.credentials_source = ctx_->options.credentials->Describe();
@@ -26,7 +31,7 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
 
   void StartAttempt() {
     if (Cancelled()) return Finish(Status(ErrorCode::kCancelled, What() + ": cancelled"));
-    ++attempts_;
+    if (++attempts_ > 1) RecordRetry(type_);
     auth::Credentials creds;
     if (ctx_->options.credentials) {
       auto got = ctx_->options.credentials->Get();
@@ -55,6 +60,7 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
     request.headers = std::move(wire.signable.headers);
     request.body = op_.spec.body;
     if (op_.prepare_target) request.target = op_.prepare_target();
+    growable_limit_ = request.target.growable ? request.target.growable_limit : 0;
     request.priority = op_.priority;
     request.cancel = op_.cancel;
     ctx_->executor->Execute(std::move(request), [self = shared_from_this()](http::Response r) {
@@ -83,7 +89,14 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
         return StartAttempt();
       }
       Status status = r.transport;
-      if (r.body_overflow) {
+      if (r.body_overflow && growable_limit_ > 0) {
+        // A reply (listing page) far larger than any real one: a broken or hostile server.
+        status = Status(ErrorCode::kProtocol,
+                        What() + ": the response body is larger than " +
+                            std::to_string(growable_limit_) +
+                            " bytes, far more than a valid reply; refused",
+                        false);
+      } else if (r.body_overflow) {
         // The body did not fit the caller's buffer: the object is not the size the caller
         // expected, or the server ignored the Range header. A retry returns the same.
         status = Status(ErrorCode::kIntegrity,
@@ -95,6 +108,7 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
       return OnFailure(status, &r);
     }
     if (r.status >= 200 && r.status < 300) {
+      RecordReceivedBytes(type_, r.body_bytes);
       Status status = op_.accept ? op_.accept(r) : Status::Ok();
       if (status.ok()) return Finish(status);
       return OnFailure(status, &r);
@@ -135,29 +149,61 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
 
   void OnFailure(Status status, const http::Response* response) {
     if (!status.retryable()) return Finish(status);
+    auto& counters = ctx_->retry_counters;
     int max_attempts = std::max(1, ctx_->options.retry.max_attempts);
     if (attempts_ >= max_attempts) {
+      if (attempts_ > 1) counters.gave_up.fetch_add(1, std::memory_order_relaxed);
       status.Prefix(What() + " failed after " + std::to_string(attempts_) + " attempts");
       return Finish(status);
     }
     milliseconds delay = BackoffDelay(ctx_->options.retry, attempts_ - 1, ctx_->clock->Jitter());
+    bool lengthened = false;
     if (response) {
       if (auto after = ParseRetryAfter(response->headers, ctx_->clock->Now())) {
+        lengthened = *after > delay;
         delay = std::max(delay, *after);
       }
     }
     auto elapsed = std::chrono::duration_cast<milliseconds>(ctx_->clock->Steady() - start_);
     if (elapsed + delay > ctx_->options.retry.total_budget) {
-      Status timeout(ErrorCode::kTimeout,
-                     What() + " gave up after " + std::to_string(attempts_) +
-                         " attempts: the retry budget of " +
-                         std::to_string(ctx_->options.retry.total_budget.count()) +
-                         " ms is spent; last error: " + status.ToString(),
-                     true);
-      timeout.WithService(status.service());
-      return Finish(timeout);
+      // The last error keeps its code (and so its errno: a refused connection stays EIO);
+      // the message says the budget ended the retries.
+      counters.gave_up.fetch_add(1, std::memory_order_relaxed);
+      status.Prefix(What() + " gave up after " + std::to_string(attempts_) +
+                    " attempts: the retry budget of " +
+                    std::to_string(ctx_->options.retry.total_budget.count()) +
+                    " ms is spent; last error");
+      return Finish(status);
     }
+    counters.retries.fetch_add(1, std::memory_order_relaxed);
+    if (lengthened) counters.retry_after.fetch_add(1, std::memory_order_relaxed);
+    CountCause(status.code());
     ctx_->clock->SleepThen(delay, [self = shared_from_this()] { self->StartAttempt(); });
+  }
+
+  void CountCause(ErrorCode code) {
+    auto& c = ctx_->retry_counters;
+    std::atomic<uint64_t>* counter = &c.other;
+    switch (code) {
+      case ErrorCode::kThrottled:
+        counter = &c.throttled;
+        break;
+      case ErrorCode::kServerError:
+        counter = &c.server_errors;
+        break;
+      case ErrorCode::kNetwork:
+        counter = &c.network;
+        break;
+      case ErrorCode::kTimeout:
+        counter = &c.timeouts;
+        break;
+      case ErrorCode::kIntegrity:
+        counter = &c.integrity;
+        break;
+      default:
+        break;
+    }
+    counter->fetch_add(1, std::memory_order_relaxed);
   }
 
   std::string What() const {
@@ -169,6 +215,14 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
     auto done = std::move(done_);
     done_ = nullptr;
     if (!done) return;  // unreachable: every path finishes once
+    auto elapsed = std::chrono::steady_clock::now() - wall_start_;
+    RecordFinished(type_, status, elapsed);
+    if (spdlog::should_log(spdlog::level::debug)) {
+      spdlog::debug("{} '{}': {} in {:.1f} ms, {} attempt{}", RequestTypeName(type_), op_.spec.key,
+                    status.ok() ? "ok" : ErrorCodeName(status.code()),
+                    std::chrono::duration<double, std::milli>(elapsed).count(), attempts_,
+                    attempts_ == 1 ? "" : "s");
+    }
     boost::asio::post(ctx_->io, [done = std::move(done), status = std::move(status)]() mutable {
       done(std::move(status));
     });
@@ -178,10 +232,13 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
   Operation op_;
   std::function<void(Status)> done_;
   Clock::SteadyTime start_;
+  RequestType type_ = RequestType::kOther;
+  std::chrono::steady_clock::time_point wall_start_;  // metrics: real time, not the test clock
   bool use_data_endpoint_ = false;
   bool had_token_ = false;
   bool retried_invalid_key_ = false;
   int attempts_ = 0;
+  size_t growable_limit_ = 0;  // of the current attempt's target; 0 = fixed or no limit
 };
 
 }  // namespace

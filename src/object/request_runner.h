@@ -11,8 +11,10 @@
 //     request retried (not retried when the server sent no usable time);
 //   - an expired token: CredentialsProvider::Invalidate(), then retry;
 //   - retryable errors: full-jitter backoff (RetryOptions), at least Retry-After, through
-//     the injected Clock; the last error is returned once max_attempts are used, and
-//     kTimeout once the next wait would pass total_budget;
+//     the injected Clock; the last error is returned once max_attempts are used, or once
+//     the next wait would pass total_budget (same code, a message naming the budget), so
+//     a read that gives up is bounded by total_budget plus one attempt (connect timeout /
+//     stall deadline); every retry is counted in ClientContext::retry_counters;
 //   - anything else is returned at once.
 // `done` is called exactly once, always posted to the io_context.
 #pragma once

@@ -1,10 +1,26 @@
 // SequentialReader: fetching parts (disk cache, then a pinned ranged GET) and direct reads.
 #include <boost/asio/post.hpp>
 
+#include "common/metrics.h"
 #include "prefetch/reader_parts.h"
 #include "prefetch/sequential_reader.h"
 
 namespace ossmount::prefetch {
+namespace {
+
+// Parts of large files, by how they were fetched: "readahead" (ahead of the reader),
+// "demand" (a reader waited for it), "disk" (found in the disk cache).
+metrics::Counter& Parts(const char* source) {
+  return metrics::Registry::Global().GetCounter(
+      "ossmount_parts_total", "Parts of large files started, by source.", {{"source", source}});
+}
+metrics::Counter& ReadaheadBytes() {
+  static metrics::Counter& c = metrics::Registry::Global().GetCounter(
+      "ossmount_readahead_bytes_total", "Bytes requested by readahead (parts ahead of readers).");
+  return c;
+}
+
+}  // namespace
 
 Status SequentialReader::CheckGet(const Result<GetResult>& r, uint64_t expected_bytes) const {
   if (!r.ok()) {
@@ -34,6 +50,8 @@ void SequentialReader::StartPart(const std::shared_ptr<Part>& part) {
   PartBuffer& buffer = *part->buffer;  // nobody else touches it until the part is ready
   if (cached) {
     if (auto hit = shared_.disk_cache->Get(id, part->length)) {
+      static metrics::Counter& disk = Parts("disk");
+      disk.Add();
       buffer.vec = std::move(*hit);
       buffer.data = const_cast<char*>(buffer.vec->data());  // never written
       OnPartDone(part, Status());
@@ -41,6 +59,10 @@ void SequentialReader::StartPart(const std::shared_ptr<Part>& part) {
     }
   }
   buffer.Allocate(part->length, /*shareable=*/cached);
+  static metrics::Counter& readahead = Parts("readahead");
+  static metrics::Counter& demand = Parts("demand");
+  (part->readahead ? readahead : demand).Add();
+  if (part->readahead) ReadaheadBytes().Add(part->length);
   GetRequest request;
   request.key = key_;
   request.offset = part->offset;

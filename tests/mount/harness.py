@@ -55,12 +55,13 @@ def force_unmount(path):
 class TestServer:
     """The project's own OSS/S3 server (ossmount-testserver) over a directory of buckets."""
 
-    def __init__(self, root, bucket="bucket", args=(), auth=True):
+    def __init__(self, root, bucket="bucket", args=(), auth=True, port=0, secret=SK):
         self.root = root
         self.bucket = bucket
-        cmd = [TESTSERVER, "--root", root, "--bucket", bucket, "--port", "0", "--region", REGION]
+        cmd = [TESTSERVER, "--root", root, "--bucket", bucket, "--port", str(port),
+               "--region", REGION]
         if auth:
-            cmd += ["--access-key-id", AK, "--access-key-secret", SK]
+            cmd += ["--access-key-id", AK, "--access-key-secret", secret]
         else:
             cmd += ["--auth", "off"]
         cmd += list(args)

@@ -1,5 +1,7 @@
 #include "faults.h"
 
+#include "malformed.h"
+
 #include <cmath>
 #include <sstream>
 
@@ -107,6 +109,19 @@ Status FaultSettings::Set(std::string_view name, std::string_view value) {
   if (name == "stall-ms") return integer(stall_ms);
   if (name == "retry-after") return integer(retry_after_s);
   if (name == "bandwidth-mbps") return number(bandwidth_mbps);
+  if (name == "malformed-rate") return rate(malformed_rate);
+  if (name == "retry-after-rate") return rate(retry_after_rate);
+  if (name == "malformed") {
+    auto kinds = SplitComma(value);
+    for (const auto& k : kinds) {
+      if (!IsMalformedKind(k)) {
+        return Status(ErrorCode::kInvalidArgument,
+                      "unknown malformed kind '" + k + "' (known: " + MalformedKindList() + ")");
+      }
+    }
+    malformed_kinds = kinds;  // empty: off
+    return Status::Ok();
+  }
   if (name == "error-kinds") {
     auto kinds = SplitComma(value);
     for (const auto& k : kinds) {
@@ -152,10 +167,14 @@ std::string FaultSettings::ToJson() const {
     << ",\"error-kinds\":[";
   for (size_t i = 0; i < error_kinds.size(); ++i)
     o << (i ? "," : "") << '"' << error_kinds[i] << '"';
-  o << "],\"retry-after\":" << retry_after_s << ",\"reset-rate\":" << reset_rate
-    << ",\"truncate-rate\":" << truncate_rate << ",\"stall-rate\":" << stall_rate
-    << ",\"stall-ms\":" << stall_ms << ",\"bandwidth-mbps\":" << bandwidth_mbps
-    << ",\"corrupt-rate\":" << corrupt_rate << ",\"fault-ops\":[";
+  o << "],\"retry-after\":" << retry_after_s << ",\"retry-after-rate\":" << retry_after_rate
+    << ",\"reset-rate\":" << reset_rate << ",\"truncate-rate\":" << truncate_rate
+    << ",\"stall-rate\":" << stall_rate << ",\"stall-ms\":" << stall_ms
+    << ",\"bandwidth-mbps\":" << bandwidth_mbps << ",\"corrupt-rate\":" << corrupt_rate
+    << ",\"malformed\":[";
+  for (size_t i = 0; i < malformed_kinds.size(); ++i)
+    o << (i ? "," : "") << '"' << malformed_kinds[i] << '"';
+  o << "],\"malformed-rate\":" << malformed_rate << ",\"fault-ops\":[";
   bool first = true;
   for (auto op : fault_ops) {
     o << (first ? "" : ",") << '"' << FaultOpName(op) << '"';
@@ -194,6 +213,8 @@ FaultPlan FaultInjector::Plan(FaultOp op) {
   double u_reset_where = Uniform(state), u_trunc = Uniform(state), u_cut = Uniform(state);
   double u_stall = Uniform(state), u_stall_at = Uniform(state), u_corrupt = Uniform(state);
   double u_corrupt_at = Uniform(state), u_lat1 = Uniform(state), u_lat2 = Uniform(state);
+  double u_malformed = Uniform(state), u_malformed_kind = Uniform(state);  // drawn last
+  double u_retry_after = Uniform(state);
 
   if (s->ttfb_p50_ms > 0 && s->ttfb_p99_ms > 0) {
     double mu = std::log(s->ttfb_p50_ms);
@@ -207,6 +228,12 @@ FaultPlan FaultInjector::Plan(FaultOp op) {
   if (!s->fault_ops.count(op)) return plan;
 
   if (s->bandwidth_mbps > 0) plan.bytes_per_second = s->bandwidth_mbps * 1e6 / 8;
+  if (!s->malformed_kinds.empty() && u_malformed < s->malformed_rate) {
+    size_t i = std::min(
+        s->malformed_kinds.size() - 1,
+        static_cast<size_t>(u_malformed_kind * static_cast<double>(s->malformed_kinds.size())));
+    plan.malformed = s->malformed_kinds[i];
+  }
   if (u_err < s->error_rate && !s->error_kinds.empty()) {
     size_t i = std::min(s->error_kinds.size() - 1,
                         static_cast<size_t>(u_kind * static_cast<double>(s->error_kinds.size())));
@@ -214,7 +241,7 @@ FaultPlan FaultInjector::Plan(FaultOp op) {
     if (kind.ok()) {
       plan.error = true;
       plan.error_kind = kind.value();
-      plan.retry_after_s = s->retry_after_s;
+      plan.retry_after_s = u_retry_after < s->retry_after_rate ? s->retry_after_s : 0;
       return plan;
     }
   }

@@ -1,5 +1,6 @@
 // Fault injection for the test server: latency (time to first byte), error responses,
-// connection resets, truncated bodies, stalls, bandwidth caps and corrupted bytes.
+// connection resets, truncated bodies, stalls, bandwidth caps, corrupted bytes, and
+// malformed responses (malformed.h: broken XML, lying headers, HTML error pages).
 //
 // Each fault is a probability per request, drawn from a generator seeded with --seed and the
 // request's sequence number, so a single-connection run is reproducible. Latency applies to
@@ -39,13 +40,18 @@ struct FaultSettings {
   double ttfb_p99_ms = 0;
   double error_rate = 0;
   std::vector<std::string> error_kinds{"500", "503", "SlowDown"};
-  int retry_after_s = 0;  // Retry-After header on injected 503/429 when > 0
+  int retry_after_s = 0;        // Retry-After header on injected 503/429 when > 0
+  double retry_after_rate = 1;  // the fraction of injected errors that carry it
   double reset_rate = 0;
   double truncate_rate = 0;
   double stall_rate = 0;
   int stall_ms = 2000;
   double bandwidth_mbps = 0;  // megabits per second per connection; 0 = unlimited
   double corrupt_rate = 0;
+  // Malformed responses (malformed.h): kinds drawn uniformly, each successful response of a
+  // fault op is malformed with malformed_rate (only when kinds are given).
+  std::vector<std::string> malformed_kinds;
+  double malformed_rate = 1;
   std::set<FaultOp> fault_ops{FaultOp::kGet};
 
   // Sets one setting by its command-line name without dashes ("error-rate", "fault-ops",
@@ -68,6 +74,7 @@ struct FaultPlan {
   std::chrono::milliseconds stall_for{0};
   bool corrupt = false;
   double corrupt_fraction = 0;
+  std::string malformed;        // a malformed.h kind, or ""
   double bytes_per_second = 0;  // 0 = unlimited
 };
 

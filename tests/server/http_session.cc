@@ -1,5 +1,7 @@
 #include "http_session.h"
 
+#include "malformed.h"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -154,6 +156,10 @@ void HttpSession::Dispatch() {
       if (plan_.retry_after_s > 0) resp_.Add("Retry-After", std::to_string(plan_.retry_after_s));
     } else {
       resp_ = ctx_.api.Handle(info, req);
+      if (!plan_.malformed.empty() && resp_.status < 300 &&
+          ApplyMalformed(plan_.malformed, resp_)) {
+        ctx_.stats.CountFault(StatFault::kMalformed);
+      }
     }
     ObjectApi::AddCommonHeaders(info, resp_);
   }

@@ -20,9 +20,9 @@ std::string SerializeHead(const Response& r, bool keep_alive) {
     out += "\r\n";
   }
   // RFC 9110 §8.6: no Content-Length on 204 and 304 (their body is always empty).
-  if (r.status != 204 && r.status != 304) {
+  if (r.status != 204 && r.status != 304 && !r.no_content_length) {
     out += "Content-Length: ";
-    out += std::to_string(r.body_length);
+    out += std::to_string(r.declared_length.value_or(r.body_length));
     out += "\r\n";
   }
   out += keep_alive ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n";

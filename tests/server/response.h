@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +21,10 @@ struct Response {
   uint64_t body_length = 0;
   bool omit_body = false;  // HEAD: send Content-Length: body_length but no bytes
   bool close = false;      // close the connection after this response
+  // Malformed responses (fault injection) only: the Content-Length to declare instead of
+  // body_length, or none at all (the body then ends when the connection closes).
+  std::optional<uint64_t> declared_length;
+  bool no_content_length = false;
 
   void Add(std::string name, std::string value) {
     headers.emplace_back(std::move(name), std::move(value));

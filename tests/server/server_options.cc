@@ -60,12 +60,17 @@ Result<ServerOptions> ParseServerOptions(int argc, char** argv, int* exit_code) 
       {"error-rate", "Probability of an injected error response"},
       {"error-kinds", "Comma list of 500,502,503,504,429,SlowDown,QpsLimitExceeded"},
       {"retry-after", "Retry-After seconds on injected errors"},
+      {"retry-after-rate", "Fraction of injected errors that carry Retry-After (default 1)"},
       {"reset-rate", "Probability of a connection reset (before the head or in the body)"},
       {"truncate-rate", "Probability of a body shorter than Content-Length, then close"},
       {"stall-rate", "Probability of a stall after part of the body"},
       {"stall-ms", "Stall duration, ms"},
       {"bandwidth-mbps", "Per-connection body pacing, megabits per second"},
       {"corrupt-rate", "Probability of one flipped body byte (headers stay right)"},
+      {"malformed",
+       "Comma list of malformed-response kinds: invalid-xml,truncated-xml,huge-xml,html-200,"
+       "short-content-length,long-content-length,missing-headers,wrong-crc"},
+      {"malformed-rate", "Probability that a successful response is malformed (default 1)"},
       {"fault-ops", "Operations the faults apply to: get,head,list,put,delete,other,all"},
   };
   std::vector<std::pair<std::string, std::string>> fault_values(std::size(fault_flags));

@@ -18,7 +18,8 @@ constexpr const char* kOpNames[] = {"GET",
                                     "BUCKET",
                                     "CONTROL",
                                     "OTHER"};
-constexpr const char* kFaultNames[] = {"error", "reset", "truncate", "stall", "corrupt", "delayed"};
+constexpr const char* kFaultNames[] = {"error",   "reset",   "truncate", "stall",
+                                       "corrupt", "delayed", "malformed"};
 static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == static_cast<size_t>(StatOp::kCount));
 static_assert(sizeof(kFaultNames) / sizeof(kFaultNames[0]) ==
               static_cast<size_t>(StatFault::kCount));

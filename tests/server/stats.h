@@ -32,7 +32,7 @@ enum class StatOp {
   kCount
 };
 
-enum class StatFault { kError, kReset, kTruncate, kStall, kCorrupt, kDelayed, kCount };
+enum class StatFault { kError, kReset, kTruncate, kStall, kCorrupt, kDelayed, kMalformed, kCount };
 
 class ServerStats {
  public:

@@ -483,3 +483,37 @@ TEST_CASE("AbsoluteMountPoint") {
   CHECK(*AbsoluteMountPoint("mnt") == std::string(cwd) + "/mnt");
   CHECK_FALSE(AbsoluteMountPoint("").ok());
 }
+
+TEST_CASE("Observability options for log rotation and the audit log and metrics address") {
+  auto d = Ok(kBase).daemon;
+  CHECK(d.log_max_size == (100ull << 20));
+  CHECK(d.log_max_files == 5);
+  CHECK(d.audit_log.empty());
+  CHECK(d.metrics_host.empty());
+
+  d = Ok(With({"--log-max-size", "1MiB", "--log-max-files", "3", "--audit-log", "/var/log/a.log",
+               "--metrics-address", "127.0.0.1:9464"}))
+          .daemon;
+  CHECK(d.log_max_size == (1ull << 20));
+  CHECK(d.log_max_files == 3);
+  CHECK(d.audit_log == "/var/log/a.log");
+  CHECK(d.metrics_host == "127.0.0.1");
+  CHECK(d.metrics_port == 9464);
+  CHECK(Ok(With({"--log-max-size", "0"})).daemon.log_max_size == 0);
+  CHECK(Ok(With({"--metrics-address", "[::1]:80"})).daemon.metrics_host == "::1");
+  CHECK(Ok(With({"-o", "metrics_address=127.0.0.1:1,audit_log=/a"})).daemon.audit_log == "/a");
+
+  Fails(With({"--log-max-size", "100"}), "--log-max-size");
+  Fails(With({"--log-max-files", "0"}), "--log-max-files");
+  Fails(With({"--audit-log", ""}), "--audit-log");
+  Fails(With({"--metrics-address", "9464"}), "--metrics-address: '9464' is not HOST:PORT");
+  Fails(With({"--metrics-address", "localhost:9464"}), "is not an IP address");
+  Fails(With({"--metrics-address", "127.0.0.1:99999"}), "--metrics-address");
+}
+
+TEST_CASE("The manifest option lands in the config, also as -o manifest=FILE") {
+  CHECK(Ok(With({})).manifest.empty());
+  CHECK(Ok(With({"--manifest", "/data/train.tsv"})).manifest == "/data/train.tsv");
+  CHECK(Ok(With({"-o", "manifest=rel/m.tsv"})).manifest == "rel/m.tsv");
+  Fails(With({"--manifest", ""}), "--manifest: give the path of a manifest file");
+}

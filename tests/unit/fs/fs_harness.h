@@ -115,6 +115,19 @@ class Harness {
     fs->ReleaseDir(ino, *fh);
     return all;
   }
+  // What the FUSE adapter does for readdirplus: OpenDir + ReadDirAll, a kernel reference
+  // (AddLookup) to every entry handed out, then ReleaseDir. The entries keep their inode
+  // numbers for later lookups; without the references they are dropped at ReleaseDir.
+  Result<std::vector<DirEntry>> ListPlus(InodeId ino) {
+    auto fh = OpenDir(ino);
+    if (!fh.ok()) return fh.status();
+    auto all = ReadDirAll(ino, *fh);
+    if (all.ok()) {
+      for (const auto& e : *all) fs->AddLookup(e.entry.attr.ino);
+    }
+    fs->ReleaseDir(ino, *fh);
+    return all;
+  }
   Result<OpenReply> Open(InodeId ino, int flags = O_RDONLY) {
     return Wait<OpenReply>([&](Callback<OpenReply> cb) { fs->Open(ino, flags, std::move(cb)); });
   }

@@ -24,7 +24,7 @@ TEST_CASE("ImageFolder epoch: listing requests only, no HEAD, exactly one GET pe
   h.fake->PutObject("ds/other/outside.jpg", "not in the mount");
   h.fake->PutObject("ds/train.txt", "not in the mount either");
 
-  auto root = h.List(kRootInode);
+  auto root = h.ListPlus(kRootInode);
   REQUIRE(root.ok());
   REQUIRE(EntryNames(*root) == std::vector<std::string>{"cls_0/", "cls_1/", "cls_2/"});
 
@@ -35,7 +35,7 @@ TEST_CASE("ImageFolder epoch: listing requests only, no HEAD, exactly one GET pe
     REQUIRE(dir.ok());
     REQUIRE(dir->attr.is_dir);
     CHECK(dir->attr.ino == FindEntry(*root, cls)->entry.attr.ino);
-    auto entries = h.List(dir->attr.ino);
+    auto entries = h.ListPlus(dir->attr.ino);
     REQUIRE(entries.ok());
     REQUIRE(entries->size() == kFiles);
     for (const auto& e : *entries) {

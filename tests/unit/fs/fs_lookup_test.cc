@@ -257,15 +257,58 @@ TEST_CASE("Forget drops inodes when the kernel's count reaches zero") {
   REQUIRE(again.ok());
   CHECK(again->attr.ino != a1->attr.ino);
 
-  // readdirplus: the adapter adds a reference per entry handed out; forgetting them drops all.
-  auto entries = h.List(again->attr.ino);
+  // readdirplus: the adapter adds a reference per entry handed out, before the handle is
+  // released; forgetting them drops all.
+  auto fh = h.OpenDir(again->attr.ino);
+  REQUIRE(fh.ok());
+  auto entries = h.ReadDirAll(again->attr.ino, *fh);
   REQUIRE(entries->size() == 2);
   CHECK(h.fs->stats().inodes == base + 3);
   for (const auto& e : *entries) h.fs->AddLookup(e.entry.attr.ino);
+  h.fs->ReleaseDir(again->attr.ino, *fh);
+  CHECK(h.fs->stats().inodes == base + 3);
   for (const auto& e : *entries) h.fs->Forget(e.entry.attr.ino, 1);
   h.fs->Forget(again->attr.ino, 1);
   CHECK(h.fs->stats().inodes == base);
   CHECK(h.fs->InodeOf("") == kRootInode);
+}
+
+TEST_CASE("Listed entries the kernel took no reference to are dropped at ReleaseDir") {
+  Harness h;
+  for (int i = 0; i < 300; ++i) h.fake->PutObject("d/f" + std::to_string(1000 + i), "x");
+  auto d = h.Lookup(kRootInode, "d");
+  REQUIRE(d.ok());
+  const size_t base = h.fs->stats().inodes;  // root and d
+
+  // Plain readdir (no AddLookup): the 300 inodes live while the handle is open...
+  auto fh = h.OpenDir(d->attr.ino);
+  REQUIRE(fh.ok());
+  auto entries = h.ReadDirAll(d->attr.ino, *fh);
+  REQUIRE(entries.ok());
+  REQUIRE(entries->size() == 300);
+  CHECK(h.fs->stats().inodes == base + 300);
+  // ... a lookup meanwhile sees the same number as the listing (d_ino == st_ino) ...
+  auto looked = h.Lookup(d->attr.ino, "f1007");
+  REQUIRE(looked.ok());
+  CHECK(looked->attr.ino == (*entries)[7].entry.attr.ino);
+  // ... and a readdirplus-style reference keeps one more entry past the release.
+  h.fs->AddLookup((*entries)[8].entry.attr.ino);
+  h.fs->ReleaseDir(d->attr.ino, *fh);
+  CHECK(h.fs->stats().inodes == base + 2);
+  CHECK(h.GetAttr((*entries)[7].entry.attr.ino).ok());
+  CHECK(h.GetAttr((*entries)[8].entry.attr.ino).ok());
+  CHECK(h.GetAttr((*entries)[9].entry.attr.ino).status().ToErrno() == ENOENT);
+
+  // Listing again and again does not grow the table (the memory bug this guards against).
+  for (int round = 0; round < 3; ++round) {
+    auto again = h.List(d->attr.ino);
+    REQUIRE(again.ok());
+    CHECK(again->size() == 300);
+  }
+  CHECK(h.fs->stats().inodes == base + 2);
+  h.fs->Forget((*entries)[7].entry.attr.ino, 1);
+  h.fs->Forget((*entries)[8].entry.attr.ino, 1);
+  CHECK(h.fs->stats().inodes == base);
 }
 
 TEST_CASE("Concurrent lookups of one unknown name share one probe") {

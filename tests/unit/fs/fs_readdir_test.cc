@@ -67,7 +67,7 @@ TEST_CASE("Listing pages follow continuation tokens and send delimiter and max-k
   h.fake->set_page_limit(7);
   MakeFiles(h, "", 20);
   h.fake->PutObject("zdir/a", "1");
-  auto root = h.List(kRootInode);
+  auto root = h.ListPlus(kRootInode);
   REQUIRE(root.ok());
   CHECK(root->size() == 21);
   CHECK(h.fake->count(Op::kList) == 3);

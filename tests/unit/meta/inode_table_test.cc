@@ -49,7 +49,7 @@ TEST_CASE("InodeTable: readdir entries (count 0) keep their number for a later l
 }
 
 TEST_CASE(
-    "InodeTable: a path that changes kind gets a new inode; the old one lives until forgotten") {
+    "InodeTable: a path that changes kind gets a new inode, the old one lives until forgotten") {
   InodeTable t;
   InodeId file = t.Ensure("a", false, 1);
   InodeId dir = t.Ensure("a", true, 1);
@@ -60,4 +60,46 @@ TEST_CASE(
   CHECK(t.Forget(file, 1));
   CHECK(*t.Find("a") == dir);  // forgetting the detached inode leaves the new one alone
   CHECK(t.Get(dir));
+}
+
+TEST_CASE("InodeTable: a pinned inode lives until unpinned, then only while referenced") {
+  InodeTable t;
+  InodeId a = t.Pin("d/a", false);
+  InodeId b = t.Pin("d/b", false);
+  CHECK(t.Pin("d/a", false) == a);  // a second handle listing the same name
+  CHECK(t.size() == 3);
+  CHECK(t.AddLookup(b));   // the kernel took a reference to b
+  CHECK(!t.Forget(a, 0));  // no reference, but pinned: stays
+  CHECK(!t.Unpin(a));      // one pin left
+  CHECK(t.Get(a));
+  CHECK(t.Unpin(a));  // last pin, no reference: dropped
+  CHECK(!t.Get(a));
+  CHECK(!t.Find("d/a"));
+  CHECK(!t.Unpin(b));  // referenced: stays
+  CHECK(t.Get(b)->pins == 0);
+  CHECK(t.Forget(b, 1));  // last reference, no pin: dropped
+  CHECK(t.size() == 1);
+  CHECK(!t.Unpin(b));  // unknown: nothing happens
+}
+
+TEST_CASE("InodeTable: a forgotten inode still pinned by a listing is kept until unpinned") {
+  InodeTable t;
+  InodeId a = t.Ensure("x", false, 1);
+  CHECK(t.Pin("x", false) == a);
+  CHECK(!t.Forget(a, 1));
+  CHECK(t.Get(a));
+  CHECK(t.Unpin(a));
+  CHECK(!t.Get(a));
+}
+
+TEST_CASE("InodeTable: a pinned inode detached by a kind change lives until unpinned") {
+  InodeTable t;
+  InodeId file = t.Pin("k", false);
+  InodeId dir = t.Ensure("k", true, 1);
+  CHECK(dir != file);
+  CHECK(*t.Find("k") == dir);
+  REQUIRE(t.Get(file));
+  CHECK(t.Unpin(file));
+  CHECK(!t.Get(file));
+  CHECK(*t.Find("k") == dir);  // unpinning the detached inode leaves the path's new one
 }

@@ -94,7 +94,11 @@ class FakeExecutor final : public HttpExecutor {
       if (reply.truncate_at) body.resize(std::min(body.size(), *reply.truncate_at));
       if (reply.status >= 200 && reply.status < 300) {
         GetTarget& t = request.target;
-        if (t.growable) {
+        if (t.growable && t.growable_limit > 0 && body.size() > t.growable_limit) {
+          // As the engine does: the transfer is abandoned at the limit.
+          response.body_overflow = true;
+          response.transport = Status(ErrorCode::kIntegrity, "body overflow", false);
+        } else if (t.growable) {
           t.growable->insert(t.growable->end(), body.begin(), body.end());
           response.body_bytes = body.size();
         } else if (t.data) {

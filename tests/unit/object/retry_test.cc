@@ -159,7 +159,7 @@ TEST_CASE("Non-retryable errors end after one attempt") {
   }
 }
 
-TEST_CASE("The total budget stops retries with kTimeout before max_attempts") {
+TEST_CASE("The total budget stops retries before max_attempts, keeping the last error") {
   Harness h;
   h.options.retry.max_attempts = 10;
   h.options.retry.base_delay = std::chrono::milliseconds(1000);
@@ -172,7 +172,8 @@ TEST_CASE("The total budget stops retries with kTimeout before max_attempts") {
   req.key = "k";
   auto got = h.Get(req, GetTarget::Growable(&out));
   REQUIRE_FALSE(got.ok());
-  CHECK(got.status().code() == ErrorCode::kTimeout);
+  CHECK(got.status().code() == ErrorCode::kThrottled);
+  CHECK(got.status().retryable());
   CHECK(got.status().message().find("retry budget") != std::string::npos);
   CHECK(got.status().message().find("SlowDown") != std::string::npos);
   CHECK(got.status().service().code == "SlowDown");
@@ -205,8 +206,10 @@ TEST_CASE("A Retry-After past the budget gives up instead of waiting") {
   req.key = "k";
   auto got = h.Get(req, GetTarget::Growable(&out));
   REQUIRE_FALSE(got.ok());
-  CHECK(got.status().code() == ErrorCode::kTimeout);
+  CHECK(got.status().code() == ErrorCode::kThrottled);
+  CHECK(got.status().message().find("retry budget") != std::string::npos);
   CHECK(h.executor->count() == 1);
+  CHECK(h.clock->sleeps.empty());
 }
 
 TEST_CASE("RequestTimeTooSkewed: the server's Date sets a clock offset, then success") {

@@ -1,0 +1,67 @@
+# What `cmake --install` and `cpack -G DEB` put on a machine (docs/CONFIGURATION.md,
+# "Installing"):
+#   PREFIX/bin/ossmount                       the daemon; mount(8) reaches it through the
+#                                             fuse3 package's /sbin/mount.fuse (fstab type
+#                                             fuse.ossmount), which runs `ossmount` from PATH
+#   PREFIX/lib/systemd/system/ossmount@.service   the template unit (ExecStart names
+#                                             PREFIX/bin/ossmount, written at install time so
+#                                             `cmake --install --prefix` and the .deb agree)
+#   /etc/ossmount/config.example.json         OSSMOUNT_INSTALL_CONFIG_DIR; honours DESTDIR
+#   PREFIX/share/doc/ossmount/                README and the operator docs
+if(NOT TARGET ossmount)
+  return()
+endif()
+
+# `make install` and cpack install what is built; they do not build every test first (build,
+# then install: `cmake --build build && cmake --install build`).
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
+
+set(OSSMOUNT_INSTALL_CONFIG_DIR "/etc/ossmount"
+    CACHE PATH "Where the example config is installed (the daemon reads /etc/ossmount/)")
+set(OSSMOUNT_INSTALL_UNIT_DIR "lib/systemd/system"
+    CACHE STRING "systemd system unit directory, relative to the install prefix")
+
+# The unit's ExecStart must name the binary where this install puts it: substitute at install
+# time, when CMAKE_INSTALL_PREFIX is the real one (--prefix, or /usr inside cpack).
+set(_unit_in "${PROJECT_SOURCE_DIR}/systemd/ossmount@.service.in")
+set(_unit_out "${PROJECT_BINARY_DIR}/install-staging/ossmount@.service")
+install(CODE "
+  set(OSSMOUNT_INSTALL_FULL_BINDIR \"\${CMAKE_INSTALL_PREFIX}/bin\")
+  configure_file(\"${_unit_in}\" \"${_unit_out}\" @ONLY)
+")
+install(FILES "${_unit_out}" DESTINATION "${OSSMOUNT_INSTALL_UNIT_DIR}")
+install(FILES systemd/config.example.json DESTINATION "${OSSMOUNT_INSTALL_CONFIG_DIR}")
+install(FILES README.md docs/CONFIGURATION.md docs/TROUBLESHOOTING.md docs/SEMANTICS.md
+        DESTINATION share/doc/ossmount OPTIONAL)
+
+# The .deb: `cpack -G DEB` in the build directory (tests/packaging builds and installs it).
+set(CPACK_PACKAGE_NAME ossmount)
+set(CPACK_PACKAGE_VENDOR "ossmount")
+set(CPACK_PACKAGE_CONTACT "ossmount maintainers <maintainers@ossmount.invalid>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+    "Read-only FUSE mount of Alibaba Cloud OSS and S3-compatible buckets for training data")
+set(CPACK_PACKAGE_DESCRIPTION
+    "ossmount mounts an OSS (or S3-compatible) bucket read-only with FUSE, tuned for PyTorch \
+datasets: one listing per directory, whole small files in one GET, prefetch beyond the \
+readers' concurrency, a local disk cache. Mount from the command line, /etc/fstab \
+(type fuse.ossmount) or the ossmount@.service systemd template.")
+set(CPACK_GENERATOR DEB)
+set(CPACK_SET_DESTDIR ON)  # absolute destinations (/etc/ossmount) land inside the package
+set(CPACK_INSTALL_PREFIX /usr)  # the prefix inside the package (with CPACK_SET_DESTDIR)
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+# The example config is a conffile: dpkg keeps local edits, `dpkg -P` removes it.
+file(WRITE "${PROJECT_BINARY_DIR}/debian-control/conffiles"
+     "${OSSMOUNT_INSTALL_CONFIG_DIR}/config.example.json\n")
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA "${PROJECT_BINARY_DIR}/debian-control/conffiles")
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION utils)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+# Library dependencies come from dpkg-shlibdeps on the binary; fuse3 provides mount.fuse3,
+# fusermount3 and /dev/fuse's udev rule, which the binary does not link against.
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "fuse3, ca-certificates")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "")
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+# Only the daemon, its unit, config example and docs: no test binaries are installed.
+set(CPACK_STRIP_FILES ON)
+include(CPack)

@@ -1,0 +1,49 @@
+#include "notify.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+namespace ossmount::daemon {
+
+Status NotifySocket(const std::string& socket_path, const std::string& state) {
+  if (socket_path.empty()) return Status::Ok();
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path.size() >= sizeof(addr.sun_path) ||
+      (socket_path[0] != '/' && socket_path[0] != '@')) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "NOTIFY_SOCKET '" + socket_path + "' is not an absolute path or @abstract name");
+  }
+  std::memcpy(addr.sun_path, socket_path.data(), socket_path.size());
+  if (addr.sun_path[0] == '@') addr.sun_path[0] = '\0';  // abstract namespace
+  socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + socket_path.size());
+  int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) {
+    return Status(ErrorCode::kInternal, std::string("notify socket: ") + std::strerror(errno));
+  }
+  ssize_t n;
+  do {
+    n = sendto(fd, state.data(), state.size(), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&addr),
+               len);
+  } while (n < 0 && errno == EINTR);
+  int err = errno;
+  close(fd);
+  if (n < 0) {
+    return Status(ErrorCode::kInternal,
+                  "notify " + socket_path + ": " + std::string(std::strerror(err)));
+  }
+  return Status::Ok();
+}
+
+Status NotifySystemd(const std::string& state) {
+  const char* socket_path = std::getenv("NOTIFY_SOCKET");
+  if (socket_path == nullptr) return Status::Ok();
+  return NotifySocket(socket_path, state);
+}
+
+}  // namespace ossmount::daemon

@@ -1,0 +1,281 @@
+#include "stats_command.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include "common/metrics.h"
+#include "config/mountpoint_check.h"
+#include "control/control_server.h"
+
+namespace ossmount::daemon {
+namespace {
+
+using Sums = std::map<std::string, double>;
+
+std::string LabelsKey(const rapidjson::Value& labels) {
+  std::string key;
+  for (auto it = labels.MemberBegin(); it != labels.MemberEnd(); ++it) {
+    key += std::string(key.empty() ? "" : ",") + it->name.GetString() + "=" + it->value.GetString();
+  }
+  return key;
+}
+
+// name{labels} -> value, for counters and gauges.
+Sums Flatten(const rapidjson::Value& metrics) {
+  Sums out;
+  for (const char* kind : {"counters", "gauges"}) {
+    if (!metrics.HasMember(kind)) continue;
+    for (const auto& m : metrics[kind].GetArray()) {
+      std::string labels = LabelsKey(m["labels"]);
+      out[std::string(m["name"].GetString()) + (labels.empty() ? "" : "{" + labels + "}")] =
+          m["value"].GetDouble();
+    }
+  }
+  return out;
+}
+
+double Get(const Sums& s, const std::string& key) {
+  auto it = s.find(key);
+  return it == s.end() ? 0 : it->second;
+}
+
+std::string Bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+  return buf;
+}
+
+std::string Ms(double seconds) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), seconds < 0.01 ? "%.2f" : "%.1f", seconds * 1e3);
+  return buf;
+}
+
+std::string Ratio(double hits, double total) {
+  if (total <= 0) return "-";
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%.1f%% (%.0f/%.0f)", 100.0 * hits / total, hits, total);
+  return buf;
+}
+
+std::string Line(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string Line(const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  return std::string(buf) + "\n";
+}
+
+}  // namespace
+
+std::string StatsResult(const std::string& mountpoint,
+                        std::chrono::steady_clock::time_point started) {
+  rapidjson::StringBuffer mp;
+  rapidjson::Writer<rapidjson::StringBuffer> w(mp);
+  w.String(mountpoint.data(), static_cast<rapidjson::SizeType>(mountpoint.size()));
+  double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  char up[32];
+  std::snprintf(up, sizeof(up), "%.3f", uptime);
+  return std::string("{\"mountpoint\":") + mp.GetString() + ",\"pid\":" + std::to_string(getpid()) +
+         ",\"uptime_seconds\":" + up + ",\"metrics\":" + metrics::Registry::Global().Json() + "}";
+}
+
+std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* before,
+                        double seconds) {
+  const rapidjson::Value& m = now["metrics"];
+  Sums s = Flatten(m);
+  Sums prev = before ? Flatten((*before)["metrics"]) : Sums{};
+  double uptime = now["uptime_seconds"].GetDouble();
+  if (!before) seconds = uptime;  // first view: averages since the mount
+  auto rate = [&](const std::string& key) {
+    double d = Get(s, key) - Get(prev, key);
+    return seconds > 0 ? d / seconds : 0;
+  };
+
+  std::string out;
+  out += Line("ossmount %s (pid %d), up %.0f s%s", now["mountpoint"].GetString(),
+              now["pid"].GetInt(), uptime, before ? "" : "; rates are averages since the mount");
+  out += "\nRequests       ok   errors  retries      p50 ms    p90 ms    p99 ms   received\n";
+  std::map<std::string, const rapidjson::Value*> latency;
+  for (const auto& h : m["histograms"].GetArray()) {
+    if (std::string(h["name"].GetString()) == "ossmount_request_duration_seconds") {
+      latency[h["labels"]["type"].GetString()] = &h;
+    }
+  }
+  std::map<std::string, std::string> error_detail;
+  for (const auto& [key, value] : s) {
+    const std::string prefix = "ossmount_requests_total{type=";
+    if (key.rfind(prefix, 0) != 0 || value == 0) continue;
+    auto comma = key.find(",outcome=");
+    std::string type = key.substr(prefix.size(), comma - prefix.size());
+    std::string outcome = key.substr(comma + 9, key.size() - comma - 10);
+    if (outcome == "ok") continue;
+    auto& d = error_detail[type];
+    d += (d.empty() ? "" : ", ") + outcome + " " + std::to_string(static_cast<uint64_t>(value));
+  }
+  for (const char* type : {"LIST", "HEAD", "GET", "GET-range", "other"}) {
+    std::string t = type;
+    double ok = Get(s, "ossmount_requests_total{type=" + t + ",outcome=ok}");
+    double all = 0;
+    for (const auto& [key, value] : s) {
+      if (key.rfind("ossmount_requests_total{type=" + t + ",", 0) == 0) all += value;
+    }
+    double retries = Get(s, "ossmount_request_retries_total{type=" + t + "}");
+    double bytes = Get(s, "ossmount_received_bytes_total{type=" + t + "}");
+    if (all == 0 && retries == 0) continue;
+    const rapidjson::Value* h = latency.count(t) ? latency[t] : nullptr;
+    out += Line("  %-9s %7.0f %8.0f %8.0f %11s %9s %9s %10s", type, ok, all - ok, retries,
+                h ? Ms((*h)["p50"].GetDouble()).c_str() : "-",
+                h ? Ms((*h)["p90"].GetDouble()).c_str() : "-",
+                h ? Ms((*h)["p99"].GetDouble()).c_str() : "-", Bytes(bytes).c_str());
+    if (error_detail.count(t)) out += Line("            errors: %s", error_detail[t].c_str());
+  }
+  double received = 0, received_rate = 0;
+  for (const auto& [key, value] : s) {
+    if (key.rfind("ossmount_received_bytes_total", 0) == 0) {
+      received += value;
+      received_rate += rate(key);
+    }
+  }
+  out += Line("\nThroughput     from the store %s/s (%s in all), to readers %s/s (%s in all)",
+              Bytes(received_rate).c_str(), Bytes(received).c_str(),
+              Bytes(rate("ossmount_read_bytes_total")).c_str(),
+              Bytes(Get(s, "ossmount_read_bytes_total")).c_str());
+
+  double mem_hit = Get(s, "ossmount_memory_cache_lookups_total{result=hit}") +
+                   Get(s, "ossmount_memory_cache_lookups_total{result=shared}");
+  double mem_miss = Get(s, "ossmount_memory_cache_lookups_total{result=miss}");
+  double disk_hit = Get(s, "ossmount_disk_cache_hits_total");
+  double disk_miss = Get(s, "ossmount_disk_cache_misses_total");
+  bool disk = s.count("ossmount_disk_cache_hits_total") > 0;
+  out += "\nCache hit ratios\n";
+  out += Line("  memory (small files)   %s", Ratio(mem_hit, mem_hit + mem_miss).c_str());
+  out += Line("  disk                   %s",
+              disk ? Ratio(disk_hit, disk_hit + disk_miss).c_str() : "off (no --cache)");
+  if (disk) {
+    out += Line("  disk cache size        %s", Bytes(Get(s, "ossmount_disk_cache_bytes")).c_str());
+  }
+  out += Line(
+      "  page-cache opens       %s",
+      Ratio(Get(s, "ossmount_page_cache_opens_total"), Get(s, "ossmount_opens_total")).c_str());
+
+  out += "\nReadahead (large files)\n";
+  out += Line("  parts                  %.0f ahead, %.0f on demand, %.0f from disk",
+              Get(s, "ossmount_parts_total{source=readahead}"),
+              Get(s, "ossmount_parts_total{source=demand}"),
+              Get(s, "ossmount_parts_total{source=disk}"));
+  out += Line("  readahead              %s/s (%s in all)",
+              Bytes(rate("ossmount_readahead_bytes_total")).c_str(),
+              Bytes(Get(s, "ossmount_readahead_bytes_total")).c_str());
+
+  out += Line("\nMemory in use  %s of %s", Bytes(Get(s, "ossmount_memory_used_bytes")).c_str(),
+              Bytes(Get(s, "ossmount_memory_limit_bytes")).c_str());
+  out += Line("Open files     %.0f (%.0f opened in all)", Get(s, "ossmount_open_handles"),
+              Get(s, "ossmount_opens_total"));
+  return out;
+}
+
+namespace {
+
+volatile sig_atomic_t g_interrupted = 0;
+void OnInterrupt(int) { g_interrupted = 1; }
+
+}  // namespace
+
+int StatsCommand(const std::vector<std::string>& args) {
+  CLI::App app("Show the live statistics of a mount", "ossmount stats");
+  std::string mountpoint;
+  bool once = false, json = false;
+  double interval = 1.0;
+  app.add_option("mountpoint", mountpoint, "The mount point of a running ossmount")->required();
+  app.add_flag("--once", once, "Print once and exit (also when stdout is not a terminal)");
+  app.add_flag("--json", json, "Print the daemon's JSON once and exit");
+  app.add_option("--interval", interval, "Seconds between refreshes (default 1)")
+      ->check(CLI::Range(0.1, 3600.0));
+  try {
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  auto absolute = config::AbsoluteMountPoint(mountpoint);
+  if (absolute.ok()) mountpoint = *absolute;
+  std::string socket = control::SocketPathForMountpoint(mountpoint);
+
+  auto fetch = [&]() -> std::optional<rapidjson::Document> {
+    auto reply = control::Call(socket, R"({"command":"stats"})", std::chrono::seconds(10));
+    if (!reply.ok()) {
+      std::fprintf(stderr, "ossmount stats: no ossmount daemon answers for %s: %s\n",
+                   mountpoint.c_str(), reply.status().message().c_str());
+      return std::nullopt;
+    }
+    rapidjson::Document doc;
+    doc.Parse(reply->c_str());
+    if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("ok")) {
+      std::fprintf(stderr, "ossmount stats: the daemon for %s sent a malformed reply\n",
+                   mountpoint.c_str());
+      return std::nullopt;
+    }
+    if (!doc["ok"].GetBool()) {
+      std::fprintf(stderr, "ossmount stats: %s\n",
+                   doc.HasMember("error") ? doc["error"].GetString() : "failed");
+      return std::nullopt;
+    }
+    if (json) std::printf("%s\n", reply->c_str());
+    return doc;
+  };
+
+  auto first = fetch();
+  if (!first) return 1;
+  if (json) return 0;
+  bool live = !once && isatty(STDOUT_FILENO);
+  if (!live) {
+    std::fputs(RenderStats(*first, nullptr, 0).c_str(), stdout);
+    return 0;
+  }
+  signal(SIGINT, OnInterrupt);
+  signal(SIGTERM, OnInterrupt);
+  rapidjson::Document before = std::move(*first);
+  auto before_time = std::chrono::steady_clock::now();
+  std::printf("\033[H\033[2J%s", RenderStats(before, nullptr, 0).c_str());
+  std::fflush(stdout);
+  while (!g_interrupted) {
+    auto deadline = before_time + std::chrono::duration<double>(interval);
+    while (!g_interrupted && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (g_interrupted) break;
+    auto now = fetch();
+    if (!now) return 1;
+    auto now_time = std::chrono::steady_clock::now();
+    double dt = std::chrono::duration<double>(now_time - before_time).count();
+    std::printf("\033[H\033[2J%s\n(every %.1f s; Ctrl-C to stop)\n",
+                RenderStats(*now, &before, dt).c_str(), interval);
+    std::fflush(stdout);
+    before = std::move(*now);
+    before_time = now_time;
+  }
+  return 0;
+}
+
+}  // namespace ossmount::daemon

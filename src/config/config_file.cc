@@ -1,0 +1,129 @@
+// ParseConfigText: RapidJSON DOM -> option settings. The OSS Connector's shape is handed to
+// connector_config.cc; everything else must be ossmount's own keys.
+#include "config/config_file.h"
+
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "config/connector_config.h"
+
+namespace ossmount::config {
+namespace {
+
+Status Error(std::string message) {
+  return Status(ErrorCode::kInvalidArgument, std::move(message));
+}
+
+// "line L, column C" of byte `offset` in `text`, for parse errors.
+std::string Position(std::string_view text, size_t offset) {
+  size_t line = 1, column = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return "line " + std::to_string(line) + ", column " + std::to_string(column);
+}
+
+const char* TypeName(const rapidjson::Value& v) {
+  if (v.IsNull()) return "null";
+  if (v.IsBool()) return "a boolean";
+  if (v.IsNumber()) return "a number";
+  if (v.IsString()) return "a string";
+  if (v.IsArray()) return "an array";
+  return "an object";
+}
+
+}  // namespace
+
+std::string JsonScalarText(const rapidjson::Value& v) {
+  if (v.IsString()) return std::string(v.GetString(), v.GetStringLength());
+  if (v.IsInt64()) return std::to_string(v.GetInt64());
+  if (v.IsUint64()) return std::to_string(v.GetUint64());
+  return "";
+}
+
+Result<ConfigFileSettings> ParseConfigText(std::string_view text, const std::string& path,
+                                           const std::vector<OptionInfo>& options) {
+  rapidjson::Document doc;
+  doc.Parse<rapidjson::kParseCommentsFlag | rapidjson::kParseTrailingCommasFlag>(text.data(),
+                                                                                 text.size());
+  if (doc.HasParseError()) {
+    return Error(path + ": not valid JSON at " + Position(text, doc.GetErrorOffset()) + ": " +
+                 rapidjson::GetParseError_En(doc.GetParseError()));
+  }
+  if (!doc.IsObject()) {
+    return Error(path + ": the config file must be a JSON object ({\"key\": value, ...}), not " +
+                 TypeName(doc));
+  }
+  if (LooksLikeConnectorConfig(doc)) return MapConnectorConfig(doc, path, options);
+
+  std::map<std::string, const OptionInfo*> by_name;
+  for (const OptionInfo& o : options) by_name[o.name] = &o;
+  std::map<std::string, std::string> key_of_option;  // detects metadata_ttl + metadata-ttl
+  ConfigFileSettings out;
+  for (auto it = doc.MemberBegin(); it != doc.MemberEnd(); ++it) {
+    std::string key(it->name.GetString(), it->name.GetStringLength());
+    const rapidjson::Value& v = it->value;
+    std::string where = "key \"" + key + "\" in " + path;
+    std::string name = OptionNameFromKey(key);
+    if (name == "config" || name == "help" || name == "version") {
+      return Error(where + ": not allowed in a config file");
+    }
+    auto found = by_name.find(name);
+    if (found == by_name.end()) {
+      return Error(where +
+                   ": unknown key; keys are ossmount's long option names with '_' or "
+                   "'-' (e.g. metadata_ttl), plus source and mountpoint (see "
+                   "docs/CONFIGURATION.md)");
+    }
+    auto [prev, inserted] = key_of_option.emplace(name, key);
+    if (!inserted) {
+      return Error(where + ": the option is already set by key \"" + prev->second +
+                   "\"; keep one of them");
+    }
+    const OptionInfo& opt = *found->second;
+    OptionSetting s;
+    s.name = opt.name;
+    s.origin = where;
+    if (opt.flag) {
+      if (!v.IsBool()) {
+        return Error(where + ": must be true or false (--" + opt.name + " is a flag), not " +
+                     TypeName(v));
+      }
+      s.flag_value = v.GetBool();
+    } else if (v.IsString() || v.IsInt64() || v.IsUint64()) {
+      s.value = JsonScalarText(v);
+    } else if (v.IsNumber()) {
+      return Error(where + ": must be a string or a whole number, not a fraction (write e.g. " +
+                   "\"1536MiB\" instead of 1.5GiB)");
+    } else {
+      return Error(where + ": must be a string or a number, not " + TypeName(v));
+    }
+    out.settings.push_back(std::move(s));
+  }
+  return out;
+}
+
+Result<ConfigFileSettings> LoadConfigFile(const std::string& path,
+                                          const std::vector<OptionInfo>& options) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Error("config file " + path + ": cannot be read (" + std::strerror(errno) + ")");
+  }
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) return Error("config file " + path + ": read error");
+  return ParseConfigText(buf.str(), path, options);
+}
+
+}  // namespace ossmount::config

@@ -1,0 +1,28 @@
+// What the object client reports to the metrics registry (common/metrics.h), per logical
+// request (all attempts of one operation):
+//   ossmount_requests_total{type, outcome}          type LIST, HEAD, GET, GET-range, other;
+//                                                    outcome "ok" or an ErrorCodeName
+//   ossmount_request_duration_seconds{type}         start to finish, retries included
+//   ossmount_request_retries_total{type}            attempts after the first
+//   ossmount_received_bytes_total{type}             2xx body bytes, every attempt
+// Cost per request: a few relaxed atomic adds; error outcomes take one registry lookup.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+#include "object/request_builder.h"
+#include "ossmount/status.h"
+
+namespace ossmount::object {
+
+enum class RequestType { kList, kHead, kGet, kGetRange, kOther };
+
+RequestType ClassifyRequest(const RequestSpec& spec);
+const char* RequestTypeName(RequestType type);
+
+void RecordRetry(RequestType type);
+void RecordReceivedBytes(RequestType type, uint64_t bytes);
+void RecordFinished(RequestType type, const Status& status, std::chrono::nanoseconds elapsed);
+
+}  // namespace ossmount::object

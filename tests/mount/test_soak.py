@@ -1,0 +1,134 @@
+"""Soak: 64 concurrent readers over small and large files through one mount.
+
+docs/SEMANTICS.md "Faults and recovery", docs/BENCHMARKS.md "Soak". For OSSMOUNT_SOAK_SECONDS
+(default 120; bench/soak.sh sets more) 64 threads each open a random file and read it whole
+(small files, 100-300 KB) or read a random 1-4 MiB range of it (large files, 48 MiB), checking
+every byte against the source. Every second the daemon's RSS, open file descriptors
+(/proc/PID/fd) and threads (/proc/PID/task) are sampled. Passes when: no read failed or
+returned a wrong byte; peak RSS <= --max-memory + 64 MiB; the highest fd and thread counts
+of the last third of the run are no higher than those of the first third (no leak).
+--metadata-ttl is the default (60 s), so the kernel drops its page cache at every open and
+every read goes to the daemon. Figures go to stdout as one "soak:" JSON line.
+"""
+import json
+import os
+import random
+import tempfile
+import threading
+import time
+import unittest
+
+import harness
+
+SECONDS = float(os.environ.get("OSSMOUNT_SOAK_SECONDS", "120"))
+READERS = int(os.environ.get("OSSMOUNT_SOAK_READERS", "64"))
+MAX_MEMORY_MIB = 256
+SMALL_FILES = 300
+LARGE_FILES = 4
+LARGE_SIZE = 48 << 20
+
+
+def make_tree():
+    root = tempfile.mkdtemp(prefix="soak-data-")
+    bucket = os.path.join(root, "bucket")
+    rng = random.Random(1)
+    files = {}
+    for i in range(SMALL_FILES):
+        rel = "small/d%02d/f%04d.bin" % (i % 10, i)
+        files[rel] = rng.randbytes(rng.randrange(100_000, 300_000))
+    for i in range(LARGE_FILES):
+        files["large/l%d.bin" % i] = rng.randbytes(LARGE_SIZE)
+    for rel, data in files.items():
+        p = os.path.join(bucket, rel)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "wb") as f:
+            f.write(data)
+    return root, files
+
+
+def sample(pid):
+    with open("/proc/%d/status" % pid) as f:
+        rss = next(int(l.split()[1]) for l in f if l.startswith("VmRSS:")) * 1024
+    return rss, len(os.listdir("/proc/%d/fd" % pid)), len(os.listdir("/proc/%d/task" % pid))
+
+
+class SoakTest(unittest.TestCase):
+    def test_soak(self):
+        root, files = make_tree()
+        names = sorted(files)
+        server = harness.TestServer(root, bucket="bucket", args=["--threads", "2"])
+        mount = harness.Mount(server, args=["--max-memory", "%dMiB" % MAX_MEMORY_MIB,
+                                            "--small-file-threshold", "1MiB"])
+        try:
+            pid = mount.proc.pid
+            stop = time.monotonic() + SECONDS
+            errors, counts, lock = [], {"files": 0, "bytes": 0}, threading.Lock()
+
+            def reader(seed):
+                rng = random.Random(seed)
+                while time.monotonic() < stop and not errors:
+                    rel = rng.choice(names)
+                    want = files[rel]
+                    try:
+                        with open(mount.path(rel), "rb", buffering=0) as f:
+                            if len(want) <= (1 << 20):
+                                got, off = f.read(), 0
+                                ok = got == want
+                            else:
+                                n = rng.randrange(1 << 20, 4 << 20)
+                                off = rng.randrange(0, len(want) - n)
+                                got = os.pread(f.fileno(), n, off)
+                                ok = got == want[off:off + n]
+                        if not ok:
+                            raise AssertionError("wrong bytes in %s at %d" % (rel, off))
+                        with lock:
+                            counts["files"] += 1
+                            counts["bytes"] += len(got)
+                    except Exception as e:  # noqa: BLE001 - every failure is a test failure
+                        errors.append("%s: %r" % (rel, e))
+
+            threads = [threading.Thread(target=reader, args=(i,)) for i in range(READERS)]
+            started = time.monotonic()
+            for t in threads:
+                t.start()
+            samples = []
+            while any(t.is_alive() for t in threads):
+                samples.append((time.monotonic() - started,) + sample(pid))
+                time.sleep(1)
+            for t in threads:
+                t.join()
+            elapsed = time.monotonic() - started
+            self.assertEqual(errors, [])
+            self.assertGreater(len(samples), 6)
+            third = len(samples) // 3
+            first, last = samples[:third], samples[-third:]
+            peak_rss = max(s[1] for s in samples)
+            figures = {
+                "seconds": round(elapsed, 1), "readers": READERS, "files_read": counts["files"],
+                "files_per_s": round(counts["files"] / elapsed, 1),
+                "MB_per_s": round(counts["bytes"] / elapsed / 1e6, 1),
+                "peak_rss_MiB": round(peak_rss / 2**20, 1),
+                "rss_budget_MiB": MAX_MEMORY_MIB + 64,
+                "fds_first_third_max": max(s[2] for s in first),
+                "fds_last_third_max": max(s[2] for s in last),
+                "threads_first_third_max": max(s[3] for s in first),
+                "threads_last_third_max": max(s[3] for s in last),
+                "rss_first_third_max_MiB": round(max(s[1] for s in first) / 2**20, 1),
+                "rss_last_third_max_MiB": round(max(s[1] for s in last) / 2**20, 1),
+                "server": {k: server.stats().get(k) for k in ("GET", "LIST", "HEAD")},
+            }
+            print("\nsoak: " + json.dumps(figures))
+            self.assertGreater(counts["files"], READERS)
+            self.assertLessEqual(peak_rss, (MAX_MEMORY_MIB + 64) << 20)
+            self.assertLessEqual(figures["fds_last_third_max"], figures["fds_first_third_max"])
+            self.assertLessEqual(figures["threads_last_third_max"],
+                                 figures["threads_first_third_max"])
+            self.assertIsNone(mount.proc.poll())
+            self.assertEqual(mount.unmount(), 0)
+        finally:
+            mount.close()
+            server.stop()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,212 @@
+// The daemon's observability pieces without a mount: the audit log writer, the Prometheus
+// listener and the stats view.
+#include <rapidjson/document.h>
+#include <unistd.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "audit_log.h"
+#include "common/metrics.h"
+#include "metrics_http.h"
+#include "stats_command.h"
+
+namespace ossmount::daemon {
+namespace {
+
+using Catch::Matchers::Contains;
+using namespace std::chrono_literals;
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/ossmount-daemon-test-XXXXXX";
+  return mkdtemp(tmpl);
+}
+
+std::vector<std::string> Lines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+fs::AuditRecord Record(const std::string& path, uint64_t bytes) {
+  fs::AuditRecord r;
+  r.path = path;
+  r.caller = {4242, 1000, 100};
+  r.opened = std::chrono::system_clock::time_point(std::chrono::milliseconds(1714564803241));
+  r.duration = std::chrono::microseconds(9137);
+  r.bytes_read = bytes;
+  r.size = 51234;
+  return r;
+}
+
+TEST_CASE("audit: a line is JSON with every documented field") {
+  auto closed = std::chrono::system_clock::time_point(std::chrono::milliseconds(1714564803250));
+  std::string line = AuditLog::Format(Record("train/c\"at/1.jpg", 51234), closed);
+  rapidjson::Document doc;
+  doc.Parse(line.c_str());
+  REQUIRE_FALSE(doc.HasParseError());
+  CHECK(std::string(doc["time"].GetString()) == "2024-05-01T12:00:03.250Z");
+  CHECK(std::string(doc["opened"].GetString()) == "2024-05-01T12:00:03.241Z");
+  CHECK(std::string(doc["event"].GetString()) == "close");
+  CHECK(std::string(doc["path"].GetString()) == "train/c\"at/1.jpg");
+  CHECK(doc["pid"].GetUint() == 4242);
+  CHECK(doc["uid"].GetUint() == 1000);
+  CHECK(doc["gid"].GetUint() == 100);
+  CHECK(doc["bytes_read"].GetUint64() == 51234);
+  CHECK(doc["size"].GetUint64() == 51234);
+  CHECK(doc["duration_ms"].GetDouble() == Approx(9.137));
+  CHECK(line.find('\n') == std::string::npos);
+}
+
+TEST_CASE("audit: records are written by Stop and after a reopen go to the new file") {
+  std::string dir = TempDir();
+  std::string path = dir + "/audit.log";
+  auto log = AuditLog::Open(path);
+  REQUIRE(log.ok());
+  (*log)->Record(Record("a", 1));
+  (*log)->Record(Record("b", 2));
+  // The writer flushes at least every second.
+  for (int i = 0; i < 100 && Lines(path).size() < 2; ++i) std::this_thread::sleep_for(50ms);
+  REQUIRE(Lines(path).size() == 2);
+  std::filesystem::rename(path, path + ".1");
+  (*log)->Reopen();
+  for (int i = 0; i < 100 && !std::filesystem::exists(path); ++i) std::this_thread::sleep_for(50ms);
+  REQUIRE(std::filesystem::exists(path));
+  (*log)->Record(Record("c", 3));
+  (*log)->Stop();
+  CHECK(Lines(path + ".1").size() == 2);
+  auto after = Lines(path);
+  REQUIRE(after.size() == 1);
+  CHECK_THAT(after[0], Contains("\"path\":\"c\""));
+  CHECK((std::filesystem::status(path).permissions() & std::filesystem::perms::all) ==
+        (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+  (*log)->Record(Record("late", 4));  // after Stop: dropped, not crashing
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("audit: an unwritable path fails with the option name") {
+  auto log = AuditLog::Open("/nonexistent-dir/audit.log");
+  REQUIRE_FALSE(log.ok());
+  CHECK_THAT(log.status().message(), Contains("--audit-log '/nonexistent-dir/audit.log'"));
+}
+
+// One HTTP/1.0 exchange with the listener; returns the whole response.
+std::string HttpGet(uint16_t port, const std::string& request) {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket socket(io);
+  socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  boost::asio::write(socket, boost::asio::buffer(request));
+  std::string response;
+  boost::system::error_code ec;
+  boost::asio::read(socket, boost::asio::dynamic_buffer(response), ec);
+  return response;
+}
+
+TEST_CASE("metrics http: GET /metrics serves the text, other paths and methods are refused") {
+  boost::asio::io_context io;
+  auto work = boost::asio::make_work_guard(io);
+  std::thread thread([&] { io.run(); });
+  int renders = 0;
+  auto server = MetricsHttpServer::Start(io, "127.0.0.1", 0, [&] {
+    ++renders;
+    return std::string("# HELP x_total X.\n# TYPE x_total counter\nx_total 7\n");
+  });
+  REQUIRE(server.ok());
+  uint16_t port = (*server)->port();
+  CHECK(port != 0);
+
+  std::string ok = HttpGet(port, "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK_THAT(ok, Contains("HTTP/1.1 200 OK"));
+  CHECK_THAT(ok, Contains("text/plain; version=0.0.4"));
+  CHECK_THAT(ok, Contains("\r\n\r\n# HELP x_total X.\n# TYPE x_total counter\nx_total 7\n"));
+  CHECK(renders == 1);
+  CHECK_THAT(HttpGet(port, "GET /metrics?x=1 HTTP/1.1\r\nHost: x\r\n\r\n"), Contains("200 OK"));
+  CHECK_THAT(HttpGet(port, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"), Contains("404 Not Found"));
+  CHECK_THAT(HttpGet(port, "POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"),
+             Contains("405 Method Not Allowed"));
+
+  auto taken = MetricsHttpServer::Start(io, "127.0.0.1", port, [] { return std::string(); });
+  REQUIRE_FALSE(taken.ok());
+  CHECK_THAT(taken.status().message(), Contains("--metrics-address 127.0.0.1:"));
+
+  server->reset();
+  work.reset();
+  io.stop();
+  thread.join();
+}
+
+rapidjson::Document Parse(const std::string& text) {
+  rapidjson::Document doc;
+  doc.Parse(text.c_str());
+  REQUIRE_FALSE(doc.HasParseError());
+  return doc;
+}
+
+TEST_CASE("stats: the result carries the mount, the pid and the registry") {
+  metrics::Registry::Global().GetCounter("ossmount_requests_total", "h",
+                                         {{"type", "GET"}, {"outcome", "ok"}});
+  auto doc = Parse(StatsResult("/mnt/x", std::chrono::steady_clock::now() - 5s));
+  CHECK(std::string(doc["mountpoint"].GetString()) == "/mnt/x");
+  CHECK(doc["pid"].GetInt() == getpid());
+  CHECK(doc["uptime_seconds"].GetDouble() >= 5);
+  CHECK(doc["metrics"]["counters"].IsArray());
+}
+
+TEST_CASE("stats: the view shows counts, errors, ratios and rates") {
+  // Two replies one second apart, written by hand so every figure is known.
+  auto reply = [](int gets, int misses) {
+    return "{\"mountpoint\":\"/mnt/x\",\"pid\":7,\"uptime_seconds\":10,\"metrics\":{"
+           "\"counters\":["
+           "{\"name\":\"ossmount_requests_total\",\"labels\":{\"type\":\"GET\",\"outcome\":\"ok\"},"
+           "\"value\":" +
+           std::to_string(gets) +
+           "},"
+           "{\"name\":\"ossmount_requests_total\",\"labels\":{\"type\":\"GET\",\"outcome\":"
+           "\"throttled\"},\"value\":2},"
+           "{\"name\":\"ossmount_received_bytes_total\",\"labels\":{\"type\":\"GET\"},\"value\":" +
+           std::to_string(gets * 1048576) +
+           "},"
+           "{\"name\":\"ossmount_memory_cache_lookups_total\",\"labels\":{\"result\":\"hit\"},"
+           "\"value\":3},"
+           "{\"name\":\"ossmount_memory_cache_lookups_total\",\"labels\":{\"result\":\"miss\"},"
+           "\"value\":" +
+           std::to_string(misses) +
+           "},"
+           "{\"name\":\"ossmount_opens_total\",\"labels\":{},\"value\":8},"
+           "{\"name\":\"ossmount_page_cache_opens_total\",\"labels\":{},\"value\":2}],"
+           "\"gauges\":[{\"name\":\"ossmount_open_handles\",\"labels\":{},\"value\":4},"
+           "{\"name\":\"ossmount_memory_used_bytes\",\"labels\":{},\"value\":2097152},"
+           "{\"name\":\"ossmount_memory_limit_bytes\",\"labels\":{},\"value\":1073741824}],"
+           "\"histograms\":[{\"name\":\"ossmount_request_duration_seconds\",\"labels\":{"
+           "\"type\":\"GET\"},\"count\":10,\"sum\":1,\"p50\":0.012,\"p90\":0.05,\"p99\":0.2}]}}";
+  };
+  auto before = Parse(reply(10, 1));
+  auto now = Parse(reply(30, 1));
+  std::string view = RenderStats(now, &before, 2.0);
+  CHECK_THAT(view, Contains("ossmount /mnt/x (pid 7)"));
+  CHECK_THAT(view,
+             Contains("  GET            30        2        0        12.0      50.0     200.0"));
+  CHECK_THAT(view, Contains("errors: throttled 2"));
+  CHECK_THAT(view, Contains("from the store 10.0 MiB/s (30.0 MiB in all)"));  // 20 MiB in 2 s
+  CHECK_THAT(view, Contains("memory (small files)   75.0% (3/4)"));
+  CHECK_THAT(view, Contains("disk                   off (no --cache)"));
+  CHECK_THAT(view, Contains("page-cache opens       25.0% (2/8)"));
+  CHECK_THAT(view, Contains("Memory in use  2.0 MiB of 1.0 GiB"));
+  CHECK_THAT(view, Contains("Open files     4 (8 opened in all)"));
+  CHECK(view.find("LIST") == std::string::npos);  // no LIST requests: no row
+  // The first view averages over the uptime.
+  CHECK_THAT(RenderStats(now, nullptr, 0), Contains("from the store 3.0 MiB/s"));
+}
+
+}  // namespace
+}  // namespace ossmount::daemon
