@@ -55,6 +55,11 @@ class EcsRamRoleProvider final : public CredentialsProvider {
     if (fresh.ok()) {
       creds_ = *fresh;
       invalidated_ = false;
+      // The service may keep handing out credentials that are already within the margin
+      // (it rotates them late): ask again only after retry_interval, not on every Get().
+      if (options_.clock() + options_.refresh_margin >= *creds_->expiration) {
+        next_attempt_ = options_.clock() + options_.retry_interval;
+      }
       return *creds_;
     }
     next_attempt_ = options_.clock() + options_.retry_interval;
