@@ -21,7 +21,8 @@ using namespace ossmount;
 namespace {
 
 void Check(const std::vector<std::string>& args) {
-  auto parsed = config::ParseCommandLine(args);
+  // No environment and no default config file: the input is the only source.
+  auto parsed = config::ParseCommandLine(args, config::ParseSources{});
   if (!parsed.ok()) {
     FUZZ_CHECK(!parsed.status().message().empty());
     FUZZ_CHECK(parsed.status().code() == ErrorCode::kInvalidArgument);
