@@ -14,7 +14,8 @@ using tcp = asio::ip::tcp;
 Server::Server(ServerOptions options)
     : options_(std::move(options)),
       ioc_(std::max(1, options_.threads)),
-      acceptor_(ioc_),
+      accept_strand_(asio::make_strand(ioc_)),
+      acceptor_(accept_strand_),
       signals_(ioc_, SIGINT, SIGTERM),
       ctx_(std::make_unique<ServerContext>(options_)) {}
 
@@ -84,7 +85,7 @@ void Server::Run() {
 }
 
 void Server::Stop() {
-  asio::post(ioc_, [this] {
+  asio::post(accept_strand_, [this] {
     boost::system::error_code ec;
     acceptor_.close(ec);
     signals_.cancel(ec);
