@@ -18,6 +18,9 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 
+# clang and libclang-rt-dev (compiler-rt: libFuzzer, ASan, UBSan) build the fuzz targets
+# (scripts/fuzz.sh); the sanitizer builds (scripts/sanitize.sh) use GCC's libasan/libubsan/libtsan,
+# which come with build-essential.
 packages=(
   build-essential cmake pkg-config git ca-certificates curl openssl
   libfuse3-dev fuse3
@@ -26,6 +29,7 @@ packages=(
   rapidjson-dev libcli11-dev libspdlog-dev catch2 libpugixml-dev
   python3-torch python3-torchvision python3-pil python3-numpy
   clang-format
+  clang libclang-rt-dev
   # Operations tests: systemd-analyze (verify the unit), dpkg-shlibdeps (the .deb's Depends),
   # mount(8) for the fstab tests.
   systemd dpkg-dev mount

@@ -3,13 +3,40 @@
 # server) and real FUSE mount tests. Ends with ctest's summary line.
 #   scripts/test.sh                 everything
 #   scripts/test.sh -L unit         only a label (unit, integration, mount); any ctest args
+#   scripts/test.sh --sanitizers    also the sanitizer and fuzz runs (always on when CI=true)
+#   scripts/test.sh --no-sanitizers skip them even in CI
+# The sanitizer and fuzz runs (scripts/sanitize.sh: unit and integration tests under ASan+UBSan
+# and TSan; scripts/fuzz.sh: every fuzz target for FUZZ_SECONDS, default 20 s each) go first,
+# so ctest's summary stays the last line; the exit status reflects all of them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+sanitizers=0
+if [ "${CI:-}" = "true" ] || [ "${OSSMOUNT_SANITIZERS:-0}" = "1" ]; then sanitizers=1; fi
+ctest_args=()
+for arg in "$@"; do
+  case "$arg" in
+    --sanitizers) sanitizers=1 ;;
+    --no-sanitizers) sanitizers=0 ;;
+    *) ctest_args+=("$arg") ;;
+  esac
+done
+
 scripts/install-deps.sh
+extra_status=0
+if [ "$sanitizers" -eq 1 ]; then
+  start=$(date +%s)
+  scripts/sanitize.sh || extra_status=$?
+  scripts/fuzz.sh --seconds "${FUZZ_SECONDS:-20}" || extra_status=$?
+  echo "test.sh: sanitizers and fuzzing took $(($(date +%s) - start))s (status $extra_status)"
+fi
+
 BUILD_DIR=${BUILD_DIR:-build}
 cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-Release} >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)"
 cd "$BUILD_DIR"
 # --output-on-failure: a failing test prints what it saw. The last line is ctest's summary.
-ctest --output-on-failure --timeout 900 "$@"
+status=0
+ctest --output-on-failure --timeout 900 "${ctest_args[@]}" || status=$?
+if [ "$status" -eq 0 ] && [ "$extra_status" -ne 0 ]; then status=$extra_status; fi
+exit "$status"

@@ -26,7 +26,10 @@ const char* Env(const char* name) {
   return (v != nullptr && *v != '\0') ? v : nullptr;
 }
 
-Result<std::string> ReadWholeFile(const std::string& path, const char* what) {
+// Reads a file that holds secrets. It must be private to its owner: a file that group or
+// others may read or write (mode & 077) is refused, checked with fstat on the opened file so
+// the check and the read are about the same file. `what` names the kind of file for messages.
+Result<std::string> ReadSecretFile(const std::string& path, const char* what) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
     int err = errno;
@@ -35,6 +38,23 @@ Result<std::string> ReadWholeFile(const std::string& path, const char* what) {
     }
     return Status(ErrorCode::kAccessDenied, "cannot read " + std::string(what) + " " + path + ": " +
                                                 std::strerror(err) + "; check its permissions");
+  }
+  struct stat st {};
+  if (::fstat(fileno(f), &st) != 0) {
+    int err = errno;
+    std::fclose(f);
+    return Status(ErrorCode::kAccessDenied,
+                  "cannot stat " + std::string(what) + " " + path + ": " + std::strerror(err));
+  }
+  if ((st.st_mode & 077) != 0) {
+    std::fclose(f);
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    return Status(ErrorCode::kAccessDenied,
+                  std::string(what) + " " + path + " has mode " + mode +
+                      ", readable or writable by group or others; refusing to use it. Run: "
+                      "chmod 600 " +
+                      path);
   }
   std::string out;
   char buf[4096];
@@ -81,7 +101,9 @@ Result<CredentialsFileContent> ParseJson(std::string_view text, const std::strin
   if (!expiration.empty()) {
     Result<int64_t> t = ParseIso8601(expiration);
     if (!t.ok()) return bad("Expiration is not an ISO 8601 time");
-    c.expiration = SystemTime(std::chrono::seconds(*t));
+    Result<SystemTime> when = SystemTimeFromUnix(*t);
+    if (!when.ok()) return bad("Expiration is out of range (after the year 2262)");
+    c.expiration = *when;
   }
   return content;
 }
@@ -211,32 +233,20 @@ Result<CredentialsFileContent> ParseCredentialsFile(std::string_view text, std::
 
 Result<CredentialsFileContent> ReadCredentialsFile(const std::string& path,
                                                    std::string_view profile) {
-  Result<std::string> text = ReadWholeFile(path, "credentials file");
+  Result<std::string> text = ReadSecretFile(path, "credentials file");
   if (!text.ok()) return text.status();
   return ParseCredentialsFile(*text, profile, path);
 }
 
 Result<Credentials> ReadPasswdFile(const std::string& path, std::string_view bucket) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    int err = errno;
-    if (err == ENOENT)
-      return Status(ErrorCode::kNotFound, "passwd file " + path + " does not exist");
-    return Status(ErrorCode::kAccessDenied,
-                  "cannot stat passwd file " + path + ": " + std::strerror(err));
-  }
-  if ((st.st_mode & 077) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return Status(ErrorCode::kAccessDenied,
-                  "passwd file " + path + " has mode " + mode +
-                      ", readable or writable by group or others; refusing to use it. Run: "
-                      "chmod 600 " +
-                      path);
-  }
-  Result<std::string> text = ReadWholeFile(path, "passwd file");
+  Result<std::string> text = ReadSecretFile(path, "passwd file");
   if (!text.ok()) return text.status();
-  std::istringstream in(*text);
+  return ParsePasswdText(*text, bucket, path);
+}
+
+Result<Credentials> ParsePasswdText(std::string_view text, std::string_view bucket,
+                                    const std::string& path) {
+  std::istringstream in{std::string(text)};
   std::string raw;
   int line_no = 0;
   std::optional<Credentials> general, specific;

@@ -55,6 +55,11 @@ class EcsRamRoleProvider final : public CredentialsProvider {
     if (fresh.ok()) {
       creds_ = *fresh;
       invalidated_ = false;
+      // The service may keep handing out credentials that are already within the margin
+      // (it rotates them late): ask again only after retry_interval, not on every Get().
+      if (options_.clock() + options_.refresh_margin >= *creds_->expiration) {
+        next_attempt_ = options_.clock() + options_.retry_interval;
+      }
       return *creds_;
     }
     next_attempt_ = options_.clock() + options_.retry_interval;
@@ -175,7 +180,10 @@ class EcsRamRoleProvider final : public CredentialsProvider {
     }
     Result<int64_t> exp = ParseIso8601(str("Expiration"));
     if (!exp.ok()) return Failure(ErrorCode::kProtocol, "the response has no valid Expiration");
-    c.expiration = SystemTime(std::chrono::seconds(*exp));
+    Result<SystemTime> when = SystemTimeFromUnix(*exp);
+    if (!when.ok())
+      return Failure(ErrorCode::kProtocol, "the response's Expiration is out of range");
+    c.expiration = *when;
     return c;
   }
 

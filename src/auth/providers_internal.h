@@ -83,13 +83,18 @@ struct CredentialsFileContent {
 // INI) and parses it. `profile` selects the INI section ("default"). `path` is for messages.
 Result<CredentialsFileContent> ParseCredentialsFile(std::string_view text, std::string_view profile,
                                                     const std::string& path);
-// Reads and parses a credentials file; kNotFound when it does not exist.
+// Reads and parses a credentials file; kNotFound when it does not exist. Like a passwd file,
+// a credentials file that group or others may read or write (mode & 077) is refused
+// (kAccessDenied, with a chmod 600 hint): it holds a secret.
 Result<CredentialsFileContent> ReadCredentialsFile(const std::string& path,
                                                    std::string_view profile);
 // Reads an ossfs passwd file: the "bucket:id:secret" line for `bucket` wins, else the first
 // "id:secret" line. kNotFound when the file does not exist or has no usable line; a file
 // that group or others may read or write (mode & 077) is refused (kAccessDenied).
 Result<Credentials> ReadPasswdFile(const std::string& path, std::string_view bucket);
+// The parsing half of ReadPasswdFile, over the file's content (`path` is for messages).
+Result<Credentials> ParsePasswdText(std::string_view text, std::string_view bucket,
+                                    const std::string& path);
 
 // ---- Builder --------------------------------------------------------------------------------
 

@@ -109,4 +109,17 @@ Result<int64_t> ParseIso8601(std::string_view s) {
   return FromFields(s, year, mon, day, h, m, sec);
 }
 
+Result<SystemTime> SystemTimeFromUnix(int64_t unix_seconds) {
+  using std::chrono::seconds;
+  constexpr int64_t kMax =
+      std::chrono::duration_cast<seconds>(SystemTime::max().time_since_epoch()).count();
+  constexpr int64_t kMin =
+      std::chrono::duration_cast<seconds>(SystemTime::min().time_since_epoch()).count();
+  if (unix_seconds > kMax || unix_seconds < kMin) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "time " + std::to_string(unix_seconds) + " s is outside the representable range");
+  }
+  return SystemTime(std::chrono::duration_cast<SystemTime::duration>(seconds(unix_seconds)));
+}
+
 }  // namespace ossmount

@@ -28,4 +28,9 @@ Result<int64_t> ParseRfc1123(std::string_view s);
 // "20231012T020353Z". Fractions are dropped.
 Result<int64_t> ParseIso8601(std::string_view s);
 
+// The SystemTime of `unix_seconds`, or kInvalidArgument when it cannot be represented:
+// system_clock counts nanoseconds in 64 bits, so only about 1678..2262 fits. Parsers accept
+// 4-digit years up to 9999; converting those unchecked would overflow (undefined behaviour).
+Result<SystemTime> SystemTimeFromUnix(int64_t unix_seconds);
+
 }  // namespace ossmount

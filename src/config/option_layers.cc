@@ -23,6 +23,7 @@ std::string OptionNameFromKey(const std::string& key) {
 Result<std::vector<OptionSetting>> SettingsFromEnvironment(const std::vector<OptionInfo>& options,
                                                            const EnvironmentGetter& getenv_fn) {
   std::vector<OptionSetting> out;
+  if (!getenv_fn) return out;  // no environment layer (ParseSources::getenv null = none)
   for (const OptionInfo& opt : options) {
     if (opt.positional) continue;
     std::string var = EnvironmentVariableFor(opt.name);

@@ -102,7 +102,12 @@ Result<std::string> ParseCompleteMultipartXml(std::string_view xml) {
   }
   pugi::xml_node root = doc.child("CompleteMultipartUploadResult");
   if (!root) return Status(ErrorCode::kProtocol, "unexpected CompleteMultipartUpload response");
-  return std::string(root.child_value("ETag"));
+  std::string etag = root.child_value("ETag");
+  if (etag.empty()) {
+    // A "success" that names no object version cannot be trusted to have stored anything.
+    return Status(ErrorCode::kProtocol, "CompleteMultipartUpload response has no ETag");
+  }
+  return etag;
 }
 
 }  // namespace ossmount::object

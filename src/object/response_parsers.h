@@ -40,7 +40,8 @@ Result<std::string> ParseInitiateMultipartXml(std::string_view xml);
 
 // <CompleteMultipartUploadResult><ETag>. A 200 whose body is an <Error> document (S3 sends
 // errors this way once it has started answering) is returned as kServerError with the
-// code, retryable for InternalError/SlowDown-type codes. kProtocol for other bodies.
+// code, retryable for InternalError/SlowDown-type codes. kProtocol for other bodies,
+// including a CompleteMultipartUploadResult without an ETag (or with an empty one).
 Result<std::string> ParseCompleteMultipartXml(std::string_view xml);
 
 }  // namespace ossmount::object

@@ -66,7 +66,10 @@ class AttrsTest(unittest.TestCase):
             self.assertEqual((st.st_uid, st.st_gid), (1234, 5678))
             self.assertEqual(stat.S_IMODE(st.st_mode), 0o440)
             self.assertEqual(stat.S_IMODE(os.stat(m.path("dir")).st_mode), 0o750)
-            self.assertIn("allow_other", mount_options(m.mountpoint))
+            opts = mount_options(m.mountpoint)
+            self.assertIn("allow_other", opts)
+            # allow_other never drops the kernel's permission checks.
+            self.assertIn("default_permissions", opts)
         finally:
             m.close()
 

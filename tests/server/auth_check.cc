@@ -28,6 +28,31 @@ const std::string* PresentedToken(const RequestInfo& info, const HttpRequest& re
 }  // namespace
 #endif
 
+RequestAuthenticator::RequestAuthenticator(AuthSettings settings) : settings_(std::move(settings)) {
+  if (!settings_.sts_token.empty())
+    tokens_.push_back({settings_.sts_token, settings_.sts_expires_at});
+}
+
+void RequestAuthenticator::AddStsToken(std::string token, std::optional<int64_t> expires_at) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Token& t : tokens_) {
+    if (t.value == token) {
+      t.expires_at = expires_at;
+      return;
+    }
+  }
+  tokens_.push_back({std::move(token), expires_at});
+}
+
+std::optional<RequestAuthenticator::Token> RequestAuthenticator::FindToken(
+    std::string_view presented) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Token& t : tokens_) {
+    if (t.value == presented) return t;
+  }
+  return std::nullopt;
+}
+
 std::optional<AuthFailure> RequestAuthenticator::Check(const RequestInfo& info,
                                                        const HttpRequest& req) const {
   if (!settings_.enabled) return std::nullopt;
@@ -50,19 +75,25 @@ std::optional<AuthFailure> RequestAuthenticator::Check(const RequestInfo& info,
   const auto now = std::chrono::system_clock::now();
   std::string token_storage;
   const std::string* token = PresentedToken(info, req, token_storage);
-  if (!settings_.sts_token.empty() && !token) {
+  bool token_expected;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    token_expected = !tokens_.empty();
+  }
+  if (token_expected && !token) {
     return AuthFailure{403, s3 ? "InvalidToken" : "InvalidSecurityToken",
                        "The security token is missing: this access key requires one."};
   }
   std::optional<AuthFailure> token_failure;
   auto check_token = [&](std::string_view, std::string_view presented) -> Status {
-    if (settings_.sts_token.empty() || presented != settings_.sts_token) {
+    std::optional<Token> accepted = FindToken(presented);
+    if (!accepted) {
       token_failure = AuthFailure{403, s3 ? "InvalidToken" : "InvalidSecurityToken",
                                   "The security token included in the request is invalid."};
       return Status(ErrorCode::kTokenExpired, "invalid security token");
     }
-    if (settings_.sts_expires_at &&
-        std::chrono::system_clock::to_time_t(now) >= *settings_.sts_expires_at) {
+    if (accepted->expires_at &&
+        std::chrono::system_clock::to_time_t(now) >= *accepted->expires_at) {
       token_failure = AuthFailure{403, s3 ? "ExpiredToken" : "SecurityTokenExpired",
                                   "The security token included in the request is expired."};
       return Status(ErrorCode::kTokenExpired, "security token expired");

@@ -2,12 +2,18 @@
 // would, using the verifiers of src/auth (auth/signer.h), with one configured key pair and an
 // optional STS token with an expiry.
 //
-// Thread-safety: immutable after construction; Check() may run concurrently.
+// STS rotation: AddStsToken() (the control API's POST /_ossmount/sts) adds another accepted
+// token with its own expiry, as STS does when a new token is issued: the old one stays valid
+// until its own expiry, then requests carrying it get SecurityTokenExpired.
+//
+// Thread-safety: Check() and AddStsToken() may run concurrently (the token list is guarded).
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "request_info.h"
 
@@ -31,13 +37,25 @@ struct AuthFailure {
 
 class RequestAuthenticator {
  public:
-  explicit RequestAuthenticator(AuthSettings settings) : settings_(std::move(settings)) {}
+  explicit RequestAuthenticator(AuthSettings settings);
   bool enabled() const { return settings_.enabled; }
+  // Accept `token` too, until `expires_at` (unix seconds; nullopt = never). Re-adding a known
+  // token updates its expiry.
+  void AddStsToken(std::string token, std::optional<int64_t> expires_at);
   // nullopt when the request is acceptable.
   std::optional<AuthFailure> Check(const RequestInfo& info, const HttpRequest& req) const;
 
  private:
-  AuthSettings settings_;
+  struct Token {
+    std::string value;
+    std::optional<int64_t> expires_at;
+  };
+  // The accepted token the request presented, if any (copied under the lock).
+  std::optional<Token> FindToken(std::string_view presented) const;
+
+  AuthSettings settings_;  // immutable; sts_token/sts_expires_at seed tokens_
+  mutable std::mutex mu_;
+  std::vector<Token> tokens_;  // guarded by mu_; empty = no token expected
 };
 
 }  // namespace ossmount::testserver

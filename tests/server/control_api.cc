@@ -1,5 +1,8 @@
 #include "server_context.h"
 
+#include <optional>
+#include <stdexcept>
+
 namespace ossmount::testserver {
 
 namespace {
@@ -42,6 +45,24 @@ Response HandleControl(const RequestInfo& info, ServerContext& ctx) {
     }
     ctx.faults.set_settings(s);
     return Json(200, s.ToJson());
+  }
+  if (what == "sts" && info.method == "POST") {
+    // POST /_ossmount/sts?token=T[&expires_at=UNIX]: accept T too (STS rotation). The
+    // token is never echoed back.
+    const std::string* token = info.Query("token");
+    if (token == nullptr || token->empty()) return Json(400, "{\"error\":\"token is required\"}");
+    std::optional<int64_t> expires_at;
+    if (const std::string* e = info.Query("expires_at")) {
+      try {
+        size_t used = 0;
+        expires_at = std::stoll(*e, &used);
+        if (used != e->size()) throw std::invalid_argument("trailing");
+      } catch (const std::exception&) {
+        return Json(400, "{\"error\":\"expires_at is not unix seconds\"}");
+      }
+    }
+    ctx.auth.AddStsToken(*token, expires_at);
+    return Json(200, "{\"ok\":true}");
   }
   if (what == "rescan" && info.method == "POST") {
     Status st = ctx.store.Scan();

@@ -50,15 +50,26 @@ std::string RedactTarget(std::string_view target) {
 }
 }  // namespace
 
-HttpSession::HttpSession(asio::ip::tcp::socket socket, ServerContext& ctx)
-    : stream_(std::move(socket)), timer_(stream_.get_executor()), ctx_(ctx) {}
+HttpSession::HttpSession(asio::ip::tcp::socket socket, ServerContext& ctx, asio::ssl::context* tls)
+    : stream_(std::move(socket), tls), timer_(stream_.get_executor()), ctx_(ctx) {}
 
 HttpSession::~HttpSession() { CloseFile(); }
 
 void HttpSession::Start() {
   ctx_.stats.CountConnection();
   error_code ec;
-  stream_.socket().set_option(asio::ip::tcp::no_delay(true), ec);
+  stream_.tcp().socket().set_option(asio::ip::tcp::no_delay(true), ec);
+  if (stream_.is_tls()) {
+    // A client that fails verification aborts here; the handshake has its own deadline.
+    stream_.tcp().expires_after(std::chrono::seconds(ctx_.options.idle_timeout_s));
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {
+      self->stream_.async_handshake([self](error_code ec2) {
+        if (ec2) return self->Reset();
+        self->DoReadHeader();
+      });
+    });
+    return;
+  }
   asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->DoReadHeader(); });
 }
 
@@ -66,7 +77,7 @@ void HttpSession::DoReadHeader() {
   parser_.emplace();
   parser_->header_limit(64 * 1024);
   parser_->body_limit(ctx_.options.max_body_mb << 20);
-  stream_.expires_after(std::chrono::seconds(ctx_.options.idle_timeout_s));
+  stream_.tcp().expires_after(std::chrono::seconds(ctx_.options.idle_timeout_s));
   http::async_read_header(
       stream_, buffer_, *parser_,
       [self = shared_from_this()](error_code ec, size_t) { self->OnReadHeader(ec); });
@@ -96,7 +107,7 @@ void HttpSession::OnReadHeader(error_code ec) {
 }
 
 void HttpSession::DoReadBody() {
-  stream_.expires_after(std::chrono::seconds(ctx_.options.idle_timeout_s));
+  stream_.tcp().expires_after(std::chrono::seconds(ctx_.options.idle_timeout_s));
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](error_code ec, size_t) { self->OnReadBody(ec); });
 }
@@ -294,7 +305,7 @@ void HttpSession::WriteNext() {
     }
     buffers.push_back(asio::buffer(data, len));
   }
-  stream_.expires_after(std::chrono::seconds(ctx_.options.write_timeout_s));
+  stream_.tcp().expires_after(std::chrono::seconds(ctx_.options.write_timeout_s));
   asio::async_write(stream_, buffers, [self = shared_from_this(), end](error_code ec, size_t) {
     self->OnWrite(ec, end);
   });
@@ -304,7 +315,7 @@ void HttpSession::OnWrite(error_code ec, uint64_t new_sent) {
   if (ec) {
     CloseFile();
     error_code ignored;
-    stream_.socket().close(ignored);
+    stream_.tcp().socket().close(ignored);
     return;
   }
   ctx_.stats.AddBytesSent(new_sent - sent_);
@@ -340,15 +351,15 @@ void HttpSession::CloseFile() {
 void HttpSession::Reset() {
   CloseFile();
   error_code ec;
-  stream_.socket().set_option(asio::socket_base::linger(true, 0), ec);
-  stream_.socket().close(ec);
+  stream_.tcp().socket().set_option(asio::socket_base::linger(true, 0), ec);
+  stream_.tcp().socket().close(ec);
 }
 
 void HttpSession::CloseGracefully() {
   CloseFile();
   error_code ec;
-  stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
-  stream_.socket().close(ec);
+  stream_.tcp().socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  stream_.tcp().socket().close(ec);
 }
 
 }  // namespace ossmount::testserver

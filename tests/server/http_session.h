@@ -1,9 +1,9 @@
 // HttpSession: one HTTP/1.1 connection (keep-alive, pipelining-safe), on its own strand.
 //
-// Stages: read header -> (100 Continue) -> read body -> dispatch (classify, authenticate,
-// plan faults, execute) -> wait the planned time to first byte -> write head and body in
-// chunks (memory slices in one write; files in 256 KiB preads; paced, stalled, cut or
-// corrupted as planned) -> read the next request or close.
+// Stages: (TLS handshake) -> read header -> (100 Continue) -> read body -> dispatch (classify,
+// authenticate, plan faults, execute) -> wait the planned time to first byte -> write head and body
+// in chunks (memory slices in one write; files in 256 KiB preads; paced, stalled, cut or corrupted
+// as planned) -> read the next request or close.
 //
 // Lifetime: owned by shared_ptrs held by its pending async operations.
 #pragma once
@@ -19,12 +19,15 @@
 #include <vector>
 
 #include "server_context.h"
+#include "session_stream.h"
 
 namespace ossmount::testserver {
 
 class HttpSession : public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(boost::asio::ip::tcp::socket socket, ServerContext& ctx);
+  // `tls` null = plain HTTP; else the TLS context of --tls-cert/--tls-key (outlives this).
+  HttpSession(boost::asio::ip::tcp::socket socket, ServerContext& ctx,
+              boost::asio::ssl::context* tls = nullptr);
   ~HttpSession();
   void Start();
 
@@ -45,7 +48,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void CloseGracefully();
   void CloseFile();
 
-  boost::beast::tcp_stream stream_;
+  SessionStream stream_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   boost::asio::steady_timer timer_;

@@ -14,7 +14,8 @@ using tcp = asio::ip::tcp;
 Server::Server(ServerOptions options)
     : options_(std::move(options)),
       ioc_(std::max(1, options_.threads)),
-      acceptor_(ioc_),
+      accept_strand_(asio::make_strand(ioc_)),
+      acceptor_(accept_strand_),
       signals_(ioc_, SIGINT, SIGTERM),
       ctx_(std::make_unique<ServerContext>(options_)) {}
 
@@ -28,6 +29,15 @@ Status Server::Start() {
     if (!s.ok()) return s.Prefix("bucket '" + b + "'");
   }
   boost::system::error_code ec;
+  if (!options_.tls_cert.empty()) {
+    tls_ = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+    tls_->set_options(asio::ssl::context::no_sslv2 | asio::ssl::context::no_sslv3 |
+                      asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
+    tls_->use_certificate_chain_file(options_.tls_cert, ec);
+    if (ec) return Status(ErrorCode::kInvalidArgument, "--tls-cert: " + ec.message());
+    tls_->use_private_key_file(options_.tls_key, asio::ssl::context::pem, ec);
+    if (ec) return Status(ErrorCode::kInvalidArgument, "--tls-key: " + ec.message());
+  }
   auto address = asio::ip::make_address(options_.host, ec);
   if (ec) return Status(ErrorCode::kInvalidArgument, "bad --host '" + options_.host + "'");
   tcp::endpoint endpoint(address, options_.port);
@@ -58,13 +68,13 @@ Status Server::Start() {
 }
 
 void Server::DoAccept() {
-  acceptor_.async_accept(asio::make_strand(ioc_),
-                         [this](boost::system::error_code ec, tcp::socket socket) {
-                           if (!ec) {
-                             std::make_shared<HttpSession>(std::move(socket), *ctx_)->Start();
-                           }
-                           if (acceptor_.is_open()) DoAccept();
-                         });
+  acceptor_.async_accept(
+      asio::make_strand(ioc_), [this](boost::system::error_code ec, tcp::socket socket) {
+        if (!ec) {
+          std::make_shared<HttpSession>(std::move(socket), *ctx_, tls_.get())->Start();
+        }
+        if (acceptor_.is_open()) DoAccept();
+      });
 }
 
 void Server::Run() {
@@ -75,7 +85,7 @@ void Server::Run() {
 }
 
 void Server::Stop() {
-  asio::post(ioc_, [this] {
+  asio::post(accept_strand_, [this] {
     boost::system::error_code ec;
     acceptor_.close(ec);
     signals_.cancel(ec);

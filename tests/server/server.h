@@ -10,6 +10,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/strand.hpp>
 #include <memory>
 
 #include "ossmount/status.h"
@@ -36,9 +38,13 @@ class Server {
 
   ServerOptions options_;
   boost::asio::io_context ioc_;
+  // On its own strand: accept completions (which test is_open()) and Stop() (which closes
+  // it) run on different pool threads otherwise (a data race, found by TSan).
+  boost::asio::strand<boost::asio::io_context::executor_type> accept_strand_;
   boost::asio::ip::tcp::acceptor acceptor_;
   boost::asio::signal_set signals_;
   std::unique_ptr<ServerContext> ctx_;
+  std::unique_ptr<boost::asio::ssl::context> tls_;  // set when serving HTTPS
   uint16_t port_ = 0;
 };
 

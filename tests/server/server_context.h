@@ -31,6 +31,8 @@ struct ServerOptions {
   int idle_timeout_s = 120;     // a keep-alive connection idle this long is closed
   int write_timeout_s = 300;    // a client that reads nothing for this long is dropped
   bool access_log = false;      // one line per request on stderr
+  std::string tls_cert;         // PEM certificate chain; with tls_key the server speaks HTTPS
+  std::string tls_key;          // PEM private key
   ApiOptions api;
 };
 
@@ -52,7 +54,8 @@ struct ServerContext {
 };
 
 // Handles /_ossmount/...: GET stats, POST reset, GET/POST faults (query = settings; "clear"
-// restores the start-up defaults of no faults first), POST rescan, GET health.
+// restores the start-up defaults of no faults first), POST rescan, GET health,
+// POST sts?token=T&expires_at=UNIX (accept another STS token: rotation).
 Response HandleControl(const RequestInfo& info, ServerContext& ctx);
 
 }  // namespace ossmount::testserver

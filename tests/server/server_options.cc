@@ -48,6 +48,9 @@ Result<ServerOptions> ParseServerOptions(int argc, char** argv, int* exit_code) 
       ->capture_default_str();
   app.add_option("--seed", o.seed, "Seed of the fault generator")->capture_default_str();
   app.add_flag("--access-log", o.access_log, "Log one line per request to stderr");
+  app.add_option("--tls-cert", o.tls_cert,
+                 "Serve HTTPS (only) with this PEM certificate chain (needs --tls-key)");
+  app.add_option("--tls-key", o.tls_key, "PEM private key of --tls-cert");
 
   // Fault settings are parsed by FaultSettings::Set so the control API accepts the same.
   const char* fault_flags[][2] = {
@@ -87,6 +90,9 @@ Result<ServerOptions> ParseServerOptions(int argc, char** argv, int* exit_code) 
     if (value.empty()) continue;
     Status s = o.faults.Set(name, value);
     if (!s.ok()) return Status(ErrorCode::kInvalidArgument, "--" + name + ": " + s.message());
+  }
+  if (o.tls_cert.empty() != o.tls_key.empty()) {
+    return Status(ErrorCode::kInvalidArgument, "--tls-cert and --tls-key go together");
   }
   o.auth.enabled = auth == "on";
   if (!region.empty()) o.api.region = o.auth.region = region;

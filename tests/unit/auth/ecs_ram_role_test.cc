@@ -120,6 +120,33 @@ TEST_CASE("ECS RAM role: token, discovery, credentials, caching and refresh") {
   CHECK(p.Describe().find("SECRET") == std::string::npos);
 }
 
+TEST_CASE(
+    "ECS RAM role: credentials served within the margin are re-fetched at most every "
+    "retry_interval") {
+  // Regression: the service answering with credentials that expire within refresh_margin
+  // made every Get() (every signed request) do three synchronous metadata calls.
+  FakeClock clock;
+  FakeMetadata md;
+  md.Respond("PUT", kTokenUrl, 200, "MDTOKEN-imds");
+  md.Respond("GET", kRolesUrl + "r", 200,
+             EcsJson("STS.id1", "SECRET-ecs-1", "TOKEN-ecs-1", *clock.now + minutes(10)));
+  EcsRamRoleOptions o;
+  o.role = "r";
+  o.fetcher = md.Fetcher();
+  o.clock = clock.fn();
+  auto p = MakeEcsRamRoleProvider(o);
+  for (int i = 0; i < 100; ++i) CHECK(p->Get().ok());
+  CHECK(md.CountOf(kRolesUrl + "r") == 1);
+  // After retry_interval the service is asked again, and its new credentials are used.
+  md.Respond("GET", kRolesUrl + "r", 200,
+             EcsJson("STS.id2", "SECRET-ecs-2", "TOKEN-ecs-2", *clock.now + hours(6)));
+  clock.Advance(o.retry_interval);
+  CHECK(MustGet(*p).access_key_id == "STS.id2");
+  CHECK(md.CountOf(kRolesUrl + "r") == 2);
+  for (int i = 0; i < 100; ++i) MustGet(*p);
+  CHECK(md.CountOf(kRolesUrl + "r") == 2);
+}
+
 TEST_CASE("ECS RAM role: continues without a metadata token when the token call fails") {
   for (bool network_error : {true, false}) {
     FakeClock clock;
@@ -165,6 +192,16 @@ TEST_CASE("ECS RAM role: failures say what failed and never quote the response")
     Result<Credentials> r = MakeEcsRamRoleProvider(o)->Get();
     REQUIRE(!r.ok());
     CHECK(r.status().message().find("'Failed'") != std::string::npos);
+    CheckNoSecret(r.status());
+  }
+  {  // Expiration past what system_clock holds (regression: was an int64 overflow)
+    md.Respond("GET", kRolesUrl + "role1", 200,
+               "{\"AccessKeyId\":\"STS.id1\",\"AccessKeySecret\":\"SECRET-ecs-1\","
+               "\"SecurityToken\":\"TOKEN-ecs-1\",\"Expiration\":\"9999-01-01T00:00:00Z\","
+               "\"Code\":\"Success\"}");
+    Result<Credentials> r = MakeEcsRamRoleProvider(o)->Get();
+    REQUIRE(!r.ok());
+    CHECK(r.status().message().find("Expiration is out of range") != std::string::npos);
     CheckNoSecret(r.status());
   }
   {  // not JSON

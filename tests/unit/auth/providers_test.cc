@@ -391,5 +391,55 @@ TEST_CASE("No credentials found: the message lists every source and how to fix i
   CHECK(m.find("anonymous") != std::string::npos);
 }
 
+TEST_CASE("Credentials file: loose permissions are refused with a chmod 600 hint") {
+  EnvGuard env;
+  TempDir dir;
+  const std::string json = "{\"AccessKeyId\": \"id\", \"AccessKeySecret\": \"SECRET-json-A\"}";
+  const std::string ini = "[default]\naccess_key_id = id\naccess_key_secret = SECRET-ini\n";
+  for (const std::string& content : {json, ini}) {
+    for (mode_t mode : {0644, 0640, 0604, 0660, 0602, 0620}) {
+      INFO("mode " << std::oct << mode);
+      std::string path = dir.Write("loose", content, mode);
+      Result<CredentialsFileContent> r = ReadCredentialsFile(path, "default");
+      REQUIRE(!r.ok());
+      CHECK(r.status().code() == ErrorCode::kAccessDenied);
+      CHECK(r.status().message().find("chmod 600 " + path) != std::string::npos);
+      CheckNoSecret(r.status());
+    }
+    CHECK(ReadCredentialsFile(dir.Write("tight", content, 0600), "default").ok());
+    CHECK(ReadCredentialsFile(dir.Write("tight-ro", content, 0400), "default").ok());
+  }
+  // Through the builder, an explicit --credentials-file that is too open stops the mount.
+  CredentialSources s;
+  s.credentials_file = dir.Write("open.json", json, 0644);
+  auto p = BuildCredentialsProvider(s, NoDefaults(dir));
+  REQUIRE(!p.ok());
+  CHECK(p.status().message().find("chmod 600") != std::string::npos);
+  CheckNoSecret(p.status());
+}
+
+TEST_CASE("Credentials file: an Expiration past 2262 is an error, not an overflow") {
+  // Regression (fuzz_credentials): converting year-4048 seconds to system_clock nanoseconds
+  // overflowed (undefined behaviour under UBSan).
+  Result<CredentialsFileContent> r = ParseCredentialsFile(
+      "{\"AccessKeyId\": \"id\", \"AccessKeySecret\": \"SECRET-json-A\", "
+      "\"Expiration\": \"4048-01-01T00:00:00Z\"}",
+      "default", "/f.json");
+  REQUIRE(!r.ok());
+  CHECK(r.status().message().find("Expiration is out of range") != std::string::npos);
+  CheckNoSecret(r.status());
+}
+
+TEST_CASE("Passwd text: parsing is the same with and without a file") {
+  Result<Credentials> c = ParsePasswdText(
+      "# comment\n\r\nb:id-bkt:SECRET-passwd-bkt\r\nid-gen:SECRET-passwd-gen\n", "b", "mem");
+  REQUIRE(c.ok());
+  CHECK(c->access_key_id == "id-bkt");
+  Result<Credentials> bad = ParsePasswdText("a:b:c:d\n", "b", "mem");
+  REQUIRE(!bad.ok());
+  CHECK(bad.status().message().find("line 1") != std::string::npos);
+  CHECK(ParsePasswdText("", "b", "mem").status().code() == ErrorCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace ossmount::auth

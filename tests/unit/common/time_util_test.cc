@@ -23,3 +23,16 @@ TEST_CASE("wire time parsing") {
   CHECK_FALSE(ParseIso8601("2023-13-16T16:20:57Z").ok());
   CHECK_FALSE(ParseIso8601("").ok());
 }
+
+TEST_CASE("SystemTimeFromUnix refuses times system_clock cannot hold") {
+  // Regression (fuzz_credentials): "Expiration": "4048-01-01T00:00:00Z" parses to seconds
+  // whose nanosecond count overflows int64; converting it unchecked was undefined behaviour.
+  Result<int64_t> far = ParseIso8601("4048-01-01T00:00:00Z");
+  REQUIRE(far.ok());
+  CHECK_FALSE(SystemTimeFromUnix(*far).ok());
+  CHECK_FALSE(SystemTimeFromUnix(ParseIso8601("9999-12-31T23:59:59Z").value()).ok());
+  Result<SystemTime> ok = SystemTimeFromUnix(ParseIso8601("2262-01-01T00:00:00Z").value());
+  REQUIRE(ok.ok());
+  CHECK(FormatIso8601(*ok) == "2262-01-01T00:00:00Z");
+  CHECK(SystemTimeFromUnix(0).value() == SystemTime());
+}

@@ -372,3 +372,18 @@ TEST_CASE("Every command-line option is documented in docs/CONFIGURATION.md") {
   }
   CHECK(Contains(doc, "`--config"));
 }
+
+TEST_CASE("ParseSources without an environment getter means no environment layer") {
+  // Regression (fuzz_command_line): a default ParseSources (getenv null, documented as "none")
+  // called the empty std::function and threw bad_function_call.
+  ParseSources none;
+  MountConfig c = Ok({"bucket", "/mnt", "--endpoint", "http://127.0.0.1:9000"}, none);
+  CHECK(c.client.bucket == "bucket");
+  CHECK(Contains(
+      Fails({"bucket", "/mnt", "--endpoint", "http://127.0.0.1:9000", "--metadata-ttl", "soon"},
+            none),
+      "--metadata-ttl"));
+  auto settings = SettingsFromEnvironment(CommandLineOptions(), EnvironmentGetter());
+  REQUIRE(settings.ok());
+  CHECK(settings->empty());
+}

@@ -103,7 +103,10 @@ class TestMount {
     work_.reset();
     io_.stop();
     for (auto& t : io_threads_) t.join();
-    fs_.reset();  // cancels slow reads; their handlers die with io_ below
+    // Cancel slow reads while io_ exists (the server still co-owns fs_); their handlers die
+    // with io_ below.
+    if (fs_) fs_->CancelSlowReads();
+    fs_.reset();
     // Destroy the io_context's pending handlers (and with them, unanswered requests)
     // before the session.
     io_.~io_context();

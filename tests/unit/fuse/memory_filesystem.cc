@@ -242,6 +242,15 @@ void MemoryFilesystem::Read(InodeId ino, uint64_t, off_t offset, size_t size,
   boost::asio::post(io_, [done = std::move(done), reply]() { done(reply()); });
 }
 
+void MemoryFilesystem::CancelSlowReads() {
+  std::vector<std::unique_ptr<boost::asio::steady_timer>> timers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    timers.swap(slow_timers_);
+  }
+  timers.clear();  // outside the lock: cancelling posts handlers, never runs them inline
+}
+
 void MemoryFilesystem::Release(InodeId, uint64_t) {
   std::lock_guard<std::mutex> lock(mu_);
   --open_handles_;

@@ -38,6 +38,10 @@ class MemoryFilesystem : public fs::Filesystem {
   int slow_reads_started() const;
   bool WaitForSlowRead(int n, std::chrono::milliseconds timeout);
   int open_handles() const;
+  // Destroys the pending slow reads' timers (cancelling them) now. Call before the
+  // io_context goes away: the FUSE server co-owns this double and may outlive the io_context,
+  // and a timer destroyed after its io_context is a use-after-free (found by ASan).
+  void CancelSlowReads();
 
   void Lookup(fs::InodeId parent, std::string name, fs::Callback<fs::Entry> done) override;
   void Forget(fs::InodeId ino, uint64_t nlookup) override;
@@ -76,8 +80,8 @@ class MemoryFilesystem : public fs::Filesystem {
   uint64_t add_lookup_calls_ = 0;
   bool negative_ = false;
   int slow_reads_ = 0;
-  // Pending slow reads. Destroying the double cancels them; their handlers then wait in the
-  // (stopped) io_context and are destroyed with it.
+  // Pending slow reads. CancelSlowReads() (or destroying the double) cancels them; their
+  // handlers then wait in the (stopped) io_context and are destroyed with it.
   std::vector<std::unique_ptr<boost::asio::steady_timer>> slow_timers_;
 };
 

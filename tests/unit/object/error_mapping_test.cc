@@ -210,6 +210,14 @@ TEST_CASE("Response parsers: Content-Range, HEAD, multipart XML") {
       "<CompleteMultipartUploadResult><ETag>\"E-3\"</ETag></CompleteMultipartUploadResult>");
   REQUIRE(etag.ok());
   CHECK(etag.value() == "\"E-3\"");
+  // Regression (fuzz_responses): a result without an ETag was a success with an empty etag.
+  for (const char* no_etag :
+       {"<CompleteMultipartUploadResult>/ETag></CompleteMultipartUploadResult>",
+        "<CompleteMultipartUploadResult><ETag/></CompleteMultipartUploadResult>"}) {
+    auto missing = ParseCompleteMultipartXml(no_etag);
+    REQUIRE_FALSE(missing.ok());
+    CHECK(missing.status().code() == ErrorCode::kProtocol);
+  }
   auto error200 = ParseCompleteMultipartXml("<Error><Code>InternalError</Code></Error>");
   REQUIRE_FALSE(error200.ok());
   CHECK(error200.status().retryable());

@@ -4,6 +4,7 @@
 // recording signer and a rotating credentials provider.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <cstring>
@@ -224,9 +225,11 @@ class FakeCredentials final : public auth::CredentialsProvider {
   std::string Describe() const override { return "fake test credentials"; }
   void Invalidate() override { ++invalidations; }
 
-  int gets = 0;
-  int invalidations = 0;
-  int fail_next = 0;
+  // Atomic: Get() runs on several io threads at once in the concurrency tests (a plain int
+  // was a data race, found by TSan). `token` is set before any request and only read after.
+  std::atomic<int> gets{0};
+  std::atomic<int> invalidations{0};
+  std::atomic<int> fail_next{0};
   std::string token;
 };
 
