@@ -33,6 +33,8 @@ packages=(
   # Operations tests: systemd-analyze (verify the unit), dpkg-shlibdeps (the .deb's Depends),
   # mount(8) for the fstab tests.
   systemd dpkg-dev mount
+  # pgrep (test_recovery.py finds the daemon it killed).
+  procps
 )
 if [ "$want_bench" -eq 1 ]; then
   packages+=(s3fs rclone time wrk)

@@ -107,4 +107,4 @@ class DiskCacheTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    harness.main()

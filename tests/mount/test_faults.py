@@ -118,4 +118,4 @@ class TreeUnderFaults(unittest.TestCase, FaultsMixin):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

@@ -186,4 +186,4 @@ class FstabTest(unittest.TestCase):
 
 if __name__ == "__main__":
     reexec_in_private_mount_namespace()
-    unittest.main()
+    harness.main()

@@ -123,4 +123,4 @@ class HintsTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    harness.main()

@@ -85,4 +85,4 @@ class ImageFolderTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

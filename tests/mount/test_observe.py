@@ -360,4 +360,4 @@ class ObserveTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    harness.main()

@@ -188,4 +188,4 @@ class ReadaheadTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    harness.main()

@@ -189,4 +189,4 @@ class StsRotationTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    harness.main()

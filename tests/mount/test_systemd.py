@@ -160,4 +160,4 @@ class UnitFileTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    harness.main()

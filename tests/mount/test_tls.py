@@ -96,4 +96,4 @@ class TlsTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    harness.main()

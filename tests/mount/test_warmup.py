@@ -201,4 +201,4 @@ class WarmupTest(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    harness.main()
