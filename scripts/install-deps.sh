@@ -33,7 +33,7 @@ packages=(
   # Operations tests: systemd-analyze (verify the unit), dpkg-shlibdeps (the .deb's Depends),
   # mount(8) for the fstab tests.
   systemd dpkg-dev mount
-  # pgrep (test_recovery.py finds the daemon it killed).
+  # pgrep (test_lifecycle.py finds the daemon it started).
   procps
 )
 if [ "$want_bench" -eq 1 ]; then
