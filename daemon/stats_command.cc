@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "common/format_bytes.h"
 #include "common/metrics.h"
 #include "config/mountpoint_check.h"
 #include "control/control_server.h"
@@ -49,18 +50,6 @@ Sums Flatten(const rapidjson::Value& metrics) {
 double Get(const Sums& s, const std::string& key) {
   auto it = s.find(key);
   return it == s.end() ? 0 : it->second;
-}
-
-std::string Bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
-  return buf;
 }
 
 std::string Ms(double seconds) {
@@ -147,7 +136,7 @@ std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* bef
     out += Line("  %-9s %7.0f %8.0f %8.0f %11s %9s %9s %10s", type, ok, all - ok, retries,
                 h ? Ms((*h)["p50"].GetDouble()).c_str() : "-",
                 h ? Ms((*h)["p90"].GetDouble()).c_str() : "-",
-                h ? Ms((*h)["p99"].GetDouble()).c_str() : "-", Bytes(bytes).c_str());
+                h ? Ms((*h)["p99"].GetDouble()).c_str() : "-", FormatBytes(bytes).c_str());
     if (error_detail.count(t)) out += Line("            errors: %s", error_detail[t].c_str());
   }
   double received = 0, received_rate = 0;
@@ -158,9 +147,9 @@ std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* bef
     }
   }
   out += Line("\nThroughput     from the store %s/s (%s in all), to readers %s/s (%s in all)",
-              Bytes(received_rate).c_str(), Bytes(received).c_str(),
-              Bytes(rate("ossmount_read_bytes_total")).c_str(),
-              Bytes(Get(s, "ossmount_read_bytes_total")).c_str());
+              FormatBytes(received_rate).c_str(), FormatBytes(received).c_str(),
+              FormatBytes(rate("ossmount_read_bytes_total")).c_str(),
+              FormatBytes(Get(s, "ossmount_read_bytes_total")).c_str());
 
   double mem_hit = Get(s, "ossmount_memory_cache_lookups_total{result=hit}") +
                    Get(s, "ossmount_memory_cache_lookups_total{result=shared}");
@@ -173,7 +162,8 @@ std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* bef
   out += Line("  disk                   %s",
               disk ? Ratio(disk_hit, disk_hit + disk_miss).c_str() : "off (no --cache)");
   if (disk) {
-    out += Line("  disk cache size        %s", Bytes(Get(s, "ossmount_disk_cache_bytes")).c_str());
+    out += Line("  disk cache size        %s",
+                FormatBytes(Get(s, "ossmount_disk_cache_bytes")).c_str());
   }
   out += Line(
       "  page-cache opens       %s",
@@ -185,11 +175,12 @@ std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* bef
               Get(s, "ossmount_parts_total{source=demand}"),
               Get(s, "ossmount_parts_total{source=disk}"));
   out += Line("  readahead              %s/s (%s in all)",
-              Bytes(rate("ossmount_readahead_bytes_total")).c_str(),
-              Bytes(Get(s, "ossmount_readahead_bytes_total")).c_str());
+              FormatBytes(rate("ossmount_readahead_bytes_total")).c_str(),
+              FormatBytes(Get(s, "ossmount_readahead_bytes_total")).c_str());
 
-  out += Line("\nMemory in use  %s of %s", Bytes(Get(s, "ossmount_memory_used_bytes")).c_str(),
-              Bytes(Get(s, "ossmount_memory_limit_bytes")).c_str());
+  out +=
+      Line("\nMemory in use  %s of %s", FormatBytes(Get(s, "ossmount_memory_used_bytes")).c_str(),
+           FormatBytes(Get(s, "ossmount_memory_limit_bytes")).c_str());
   out += Line("Open files     %.0f (%.0f opened in all)", Get(s, "ossmount_open_handles"),
               Get(s, "ossmount_opens_total"));
   return out;

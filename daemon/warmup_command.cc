@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/format_bytes.h"
 #include "control/control_server.h"
 #include "ossmount/status.h"
 
@@ -115,18 +116,6 @@ double Dbl(const rapidjson::Value& v, const char* name) {
   return it != v.MemberEnd() && it->value.IsNumber() ? it->value.GetDouble() : 0;
 }
 
-std::string Bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
-  return buf;
-}
-
 std::string Duration(double s) {
   if (s < 0 || s > 1e7) return "?";
   auto t = static_cast<long>(s + 0.5);
@@ -164,8 +153,9 @@ std::string Progress(const rapidjson::Value& job, bool bar) {
   std::snprintf(buf, sizeof buf, "%llu/%llu%s files  %s/%s  %s/s  ETA %s",
                 static_cast<unsigned long long>(files_done),
                 static_cast<unsigned long long>(files_total), listed ? "" : "+",
-                Bytes(static_cast<double>(bytes_done)).c_str(),
-                Bytes(static_cast<double>(bytes_total)).c_str(), Bytes(rate).c_str(), eta.c_str());
+                FormatBytes(static_cast<double>(bytes_done)).c_str(),
+                FormatBytes(static_cast<double>(bytes_total)).c_str(), FormatBytes(rate).c_str(),
+                eta.c_str());
   return line + buf;
 }
 
@@ -192,7 +182,7 @@ int ExitFor(const rapidjson::Value& job) {
                static_cast<unsigned long long>(U64(job, "files_cached")),
                static_cast<unsigned long long>(failed),
                static_cast<unsigned long long>(U64(job, "files_skipped")),
-               Bytes(static_cast<double>(U64(job, "bytes_done"))).c_str(),
+               FormatBytes(static_cast<double>(U64(job, "bytes_done"))).c_str(),
                Duration(Dbl(job, "seconds")).c_str());
   if (!message.empty()) std::fprintf(stderr, "  %s\n", message.c_str());
   if (state == "done") return 0;
@@ -254,7 +244,7 @@ int Status(const std::string& mountpoint) {
                   static_cast<unsigned long long>(U64(h, "read")),
                   static_cast<unsigned long long>(U64(h, "fetched")),
                   static_cast<unsigned long long>(U64(h, "outstanding_files")),
-                  Bytes(static_cast<double>(U64(h, "outstanding_bytes"))).c_str());
+                  FormatBytes(static_cast<double>(U64(h, "outstanding_bytes"))).c_str());
     }
   }
   return 0;

@@ -6,24 +6,13 @@
 
 #include <algorithm>
 
+#include "common/format_bytes.h"
+
 namespace ossmount::prefetch {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string HumanBytes(uint64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024 && u < 4) {
-    v /= 1024;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
-  return buf;
-}
 
 }  // namespace
 
@@ -51,7 +40,8 @@ DatasetPrefetcher::DatasetPrefetcher(boost::asio::io_context& io, DatasetPrefetc
       options_(options),
       fetch_(std::move(fetch)),
       list_(std::move(list)),
-      retry_timer_(std::make_unique<boost::asio::steady_timer>(io)) {}
+      retry_timer_(std::make_unique<boost::asio::steady_timer>(io)) {
+}
 
 DatasetPrefetcher::~DatasetPrefetcher() = default;
 
@@ -349,10 +339,11 @@ void DatasetPrefetcher::OnJobDone(const Start& s, FetchResult r) {
           break;
         case FetchOutcome::kBudgetFull:
           if (!Ended(*job)) {
-            FinishJobLocked(*job, JobState::kBudgetFull,
-                            "memory budget reached (--max-memory, " +
-                                HumanBytes(options_.disk_budget ? 0 : warm_held_bytes_) +
-                                " held by warm-up): stopped; use --cache DIR to warm up to disk");
+            FinishJobLocked(
+                *job, JobState::kBudgetFull,
+                "memory budget reached (--max-memory, " +
+                    FormatBytes(static_cast<double>(options_.disk_budget ? 0 : warm_held_bytes_)) +
+                    " held by warm-up): stopped; use --cache DIR to warm up to disk");
           }
           break;
         case FetchOutcome::kBusy:
@@ -459,7 +450,7 @@ void DatasetPrefetcher::CollectLocked(std::vector<Start>& starts) {
         if (warm_committed_bytes_ + item.size > options_.disk_budget) {
           FinishJobLocked(job, JobState::kBudgetFull,
                           "disk cache budget reached (--max-cache-size " +
-                              HumanBytes(options_.disk_budget) +
+                              FormatBytes(static_cast<double>(options_.disk_budget)) +
                               "): " + std::to_string(job.status.files_done + job.status.in_flight) +
                               " of " + std::to_string(job.status.files_total) +
                               " file(s) warmed; the rest would evict what was just fetched");

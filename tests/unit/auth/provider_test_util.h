@@ -17,6 +17,7 @@
 
 #include "auth/credential_providers.h"
 #include "auth/providers_internal.h"
+#include "support/temp_dir.h"
 
 namespace ossmount::auth::testing {
 
@@ -78,32 +79,7 @@ class EnvGuard {
   std::map<std::string, std::string> saved_;
 };
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "ossmount-auth-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string Write(const std::string& name, const std::string& content, mode_t mode = 0600) {
-    std::string p = (path_ / name).string();
-    fs::create_directories(fs::path(p).parent_path());
-    {
-      std::ofstream out(p, std::ios::trunc);
-      out << content;
-    }
-    REQUIRE(::chmod(p.c_str(), mode) == 0);
-    return p;
-  }
-  std::string Path(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
+using ::ossmount::testing::TempDir;
 
 struct FakeClock {
   std::shared_ptr<SystemTime> now = std::make_shared<SystemTime>(std::chrono::seconds(1702743657));
@@ -127,8 +103,8 @@ inline std::string ConnectorJson(const std::string& id, const std::string& secre
 // Defaults that point into the temp dir, so the machine's own files never leak in.
 inline DefaultCredentialPaths NoDefaults(const TempDir& dir) {
   DefaultCredentialPaths d;
-  d.credentials_file = dir.Path("home/.alibabacloud/credentials");
-  d.passwd_files = {dir.Path("etc/passwd-ossfs"), dir.Path("home/.passwd-ossfs")};
+  d.credentials_file = dir.Sub("home/.alibabacloud/credentials");
+  d.passwd_files = {dir.Sub("etc/passwd-ossfs"), dir.Sub("home/.passwd-ossfs")};
   return d;
 }
 

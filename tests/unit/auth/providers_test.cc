@@ -154,7 +154,7 @@ TEST_CASE("Credentials file: explicit path, then $ALIBABA_CLOUD_CREDENTIALS_FILE
 
   // An explicitly named file that is missing is an error, not a silent fall-through.
   dir.Write("home/.passwd-ossfs", "id-passwd:SECRET-passwd-gen\n");
-  s.credentials_file = dir.Path("missing.json");
+  s.credentials_file = dir.Sub("missing.json");
   auto missing = BuildCredentialsProvider(s, d);
   REQUIRE(!missing.ok());
   CHECK(missing.status().message().find("missing.json") != std::string::npos);

@@ -13,6 +13,7 @@
 #include "config/config_file.h"
 #include "config/mount_config.h"
 #include "config/option_layers.h"
+#include "support/temp_dir.h"
 
 using namespace ossmount;
 using namespace ossmount::config;
@@ -21,20 +22,7 @@ using namespace std::chrono_literals;
 namespace {
 
 // A scratch directory removed at scope exit.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "ossmount-cfg-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string Write(const std::string& name, const std::string& text) const {
-    std::string p = (path / name).string();
-    std::ofstream(p) << text;
-    return p;
-  }
-};
+using ::ossmount::testing::TempDir;
 
 // A fake environment for ParseSources.
 struct FakeEnv {
@@ -194,7 +182,7 @@ TEST_CASE("Precedence: command line over environment over file over defaults") {
 TEST_CASE("The default config file is read only when it exists, and OSSMOUNT_CONFIG names one") {
   TempDir dir;
   FakeEnv env;
-  std::string missing = (dir.path / "none.json").string();
+  std::string missing = (std::filesystem::path(dir.path()) / "none.json").string();
   MountConfig c = Ok(kBase, env.Sources(missing));
   CHECK(c.fs.metadata_ttl.value() == 60s);
   std::string def = dir.Write("config.json", R"({"metadata_ttl": "indefinite"})");
@@ -266,7 +254,7 @@ TEST_CASE("Environment errors name the variable") {
 TEST_CASE("OSS Connector config.json: fields map onto ossmount's options") {
   TempDir dir;
   FakeEnv env;
-  std::string logdir = (dir.path / "logs").string();
+  std::string logdir = (std::filesystem::path(dir.path()) / "logs").string();
   std::filesystem::create_directory(logdir);
   std::string path = dir.Write("connector.json", R"({
     "logLevel": 2, "logPath": ")" + logdir + R"(", "auditPath": "/var/log/oss-connector/",

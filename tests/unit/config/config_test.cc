@@ -10,6 +10,7 @@
 #include "config/mount_config.h"
 #include "config/mountpoint_check.h"
 #include "config/option_values.h"
+#include "support/temp_dir.h"
 
 using namespace ossmount;
 using namespace ossmount::config;
@@ -467,33 +468,25 @@ TEST_CASE("Anonymous flag sets the credential source") {
 }
 
 namespace {
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/ossmount-config-test-XXXXXX";
-    REQUIRE(mkdtemp(tmpl) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
+using ::ossmount::testing::TempDir;
 }  // namespace
 
 TEST_CASE("CheckMountPoint explains what to fix") {
   TempDir dir;
-  CHECK(CheckMountPoint(dir.path.string(), false).ok());
-  auto missing = CheckMountPoint((dir.path / "nope").string(), false);
+  CHECK(CheckMountPoint(dir.path(), false).ok());
+  auto missing = CheckMountPoint((std::filesystem::path(dir.path()) / "nope").string(), false);
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.message().find("does not exist") != std::string::npos);
   CHECK(missing.message().find("mkdir -p") != std::string::npos);
-  std::ofstream(dir.path / "file") << "x";
-  auto notdir = CheckMountPoint((dir.path / "file").string(), false);
+  std::ofstream(std::filesystem::path(dir.path()) / "file") << "x";
+  auto notdir = CheckMountPoint((std::filesystem::path(dir.path()) / "file").string(), false);
   REQUIRE_FALSE(notdir.ok());
   CHECK(notdir.message().find("is not a directory") != std::string::npos);
-  auto nonempty = CheckMountPoint(dir.path.string(), false);
+  auto nonempty = CheckMountPoint(dir.path(), false);
   REQUIRE_FALSE(nonempty.ok());
   CHECK(nonempty.message().find("not empty") != std::string::npos);
   CHECK(nonempty.message().find("--nonempty") != std::string::npos);
-  CHECK(CheckMountPoint(dir.path.string(), true).ok());
+  CHECK(CheckMountPoint(dir.path(), true).ok());
 }
 
 TEST_CASE("AbsoluteMountPoint") {

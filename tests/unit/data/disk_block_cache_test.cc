@@ -19,6 +19,7 @@
 
 #include "data/block_file.h"
 #include "data/disk_block_cache.h"
+#include "support/temp_dir.h"
 
 namespace {
 
@@ -26,24 +27,7 @@ using namespace ossmount::data;
 using Bytes = std::shared_ptr<const std::vector<char>>;
 
 // A fresh directory under TMPDIR, removed with everything in it at the end.
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string templ = std::string(base ? base : "/tmp") + "/ossmount-data-test-XXXXXX";
-    path_ = ::mkdtemp(templ.data());
-    REQUIRE(!path_.empty());
-  }
-  ~TempDir() {
-    std::string cmd = "rm -rf '" + path_ + "'";
-    (void)std::system(cmd.c_str());
-  }
-  const std::string& path() const { return path_; }
-  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using ::ossmount::testing::TempDir;
 
 Bytes MakeBytes(size_t size, uint32_t seed) {
   std::mt19937 rng(seed);

@@ -8,28 +8,13 @@
 #include "data/block_file.h"
 #include "data/disk_block_cache.h"
 #include "fs_harness.h"
+#include "support/temp_dir.h"
 
 using namespace fstest;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string templ = std::string(base ? base : "/tmp") + "/ossmount-fs-cache-test-XXXXXX";
-    path_ = ::mkdtemp(templ.data());
-    REQUIRE(!path_.empty());
-  }
-  ~TempDir() {
-    std::string cmd = "rm -rf '" + path_ + "'";
-    (void)std::system(cmd.c_str());
-  }
-  std::string cache_dir() const { return path_ + "/cache"; }
-
- private:
-  std::string path_;
-};
+using ::ossmount::testing::TempDir;
 
 std::shared_ptr<data::DiskBlockCache> OpenCache(const std::string& dir) {
   data::DiskCacheOptions o;
@@ -92,7 +77,7 @@ std::string Slurp(const std::string& path) {
 
 TEST_CASE("Disk cache: a small file read again after its buffer was dropped costs no GET") {
   TempDir tmp;
-  auto cache = OpenCache(tmp.cache_dir());
+  auto cache = OpenCache(tmp.Sub("cache"));
   Harness h(WithCache(cache));
   Fill(h);
   h.fake->ResetCounters();
@@ -110,13 +95,13 @@ TEST_CASE("Disk cache: a small file read again after its buffer was dropped cost
 TEST_CASE("Disk cache: after a remount over the same directory, zero GETs") {
   TempDir tmp;
   {
-    auto cache = OpenCache(tmp.cache_dir());
+    auto cache = OpenCache(tmp.Sub("cache"));
     Harness h(WithCache(cache));
     Fill(h);
     for (const auto& [key, data] : Dataset()) CHECK(ReadFile(h, key) == data);
     cache->Flush();
   }
-  auto cache = OpenCache(tmp.cache_dir());  // a new process, in effect
+  auto cache = OpenCache(tmp.Sub("cache"));  // a new process, in effect
   Harness h(WithCache(cache));
   Fill(h);
   h.fake->ResetCounters();
@@ -140,20 +125,20 @@ TEST_CASE("Disk cache: a corrupted block is refetched with exactly one GET") {
   TempDir tmp;
   std::string etag;
   {
-    auto cache = OpenCache(tmp.cache_dir());
+    auto cache = OpenCache(tmp.Sub("cache"));
     Harness h(WithCache(cache));
     etag = Fill(h)["a.jpg"];
     for (const auto& [key, data] : Dataset()) ReadFile(h, key);
     cache->Flush();
   }
   const std::string path =
-      tmp.cache_dir() + "/" + data::BlockFileName({"a.jpg", etag, data::kWholeObject});
+      tmp.Sub("cache") + "/" + data::BlockFileName({"a.jpg", etag, data::kWholeObject});
   std::string bytes = Slurp(path);
   REQUIRE(!bytes.empty());
   bytes[bytes.size() / 2] ^= 0x40;
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
 
-  auto cache = OpenCache(tmp.cache_dir());
+  auto cache = OpenCache(tmp.Sub("cache"));
   Harness h(WithCache(cache));
   Fill(h);
   h.fake->ResetCounters();
@@ -168,7 +153,7 @@ TEST_CASE("Disk cache: a corrupted block is refetched with exactly one GET") {
 
 TEST_CASE("Memory budget: small-file buffers are accounted while open and released after") {
   TempDir tmp;
-  auto cache = OpenCache(tmp.cache_dir());
+  auto cache = OpenCache(tmp.Sub("cache"));
   for (bool with_cache : {false, true}) {
     INFO("disk cache " << with_cache);
     FsOptions o = with_cache ? WithCache(cache) : Harness::DefaultOptions();

@@ -5,26 +5,13 @@
 #include <filesystem>
 
 #include "reader_harness.h"
+#include "support/temp_dir.h"
 
 using namespace prefetchtest;
 
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "prefetch-cache-XXXXXX").string();
-    path_ = ::mkdtemp(templ.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string cache_dir() const { return path_ + "/cache"; }
-
- private:
-  std::string path_;
-};
+using ::ossmount::testing::TempDir;
 
 std::shared_ptr<data::DiskBlockCache> OpenCache(const std::string& dir) {
   data::DiskCacheOptions o;
@@ -53,7 +40,7 @@ TEST_CASE("Real disk cache: parts written after GETs are read back without a GET
   const std::string data = Content(5 * MiB + 321, 40);
   h.fake->PutObject("big", data);
   {
-    auto cache = OpenCache(tmp.cache_dir());
+    auto cache = OpenCache(tmp.Sub("cache"));
     auto reader = std::make_shared<SequentialReader>(h.io, h.fake, "big", data.size(),
                                                      h.fake->Info("big")->etag, SmallParts(),
                                                      SharedReadState{h.budget, h.slots, cache});
@@ -65,7 +52,7 @@ TEST_CASE("Real disk cache: parts written after GETs are read back without a GET
   CHECK(h.fake->count(Op::kGet) == 6);
   h.fake->ResetCounters();
 
-  auto cache = OpenCache(tmp.cache_dir());  // a restart: the index is rebuilt from disk
+  auto cache = OpenCache(tmp.Sub("cache"));  // a restart: the index is rebuilt from disk
   auto reader = std::make_shared<SequentialReader>(h.io, h.fake, "big", data.size(),
                                                    h.fake->Info("big")->etag, SmallParts(),
                                                    SharedReadState{h.budget, h.slots, cache});
