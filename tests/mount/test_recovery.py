@@ -11,6 +11,7 @@ docs/SEMANTICS.md "Faults and recovery".
 """
 import errno
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -80,8 +81,12 @@ class KillNineTest(unittest.TestCase):
                "--region", harness.REGION, "--path-style", "-f", "--metadata-ttl", "indefinite"]
         proc = subprocess.Popen(cmd, env=self.server.env(), stdout=log, stderr=subprocess.STDOUT)
         try:
+            # Ready when the new daemon says it serves: statvfs alone also succeeds on the bare
+            # directory between the dead mount's detach and the new mount (seen in CI-like runs:
+            # the open below then found no b.bin).
             harness.wait_for(lambda: proc.poll() is not None or
-                             errno_in_child("statvfs", m.mountpoint) == 0, 60, "the new mount")
+                             ("; serving" in open(log.name).read() and
+                              errno_in_child("statvfs", m.mountpoint) == 0), 60, "the new mount")
             self.assertIsNone(proc.poll(), open(log.name).read())
             with open(m.path("b.bin"), "rb") as f:
                 self.assertEqual(f.read(), content("b.bin", SMALL["b.bin"]))
@@ -123,14 +128,20 @@ class ServerDownTest(unittest.TestCase):
         self.root = make_tree()
         self.server = harness.TestServer(self.root, bucket="bucket")
         self.port = self.server.port
+        # --cache: what was read stays servable while the server is down. The kernel's page
+        # cache alone does not promise that: this machine reclaims idle page cache within
+        # seconds (DAMON pageout), which made the check below fail now and then.
+        self.cache_dir = tempfile.mkdtemp(prefix="ossmount-recover-cache-")
         self.mount = harness.Mount(self.server, args=[
             "--metadata-ttl", "indefinite", "--retries", "100",
             "--retry-budget", "%ds" % self.BUDGET_S, "--connect-timeout", "1s",
-            "--stall-timeout", "1s", "--small-file-threshold", "1MiB"])
+            "--stall-timeout", "1s", "--small-file-threshold", "1MiB",
+            "--cache", self.cache_dir])
 
     def tearDown(self):
         self.mount.close()
         self.server.stop()
+        shutil.rmtree(self.cache_dir, ignore_errors=True)
 
     def timed_read_errno(self, path, offset=0, size=1 << 16):
         start = time.monotonic()
@@ -160,7 +171,7 @@ class ServerDownTest(unittest.TestCase):
         # The retries really went on for a while (100 retries allowed, the budget ends them).
         self.assertGreater(small_s, 0.2)
         self.assertIsNone(self.mount.proc.poll(), "the daemon must stay up")
-        # Already-read data is still served.
+        # Already-read data is still served (from the disk cache).
         with open(self.mount.path("a.bin"), "rb") as f:
             self.assertEqual(f.read(), content("a.bin", SMALL["a.bin"]))
 
