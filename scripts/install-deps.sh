@@ -25,7 +25,7 @@ packages=(
   build-essential cmake pkg-config git ca-certificates curl openssl
   libfuse3-dev fuse3
   libboost-dev libboost-system-dev
-  libcurl4-openssl-dev libssl-dev liblzma-dev
+  libcurl4-openssl-dev libssl-dev liblzma-dev libxxhash-dev
   rapidjson-dev libcli11-dev libspdlog-dev catch2 libpugixml-dev
   python3-torch python3-torchvision python3-pil python3-numpy
   clang-format

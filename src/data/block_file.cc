@@ -1,16 +1,26 @@
 #include "data/block_file.h"
 
 #include <openssl/evp.h>
+#include <xxhash.h>
 
 #include <cstring>
-
-#include "common/crc64.h"
 
 namespace ossmount::data {
 
 namespace {
 
 constexpr char kMagic[8] = {'O', 'S', 'M', 'B', 'L', 'K', '\0', '\1'};
+
+uint64_t DataChecksum(const char* data, size_t size) { return XXH3_64bits(data, size); }
+
+// Over the fixed header's first 48 bytes, then the key and etag (a few hundred bytes: one
+// copy is cheaper than xxhash's streaming state, which is opaque in the shared library).
+uint64_t HeaderChecksum(const char* fixed48, std::string_view key, std::string_view etag) {
+  std::string material;
+  material.reserve(48 + key.size() + etag.size());
+  material.append(fixed48, 48).append(key).append(etag);
+  return XXH3_64bits(material.data(), material.size());
+}
 
 void PutU32(std::string& out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -72,12 +82,8 @@ std::string EncodeBlockHeader(const BlockId& id, const char* data, size_t size) 
   PutU32(h, 0);
   PutU64(h, id.index);
   PutU64(h, size);
-  PutU64(h, Crc64(0, data, size));
-  // Header CRC over the fixed part so far, then key and etag.
-  uint64_t hcrc = Crc64(0, h.data(), h.size());
-  hcrc = Crc64(hcrc, id.key.data(), id.key.size());
-  hcrc = Crc64(hcrc, id.etag.data(), id.etag.size());
-  PutU64(h, hcrc);
+  PutU64(h, DataChecksum(data, size));
+  PutU64(h, HeaderChecksum(h.data(), id.key, id.etag));
   h.append(id.key);
   h.append(id.etag);
   return h;
@@ -114,16 +120,17 @@ BlockCheck CheckBlock(std::string_view header, uint64_t file_size, std::string_v
   const uint64_t etag_len = GetLE(header, 16, 4);
   const uint64_t index = GetLE(header, 24, 8);
   const uint64_t length = GetLE(header, 32, 8);
-  const uint64_t data_crc = GetLE(header, 40, 8);
-  const uint64_t header_crc = GetLE(header, 48, 8);
+  const uint64_t data_sum = GetLE(header, 40, 8);
+  const uint64_t header_sum = GetLE(header, 48, 8);
   const uint64_t names_end = kBlockFixedHeaderSize + key_len + etag_len;
   if (key_len != id.key.size() || etag_len != id.etag.size()) {
     return file_size < names_end ? BlockCheck::kTruncated : BlockCheck::kWrongBlock;
   }
   if (header.size() < names_end) return BlockCheck::kTruncated;
-  uint64_t hcrc = Crc64(0, header.data(), 48);
-  hcrc = Crc64(hcrc, header.data() + kBlockFixedHeaderSize, key_len + etag_len);
-  if (hcrc != header_crc) return BlockCheck::kBadHeader;
+  if (HeaderChecksum(header.data(), header.substr(kBlockFixedHeaderSize, key_len),
+                     header.substr(kBlockFixedHeaderSize + key_len, etag_len)) != header_sum) {
+    return BlockCheck::kBadHeader;
+  }
   if (header.substr(kBlockFixedHeaderSize, key_len) != id.key ||
       header.substr(kBlockFixedHeaderSize + key_len, etag_len) != id.etag || index != id.index) {
     return BlockCheck::kWrongBlock;
@@ -132,7 +139,7 @@ BlockCheck CheckBlock(std::string_view header, uint64_t file_size, std::string_v
   if (file_size > names_end + length) return BlockCheck::kBadHeader;  // trailing bytes
   if (length != expected_length) return BlockCheck::kWrongLength;
   if (data.size() != length) return BlockCheck::kTruncated;
-  if (Crc64(0, data.data(), data.size()) != data_crc) return BlockCheck::kBadChecksum;
+  if (DataChecksum(data.data(), data.size()) != data_sum) return BlockCheck::kBadChecksum;
   return BlockCheck::kOk;
 }
 

@@ -2,9 +2,13 @@
 // FUSE: src/fuse translates FUSE requests into these calls and the results into replies,
 // so this layer is tested with a fake ObjectClient and no kernel.
 //
-// Contract for the asynchronous methods: they return at once; the callback is called
-// exactly once, on an io_context thread (never inline from inside the call), with either
-// a value or a non-OK Status whose ToErrno() is the errno to reply with.
+// Contract for the asynchronous methods: the callback is called exactly once, with either a
+// value or a non-OK Status whose ToErrno() is the errno to reply with. When the answer is at
+// hand (cached metadata, bytes in memory or in the disk cache, an invalid argument) it runs
+// on the calling thread before the method returns; when it needs the network it runs on an
+// io_context thread later. The inline answer is the fast path of a cached epoch: a handoff
+// to another thread cost two context switches per FUSE request. So callers must not hold a
+// lock the callback takes, and must not assume the call returns first.
 //
 // Inode lifetime follows the kernel's lookup count (as in libfuse's passthrough_hp):
 // every successful Lookup, and every entry a readdirplus reply actually hands to the

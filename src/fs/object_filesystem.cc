@@ -93,10 +93,8 @@ ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
 }
 
 template <typename T>
-void ObjectFilesystem::Post(Callback<T> done, Result<T> result) {
-  boost::asio::post(io_, [done = std::move(done), result = std::move(result)]() mutable {
-    done(std::move(result));
-  });
+void ObjectFilesystem::Finish(Callback<T> done, Result<T> result) {
+  done(std::move(result));
 }
 
 Attributes ObjectFilesystem::MakeAttributes(InodeId ino, const meta::NodeAttr& attr) const {
@@ -133,10 +131,10 @@ Entry ObjectFilesystem::MakeEntry(InodeId ino, const meta::NodeAttr& attr) const
 void ObjectFilesystem::Resolve(const std::string& path, ResolveCallback done) {
   meta::MetadataCache::Answer answer = cache_.Find(path);
   if (answer.state == meta::MetadataCache::Answer::kPresent) {
-    return Post<std::optional<meta::NodeAttr>>(std::move(done), std::optional(answer.attr));
+    return Finish<std::optional<meta::NodeAttr>>(std::move(done), std::optional(answer.attr));
   }
   if (answer.state == meta::MetadataCache::Answer::kAbsent) {
-    return Post<std::optional<meta::NodeAttr>>(std::move(done), std::optional<meta::NodeAttr>());
+    return Finish<std::optional<meta::NodeAttr>>(std::move(done), std::optional<meta::NodeAttr>());
   }
   if (!probes_.Join(path, [done = std::move(done)](const ProbeResult& r) { done(r); })) return;
   ProbeName(client_, meta::FileKey(options_.prefix, path),
@@ -154,11 +152,11 @@ void ObjectFilesystem::Resolve(const std::string& path, ResolveCallback done) {
 
 void ObjectFilesystem::Lookup(InodeId parent, std::string name, Callback<Entry> done) {
   Status valid = meta::CheckLookupName(name);
-  if (!valid.ok()) return Post<Entry>(std::move(done), valid);
+  if (!valid.ok()) return Finish<Entry>(std::move(done), valid);
   auto node = inodes_.Get(parent);
-  if (!node) return Post<Entry>(std::move(done), NoSuchInode(parent));
+  if (!node) return Finish<Entry>(std::move(done), NoSuchInode(parent));
   if (!node->is_dir) {
-    return Post<Entry>(std::move(done), Status(ErrorCode::kNotFound, "not a directory"));
+    return Finish<Entry>(std::move(done), Status(ErrorCode::kNotFound, "not a directory"));
   }
   std::string path = meta::JoinPath(node->path, name);
   Resolve(path, [self = shared_from_this(), path,
@@ -177,10 +175,10 @@ void ObjectFilesystem::AddLookup(InodeId ino) { inodes_.AddLookup(ino); }
 
 void ObjectFilesystem::GetAttr(InodeId ino, Callback<AttrReply> done) {
   auto node = inodes_.Get(ino);
-  if (!node) return Post<AttrReply>(std::move(done), NoSuchInode(ino));
+  if (!node) return Finish<AttrReply>(std::move(done), NoSuchInode(ino));
   if (ino == kRootInode) {
     AttrReply reply{MakeAttributes(ino, meta::DirAttr()), cache_.ttl().KernelTimeout()};
-    return Post<AttrReply>(std::move(done), reply);
+    return Finish<AttrReply>(std::move(done), reply);
   }
   Resolve(node->path, [self = shared_from_this(), ino, is_dir = node->is_dir, path = node->path,
                        done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) {
@@ -197,9 +195,10 @@ void ObjectFilesystem::GetAttr(InodeId ino, Callback<AttrReply> done) {
 
 void ObjectFilesystem::OpenDir(InodeId ino, Callback<uint64_t> done) {
   auto node = inodes_.Get(ino);
-  if (!node) return Post<uint64_t>(std::move(done), NoSuchInode(ino));
+  if (!node) return Finish<uint64_t>(std::move(done), NoSuchInode(ino));
   if (!node->is_dir) {
-    return Post<uint64_t>(std::move(done), Status(ErrorCode::kInvalidArgument, "not a directory"));
+    return Finish<uint64_t>(std::move(done),
+                            Status(ErrorCode::kInvalidArgument, "not a directory"));
   }
   auto handle = std::make_shared<DirHandle>();
   handle->ino = ino;
@@ -210,12 +209,12 @@ void ObjectFilesystem::OpenDir(InodeId ino, Callback<uint64_t> done) {
     fh = next_fh_++;
     dir_handles_[fh] = std::move(handle);
   }
-  Post<uint64_t>(std::move(done), fh);
+  Finish<uint64_t>(std::move(done), fh);
 }
 
 void ObjectFilesystem::GetListing(const std::string& path, ListingCallback done) {
   if (auto fresh = cache_.FreshListing(path)) {
-    return Post<std::shared_ptr<const meta::DirSnapshot>>(std::move(done), std::move(fresh));
+    return Finish<std::shared_ptr<const meta::DirSnapshot>>(std::move(done), std::move(fresh));
   }
   if (!listings_.Join(
           path, [done = std::move(done)](
@@ -243,10 +242,10 @@ void ObjectFilesystem::ReadDir(InodeId /*ino*/, uint64_t dir_handle, off_t offse
       snapshot = handle->snapshot;
     }
   }
-  if (!handle) return Post<std::vector<DirEntry>>(std::move(done), BadHandle(dir_handle));
+  if (!handle) return Finish<std::vector<DirEntry>>(std::move(done), BadHandle(dir_handle));
   if (offset < 0) {
-    return Post<std::vector<DirEntry>>(std::move(done),
-                                       Status(ErrorCode::kInvalidArgument, "negative offset"));
+    return Finish<std::vector<DirEntry>>(std::move(done),
+                                         Status(ErrorCode::kInvalidArgument, "negative offset"));
   }
   if (snapshot) {
     boost::asio::post(io_, [self = shared_from_this(), handle, snapshot, offset,
@@ -321,12 +320,14 @@ void ObjectFilesystem::Open(InodeId ino, int flags, Callback<OpenReply> done) {
 void ObjectFilesystem::OpenAs(InodeId ino, int flags, const Caller& caller,
                               Callback<OpenReply> done) {
   if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_CREAT)) != 0) {
-    return Post<OpenReply>(std::move(done), Status(ErrorCode::kReadOnly, "the mount is read-only"));
+    return Finish<OpenReply>(std::move(done),
+                             Status(ErrorCode::kReadOnly, "the mount is read-only"));
   }
   auto node = inodes_.Get(ino);
-  if (!node) return Post<OpenReply>(std::move(done), NoSuchInode(ino));
+  if (!node) return Finish<OpenReply>(std::move(done), NoSuchInode(ino));
   if (node->is_dir) {
-    return Post<OpenReply>(std::move(done), Status(ErrorCode::kInvalidArgument, "is a directory"));
+    return Finish<OpenReply>(std::move(done),
+                             Status(ErrorCode::kInvalidArgument, "is a directory"));
   }
   Resolve(node->path, [self = shared_from_this(), ino, path = node->path, caller,
                        done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) {
@@ -371,12 +372,13 @@ void ObjectFilesystem::Read(InodeId /*ino*/, uint64_t fh, off_t offset, size_t s
     auto it = file_handles_.find(fh);
     if (it != file_handles_.end()) handle = it->second;
   }
-  if (!handle) return Post<ReadReply>(std::move(done), BadHandle(fh));
+  if (!handle) return Finish<ReadReply>(std::move(done), BadHandle(fh));
   if (offset < 0) {
-    return Post<ReadReply>(std::move(done), Status(ErrorCode::kInvalidArgument, "negative offset"));
+    return Finish<ReadReply>(std::move(done),
+                             Status(ErrorCode::kInvalidArgument, "negative offset"));
   }
   const uint64_t off = static_cast<uint64_t>(offset);
-  if (size == 0 || off >= handle->size) return Post<ReadReply>(std::move(done), ReadReply{});
+  if (size == 0 || off >= handle->size) return Finish<ReadReply>(std::move(done), ReadReply{});
   if (handle->small) return ReadSmall(handle, off, size, std::move(done));
   handle->reader->Read(
       off, size,
@@ -409,7 +411,7 @@ void ObjectFilesystem::ReadSmall(const std::shared_ptr<FileHandle>& handle, uint
   if (blob) {
     ReadReply reply = slice(blob, offset, size);
     CountRead(*handle, reply.size);
-    return Post<ReadReply>(std::move(done), std::move(reply));
+    return Finish<ReadReply>(std::move(done), std::move(reply));
   }
   whole_objects_.Fetch(handle->key, handle->etag, handle->size,
                        [self = shared_from_this(), handle, offset, size, slice,

@@ -107,10 +107,11 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   using ResolveCallback = std::function<void(Result<std::optional<meta::NodeAttr>>)>;
 
   // What is known about `path`: from the cache while fresh, else from a probe (shared by
-  // concurrent callers). Caches the probe's answer unless it is an error. Never inline.
+  // concurrent callers). Caches the probe's answer unless it is an error. A cached answer
+  // is given on the calling thread.
   void Resolve(const std::string& path, ResolveCallback done);
   // The listing of a directory: the fresh cached one, or a new one (single-flight) that is
-  // then cached. Never inline.
+  // then cached. A fresh cached listing is given on the calling thread.
   void GetListing(const std::string& path, ListingCallback done);
   // Replies with the entries from `offset`; each entry's inode stays pinned by the handle
   // until ReleaseDir (or, if the handle was released meanwhile, until the reply is sent).
@@ -143,8 +144,9 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
 
   Attributes MakeAttributes(InodeId ino, const meta::NodeAttr& attr) const;
   Entry MakeEntry(InodeId ino, const meta::NodeAttr& attr) const;
+  // Answers on the calling thread (see the contract in filesystem.h): for answers at hand.
   template <typename T>
-  void Post(Callback<T> done, Result<T> result);
+  void Finish(Callback<T> done, Result<T> result);
 
   boost::asio::io_context& io_;
   const std::shared_ptr<ObjectClient> client_;

@@ -48,17 +48,9 @@ void WholeObjectCache::Fetch(const std::string& key, const std::string& etag, ui
   static metrics::Counter& shared = Lookups("shared");
   static metrics::Counter& misses = Lookups("miss");
   (live ? hits : start ? misses : shared).Add();
-  if (live) {
-    boost::asio::post(io_, [done = std::move(done), live]() mutable { done(std::move(live)); });
-    return;
-  }
+  if (live) return done(std::move(live));
   if (!start) return;
-  if (state_->disk) {
-    // Posted: callbacks are never run inline, and the disk read does not delay the caller.
-    boost::asio::post(io_,
-                      [state = state_, slot_key, size]() { LoadFromDisk(state, slot_key, size); });
-    return;
-  }
+  if (state_->disk) return LoadFromDisk(state_, slot_key, size);
   StartGet(state_, slot_key, size);
 }
 

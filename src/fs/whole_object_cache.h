@@ -46,7 +46,12 @@ class WholeObjectCache {
                    std::shared_ptr<data::MemoryBudget> budget = nullptr,
                    std::shared_ptr<data::DiskBlockCache> disk = nullptr);
 
-  // `done` is always called asynchronously (posted when the buffer is already live).
+  // `done` runs on the calling thread, before Fetch returns, when the bytes are at hand: a
+  // live buffer, or a verified disk-cache block (read here, so the caller's thread does the
+  // disk read: the FUSE threads are there to block, and a handoff to an io_context thread
+  // cost two context switches per cached file). Otherwise it runs on an io_context thread
+  // when the GET completes; joiners of a fetch in flight run wherever it completes.
+  // Callers must not hold a lock `done` takes.
   void Fetch(const std::string& key, const std::string& etag, uint64_t size, BlobCallback done);
 
   // For prefetching (DatasetPrefetcher): like Fetch, but the GET goes out at

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <mutex>
 #include <random>
@@ -520,4 +521,52 @@ TEST_CASE("disk cache: several writer threads write every block once, intact") {
   for (const auto& e : std::filesystem::directory_iterator(o.dir)) {
     CHECK(e.path().filename().string().rfind("tmp.", 0) != 0);
   }
+}
+
+TEST_CASE("disk cache: a block written by another format version is dropped, not served") {
+  TempDir tmp;
+  const std::string dir = tmp.Sub("c");
+  auto old = MakeBytes(4096, 11);
+  {
+    auto cache = OpenCache(dir);
+    cache->Put(Id("old"), old);
+    cache->Flush();
+  }
+  // The version field (bytes 8..11) rewritten to 1, the CRC-64 format this one replaced.
+  const std::string path = dir + "/" + BlockFileName(Id("old"));
+  std::string bytes = ReadFile(path);
+  REQUIRE(static_cast<uint8_t>(bytes[8]) == kBlockFormatVersion);
+  bytes[8] = 1;
+  WriteFile(path, bytes);
+
+  auto cache = OpenCache(dir);
+  CHECK_FALSE(cache->Get(Id("old"), 4096).has_value());
+  CHECK(cache->Stats().corrupt == 1);
+  CHECK(::access(path.c_str(), F_OK) != 0);
+}
+
+TEST_CASE("disk cache: a recent hit leaves the block's mtime alone, an old one refreshes it") {
+  TempDir tmp;
+  const std::string dir = tmp.Sub("c");
+  auto data = MakeBytes(1000, 12);
+  auto cache = OpenCache(dir);
+  cache->Put(Id("k"), data);
+  cache->Flush();
+  const std::string path = dir + "/" + BlockFileName(Id("k"));
+  auto mtime = [&] {
+    struct stat st {};
+    REQUIRE(::stat(path.c_str(), &st) == 0);
+    return st.st_mtime;
+  };
+  // Just written, then set a minute back: recent enough, no inode write on a hit.
+  struct timespec recent[2] = {{std::time(nullptr) - 60, 0}, {std::time(nullptr) - 60, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, path.c_str(), recent, 0) == 0);
+  const time_t before = mtime();
+  CHECK(Same(cache->Get(Id("k"), 1000), data));
+  CHECK(mtime() == before);
+  // A day old: the hit makes it recent again.
+  struct timespec old[2] = {{std::time(nullptr) - 86400, 0}, {std::time(nullptr) - 86400, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, path.c_str(), old, 0) == 0);
+  CHECK(Same(cache->Get(Id("k"), 1000), data));
+  CHECK(mtime() > std::time(nullptr) - 600);
 }

@@ -60,14 +60,6 @@ std::string ReadFile(Harness& h, const std::string& name) {
   return *data;
 }
 
-// A reply's last reference may be dropped on an io thread just after the test saw the reply:
-// wait (with a generous bound against hangs, not a performance threshold) for it to settle.
-template <typename Pred>
-bool Eventually(Pred pred) {
-  for (int i = 0; i < 20000 && !pred(); ++i) std::this_thread::sleep_for(1ms);
-  return pred();
-}
-
 std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});

@@ -159,6 +159,16 @@ class Harness {
   std::vector<std::thread> threads_;
 };
 
+// A buffer's last reference may be dropped on an io thread just after the test saw the
+// reply that used it: wait (bounded against hangs; not a performance threshold) until
+// `pred` holds.
+template <typename Pred>
+bool Eventually(Pred pred) {
+  for (int i = 0; i < 30000 && !pred(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return pred();
+}
+
 inline const DirEntry* FindEntry(const std::vector<DirEntry>& entries, const std::string& name) {
   for (const auto& e : entries) {
     if (e.name == name) return &e;

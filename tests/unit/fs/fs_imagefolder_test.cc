@@ -82,7 +82,7 @@ TEST_CASE("ImageFolder epoch: listing requests only, no HEAD, exactly one GET pe
   }
   // Every buffer was dropped with its last handle; forgotten inodes are gone.
   auto stats = h.fs->stats();
-  CHECK(stats.whole_objects == 0);
+  CHECK(Eventually([&] { return h.fs->stats().whole_objects == 0; }));
   CHECK(stats.file_handles == 0);
   CHECK(stats.dir_handles == 0);
 

@@ -72,15 +72,6 @@ class MemoryDisk : public data::DiskBlockCache {
   std::map<std::string, std::shared_ptr<const std::vector<char>>> blocks_;
 };
 
-template <typename Pred>
-bool Eventually(Pred pred) {
-  for (int i = 0; i < 6000; ++i) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return pred();
-}
-
 std::vector<std::string> Names(int n) {
   std::vector<std::string> v;
   for (int i = 0; i < n; ++i) v.push_back(FileName(i));
