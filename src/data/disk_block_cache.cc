@@ -154,8 +154,8 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
     for (int i = 0; i < n; ++i) writers_.emplace_back([this] { WriterLoop(); });
   }
 
-  std::optional<std::shared_ptr<const std::vector<char>>> Get(const BlockId& id,
-                                                              uint64_t expected_length) override {
+  std::optional<std::shared_ptr<const ByteBuffer>> Get(const BlockId& id,
+                                                       uint64_t expected_length) override {
     const std::string name = BlockFileName(id);
     uint64_t generation = 0;
     {
@@ -179,7 +179,7 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
     }
     struct stat st;
     BlockCheck check = BlockCheck::kTruncated;
-    auto data = std::make_shared<std::vector<char>>();
+    auto data = std::make_shared<ByteBuffer>();
     if (::fstat(fd, &st) == 0) {
       const uint64_t file_size = static_cast<uint64_t>(st.st_size);
       std::string header(std::min<uint64_t>(BlockHeaderSize(id), file_size), '\0');
@@ -214,10 +214,10 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
       return std::nullopt;
     }
     ++stats_.hits;
-    return std::shared_ptr<const std::vector<char>>(std::move(data));
+    return std::shared_ptr<const ByteBuffer>(std::move(data));
   }
 
-  void Put(const BlockId& id, std::shared_ptr<const std::vector<char>> data) override {
+  void Put(const BlockId& id, std::shared_ptr<const ByteBuffer> data) override {
     if (!data) return;
     std::string name = BlockFileName(id);
     {
@@ -285,7 +285,7 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
   struct Pending {
     BlockId id;
     std::string name;
-    std::shared_ptr<const std::vector<char>> data;
+    std::shared_ptr<const ByteBuffer> data;
   };
 
   // REQUIRES: mu_ held. Removes `name` if it is still the version `generation`.
@@ -332,7 +332,7 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
     idle_cv_.notify_all();
   }
 
-  void Write(const BlockId& id, const std::string& name, const std::vector<char>& data) {
+  void Write(const BlockId& id, const std::string& name, const ByteBuffer& data) {
     const std::string temp =
         std::string(kTempPrefix) + name + "." + std::to_string(++temp_counter_);
     const std::string header = EncodeBlockHeader(id, data.data(), data.size());

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "common/byte_buffer.h"
 #include "ossmount/status.h"
 
 namespace ossmount::data {
@@ -76,10 +77,10 @@ class DiskBlockCache {
   static Result<std::shared_ptr<DiskBlockCache>> Open(const DiskCacheOptions& options);
 
   // The block's bytes if present, exactly expected_length long and intact; nullopt otherwise.
-  virtual std::optional<std::shared_ptr<const std::vector<char>>> Get(const BlockId& id,
-                                                                      uint64_t expected_length) = 0;
+  virtual std::optional<std::shared_ptr<const ByteBuffer>> Get(const BlockId& id,
+                                                               uint64_t expected_length) = 0;
   // Stores a copy of the block (asynchronously; may be dropped under pressure).
-  virtual void Put(const BlockId& id, std::shared_ptr<const std::vector<char>> data) = 0;
+  virtual void Put(const BlockId& id, std::shared_ptr<const ByteBuffer> data) = 0;
   // Whether the block is indexed (written to disk), without reading or
   // verifying it and without touching its recency: for prefetchers deciding what to skip.
   virtual bool Contains(const BlockId& /*id*/) const { return false; }

@@ -629,7 +629,7 @@ struct ObjectFilesystem::LargeWarm : std::enable_shared_from_this<LargeWarm> {
     if (!budget->TryReserve(length)) return Later();
     // The buffer carries its reservation: released when the disk cache has written it.
     struct Held {
-      std::vector<char> bytes;
+      ByteBuffer bytes;
       data::Reservation reservation;
     };
     auto held = std::make_shared<Held>();
@@ -650,7 +650,7 @@ struct ObjectFilesystem::LargeWarm : std::enable_shared_from_this<LargeWarm> {
                          return self->Finish(prefetch::FetchOutcome::kFailed,
                                              "'" + self->key + "' changed (size or etag differs)");
                        }
-                       std::shared_ptr<const std::vector<char>> bytes(held, &held->bytes);
+                       std::shared_ptr<const ByteBuffer> bytes(held, &held->bytes);
                        self->fs->options_.disk_cache->Put(
                            data::BlockId{self->key, self->etag, self->index}, std::move(bytes));
                        self->fetched_any = true;

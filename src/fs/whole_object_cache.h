@@ -36,7 +36,7 @@
 
 namespace ossmount::fs {
 
-using Blob = std::vector<char>;
+using Blob = ByteBuffer;  // uninitialized when sized: a GET or a disk read fills it
 using BlobCallback = std::function<void(Result<std::shared_ptr<const Blob>>)>;
 
 class WholeObjectCache {

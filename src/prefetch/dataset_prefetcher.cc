@@ -40,8 +40,7 @@ DatasetPrefetcher::DatasetPrefetcher(boost::asio::io_context& io, DatasetPrefetc
       options_(options),
       fetch_(std::move(fetch)),
       list_(std::move(list)),
-      retry_timer_(std::make_unique<boost::asio::steady_timer>(io)) {
-}
+      retry_timer_(std::make_unique<boost::asio::steady_timer>(io)) {}
 
 DatasetPrefetcher::~DatasetPrefetcher() = default;
 

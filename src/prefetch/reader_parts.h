@@ -18,7 +18,7 @@ namespace ossmount::prefetch {
 struct SequentialReader::PartBuffer {
   char* data = nullptr;
   std::unique_ptr<PageBuffer> pages;
-  std::shared_ptr<const std::vector<char>> vec;
+  std::shared_ptr<const ByteBuffer> vec;
   data::Reservation reservation;
 
   // Storage for `size` bytes: a vector when `shareable` (or when mapping fails), else pages.
@@ -27,7 +27,7 @@ struct SequentialReader::PartBuffer {
     if (pages) {
       data = pages->data();
     } else {
-      auto v = std::make_shared<std::vector<char>>(size);
+      auto v = std::make_shared<ByteBuffer>(size);
       data = v->data();
       vec = std::move(v);
     }

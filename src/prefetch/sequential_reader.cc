@@ -262,7 +262,7 @@ void SequentialReader::Assemble(const std::shared_ptr<Gather>& gather) {
     reply.data = part->buffer->data + (gather->offset - part->offset);
     reply.owner = part->buffer;
   } else {
-    auto buffer = std::make_shared<std::vector<char>>(reply.size);
+    auto buffer = std::make_shared<ByteBuffer>(reply.size);
     for (const auto& part : gather->parts) {
       const uint64_t from = std::max(gather->offset, part->offset);
       const uint64_t to = std::min(gather->end, part->offset + part->length);

@@ -25,14 +25,15 @@
 namespace {
 
 using namespace ossmount::data;
-using Bytes = std::shared_ptr<const std::vector<char>>;
+using ossmount::ByteBuffer;
+using Bytes = std::shared_ptr<const ByteBuffer>;
 
 // A fresh directory under TMPDIR, removed with everything in it at the end.
 using ::ossmount::testing::TempDir;
 
 Bytes MakeBytes(size_t size, uint32_t seed) {
   std::mt19937 rng(seed);
-  auto v = std::make_shared<std::vector<char>>(size);
+  auto v = std::make_shared<ByteBuffer>(size);
   for (auto& c : *v) c = static_cast<char>(rng() & 0xff);
   return v;
 }

@@ -334,7 +334,7 @@ TEST_CASE("Concurrent lookups of one unknown name share one probe") {
   CHECK(h.fake->count(Op::kList) == 1);
 }
 
-TEST_CASE("Answers at hand come on the calling thread; answers that need a request do not") {
+TEST_CASE("Answers at hand come on the calling thread, answers that need a request do not") {
   boost::asio::io_context io;  // not running: nothing queued on it can run
   auto fake = std::make_shared<FakeObjectClient>(io);
   fake->PutObject("x", "bytes");

@@ -39,15 +39,15 @@ std::string ReadFile(Harness& h, const std::string& path) {
 // A disk cache in memory, with the index lookups the prefetcher uses.
 class MemoryDisk : public data::DiskBlockCache {
  public:
-  std::optional<std::shared_ptr<const std::vector<char>>> Get(const data::BlockId& id,
-                                                              uint64_t length) override {
+  std::optional<std::shared_ptr<const ByteBuffer>> Get(const data::BlockId& id,
+                                                       uint64_t length) override {
     std::lock_guard lock(mu_);
     auto it = blocks_.find(Name(id));
     if (it == blocks_.end() || it->second->size() != length) return std::nullopt;
     return it->second;
   }
-  void Put(const data::BlockId& id, std::shared_ptr<const std::vector<char>> bytes) override {
-    auto copy = std::make_shared<std::vector<char>>(*bytes);
+  void Put(const data::BlockId& id, std::shared_ptr<const ByteBuffer> bytes) override {
+    auto copy = std::make_shared<ByteBuffer>(*bytes);
     std::lock_guard lock(mu_);
     blocks_[Name(id)] = std::move(copy);
   }
@@ -69,7 +69,7 @@ class MemoryDisk : public data::DiskBlockCache {
     return id.key + "|" + id.etag + "|" + std::to_string(id.index);
   }
   mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const std::vector<char>>> blocks_;
+  std::map<std::string, std::shared_ptr<const ByteBuffer>> blocks_;
 };
 
 std::vector<std::string> Names(int n) {

@@ -45,8 +45,8 @@ inline std::string Content(size_t size, uint32_t seed) {
 // An in-memory DiskBlockCache that records what it was asked.
 class MemoryBlockCache : public data::DiskBlockCache {
  public:
-  std::optional<std::shared_ptr<const std::vector<char>>> Get(const data::BlockId& id,
-                                                              uint64_t expected_length) override {
+  std::optional<std::shared_ptr<const ByteBuffer>> Get(const data::BlockId& id,
+                                                       uint64_t expected_length) override {
     std::lock_guard lock(mu_);
     auto it = blocks_.find(Name(id));
     if (it == blocks_.end() || it->second->size() != expected_length) {
@@ -56,7 +56,7 @@ class MemoryBlockCache : public data::DiskBlockCache {
     ++hits;
     return it->second;
   }
-  void Put(const data::BlockId& id, std::shared_ptr<const std::vector<char>> bytes) override {
+  void Put(const data::BlockId& id, std::shared_ptr<const ByteBuffer> bytes) override {
     std::lock_guard lock(mu_);
     ++puts;
     blocks_[Name(id)] = std::move(bytes);
@@ -74,7 +74,7 @@ class MemoryBlockCache : public data::DiskBlockCache {
 
  private:
   mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const std::vector<char>>> blocks_;
+  std::map<std::string, std::shared_ptr<const ByteBuffer>> blocks_;
 };
 
 struct Harness {
