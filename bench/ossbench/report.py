@@ -4,6 +4,7 @@ markdown(doc) -> str: the issue's targets marked met / not met, then one table p
 with absolute figures and the ratios ossmount / s3fs, / rclone-off, / local, / curl.
 A failed case shows as "FAILED (reason)"; a missing one as "-"; nothing is dropped.
 """
+import json
 from .mounts import PEER_OPTIONS
 
 SERIAL_BOUND_16_AT_35 = 457  # 16 workers / 35 ms
@@ -304,6 +305,8 @@ def markdown(doc):
         "Daemon: %s. Server: %s.\n" % (m["commit"], m["cpu"], m["cores"], m["mem_gib"], m["kernel"],
                           " ".join(m["loadavg_start"]), " ".join(m.get("loadavg_end", ["?"])),
                           m.get("ossmount_binary", "?"), m["server"]),
+        "Server warmed before the cases (every image read once, unmeasured; 1g.bin read into "
+        "the page cache before each sequential case): %s.\n" % json.dumps(m.get("server_warmup")),
         "## Targets (issue 4)\n", targets(doc),
         "\n## Server capacity (bench/server_capacity.sh)\n",
         cap.get("table", "(not run)") if cap else "(not run)",

@@ -86,6 +86,13 @@ def curl_single(url, timeout):
             "MB_per_s": round(size / secs / 1e6, 1)}
 
 
+def warm_file(path):
+    """Reads a local file once (into the page cache), unmeasured."""
+    with open(path, "rb") as f:
+        while f.read(8 << 20):
+            pass
+
+
 def curl_parallel(urls, parallel, timeout):
     """curl --parallel --parallel-max N over the URL list (one process, N transfers)."""
     with tempfile.NamedTemporaryFile("w", suffix=".curl", delete=False) as cfg:
