@@ -15,6 +15,7 @@ import os
 import platform
 import random
 import shutil
+import statistics
 import signal
 import subprocess
 import sys
@@ -30,6 +31,7 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH)
 WORKLOADS = ["capacity", "imagefolder", "remount", "threaded", "seqread", "metadata", "memory",
              "prefetch"]
+REMOUNT_ROUNDS = 3
 MOUNT_PEERS = ("ossmount", "s3fs", "rclone-off", "rclone-full")
 MEMORY_BUDGET_MIB = 256
 
@@ -206,15 +208,37 @@ class Harness:
             run = lambda mnt: workloads.imagefolder(os.path.join(mnt, "train"), 16, 1,
                                                     self.server.endpoint, t)
             first, u1 = self.with_mount("ossmount", "img", run, cache_dir=cache)
-            second, u2 = self.with_mount("ossmount", "img", run, cache_dir=cache) \
-                if first.get("ok") else ({"ok": False, "error": "first mount failed"}, None)
+            # An epoch of 5,000 files lasts half a second on local disk, so one sample of each
+            # side is mostly noise: REMOUNT_ROUNDS rounds of (remount + epoch, then the same
+            # epoch on the local copy), back to back, and the medians are compared.
+            rounds, usages = [], []
+            for _ in range(REMOUNT_ROUNDS if first.get("ok") else 0):
+                second, u2 = self.with_mount("ossmount", "img", run, cache_dir=cache)
+                local = workloads.imagefolder(os.path.join(self.data_root, "img", "train"), 16,
+                                              1, "", t)
+                rounds.append({"ossmount": second, "local": local})
+                usages.append(u2)
+                if not (second.get("ok") and local.get("ok")):
+                    break
             du = subprocess.run(["du", "-sm", cache], stdout=subprocess.PIPE, text=True).stdout
-            res = {"ok": bool(first.get("ok") and second.get("ok")), "before": first,
-                   "after_remount": second, "cache_mib": int(du.split()[0]) if du else None}
-            if not res["ok"]:
-                res["error"] = first.get("error") or second.get("error")
+            good = bool(rounds) and all(r["ossmount"].get("ok") and r["local"].get("ok")
+                                        for r in rounds)
+            res = {"ok": bool(first.get("ok") and good), "before": first,
+                   "cache_mib": int(du.split()[0]) if du else None}
+            if good:
+                rate = lambda r, side: r[side]["epochs"][0]["files_per_s"]
+                by_rate = sorted(rounds, key=lambda r: rate(r, "ossmount"))
+                res["after_remount"] = by_rate[len(by_rate) // 2]["ossmount"]  # the median round
+                res["local_median"] = statistics.median(rate(r, "local") for r in rounds)
+                res["rounds"] = [{"ossmount": rate(r, "ossmount"), "local": rate(r, "local"),
+                                  "ossmount_gets": r["ossmount"]["epochs"][0]["requests"].get("GET")}
+                                 for r in rounds]
+            else:
+                res["error"] = first.get("error") or next(
+                    (r[k].get("error") for r in rounds for k in ("ossmount", "local")
+                     if not r[k].get("ok")), "no remount round ran")
             self.record("remount", {"peer": "ossmount", "ttfb": ttfb, "workers": 16}, res,
-                        {"first": u1, "second": u2})
+                        {"first": u1, "second": usages[0] if usages else None})
             shutil.rmtree(cache, ignore_errors=True)
 
     def run_threaded(self):
@@ -279,8 +303,14 @@ class Harness:
         t = self.plan.step_timeout
         limit = self.args.prefetch_limit
         if not any(c["workload"] == "prefetch" and c["peer"] == "local" for c in self.cases):
-            res = workloads.imagefolder(os.path.join(self.data_root, "img", "train"), 16, 1, "",
-                                        t, limit)
+            # Three epochs of the local reader, the median one recorded: one sub-second epoch
+            # is mostly noise (see run_remount).
+            runs = [workloads.imagefolder(os.path.join(self.data_root, "img", "train"), 16, 1,
+                                          "", t, limit) for _ in range(3)]
+            good = [r for r in runs if r.get("ok")]
+            res = sorted(good, key=lambda r: r["epochs"][0]["files_per_s"])[len(good) // 2] \
+                if len(good) == 3 else next(r for r in runs if not r.get("ok"))
+            res["local_rounds"] = [r["epochs"][0]["files_per_s"] for r in good]
             self.record("prefetch", {"peer": "local", "ttfb": 35, "workers": 16,
                                      "mode": "local", "limit": limit}, res)
         ossmount_bin = os.path.join(self.build, "daemon", "ossmount")
