@@ -77,6 +77,18 @@ class TargetTest(unittest.TestCase):
         t = report.targets(doc([remount(2000, 0), local]))
         self.assertIn("**not met**", self.line(t, "Epoch 2 after remount"))
 
+    def test_remount_compares_with_the_local_median_of_its_rounds(self):
+        # The imagefolder local case (3000) would make 2500 a pass; the rounds' median
+        # local (4000) must be used instead, and it is shown.
+        local = epoch_case("local", 3000, epoch2=3000)
+        rm = remount(2500, 0)
+        rm["result"]["local_median"] = 4000
+        rm["result"]["rounds"] = [{"ossmount": 2500, "local": 4000, "ossmount_gets": 0}]
+        t = report.targets(doc([rm, local]))
+        self.assertIn("**not met**", self.line(t, "Epoch 2 after remount"))
+        self.assertIn("0.62x", self.line(t, "Epoch 2 after remount"))
+        self.assertIn("2,500 vs 4,000 files/s", report.remount_table(doc([rm, local])))
+
     def test_cold_find_bound(self):
         def find_case(secs, head):
             return {"workload": "metadata", "peer": "ossmount", "ttfb": 35, "tool": "find",
