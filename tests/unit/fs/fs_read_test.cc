@@ -176,10 +176,7 @@ TEST_CASE("Large file: random reads are byte-exact, GETs are aligned 1 MiB parts
   for (const auto& r : h.fake->requests()) CHECK(r.if_match == etag);
   h.fs->Release(f.attr.ino, open->fh);
   // Release frees every part (GETs still in flight are cancelled): nothing stays accounted.
-  for (int i = 0; i < 6000 && h.fs->memory_budget()->used() != 0; ++i) {
-    std::this_thread::sleep_for(10ms);
-  }
-  CHECK(h.fs->memory_budget()->used() == 0);
+  CHECK(Eventually([&] { return h.fs->memory_budget()->used() == 0; }));
 }
 
 TEST_CASE("An object changed between open and a ranged read is an error, never mixed bytes") {
