@@ -106,6 +106,20 @@ struct GetResult {
   std::optional<uint64_t> crc64;  // whole-object CRC the server reported
 };
 
+// For readers that pinned an object's size and etag (at open, from its listing): OK when
+// `r` holds `expected_bytes` of that same object; kPreconditionFailed naming `key` when the
+// body length, the object's size or its etag (when both sides know one) differ, that is
+// when the object changed since it was pinned.
+inline Status CheckPinnedGet(const GetResult& r, const std::string& key, uint64_t expected_bytes,
+                             uint64_t pinned_size, const std::string& pinned_etag) {
+  if (r.bytes != expected_bytes || r.object_size != pinned_size ||
+      (!pinned_etag.empty() && !r.etag.empty() && r.etag != pinned_etag)) {
+    return Status(ErrorCode::kPreconditionFailed,
+                  "'" + key + "' changed since it was listed (size or etag differs)");
+  }
+  return Status();
+}
+
 struct PartInfo {
   int part_number = 0;
   std::string etag;

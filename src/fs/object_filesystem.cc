@@ -92,11 +92,6 @@ ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
       std::min<uint64_t>(prefetch::PageBuffer::kDefaultPoolLimit, options_.max_memory / 8));
 }
 
-template <typename T>
-void ObjectFilesystem::Finish(Callback<T> done, Result<T> result) {
-  done(std::move(result));
-}
-
 Attributes ObjectFilesystem::MakeAttributes(InodeId ino, const meta::NodeAttr& attr) const {
   Attributes a;
   a.ino = ino;
@@ -131,10 +126,10 @@ Entry ObjectFilesystem::MakeEntry(InodeId ino, const meta::NodeAttr& attr) const
 void ObjectFilesystem::Resolve(const std::string& path, ResolveCallback done) {
   meta::MetadataCache::Answer answer = cache_.Find(path);
   if (answer.state == meta::MetadataCache::Answer::kPresent) {
-    return Finish<std::optional<meta::NodeAttr>>(std::move(done), std::optional(answer.attr));
+    return done(std::optional(answer.attr));
   }
   if (answer.state == meta::MetadataCache::Answer::kAbsent) {
-    return Finish<std::optional<meta::NodeAttr>>(std::move(done), std::optional<meta::NodeAttr>());
+    return done(std::optional<meta::NodeAttr>());
   }
   if (!probes_.Join(path, [done = std::move(done)](const ProbeResult& r) { done(r); })) return;
   ProbeName(client_, meta::FileKey(options_.prefix, path),
@@ -152,11 +147,11 @@ void ObjectFilesystem::Resolve(const std::string& path, ResolveCallback done) {
 
 void ObjectFilesystem::Lookup(InodeId parent, std::string name, Callback<Entry> done) {
   Status valid = meta::CheckLookupName(name);
-  if (!valid.ok()) return Finish<Entry>(std::move(done), valid);
+  if (!valid.ok()) return done(valid);
   auto node = inodes_.Get(parent);
-  if (!node) return Finish<Entry>(std::move(done), NoSuchInode(parent));
+  if (!node) return done(NoSuchInode(parent));
   if (!node->is_dir) {
-    return Finish<Entry>(std::move(done), Status(ErrorCode::kNotFound, "not a directory"));
+    return done(Status(ErrorCode::kNotFound, "not a directory"));
   }
   std::string path = meta::JoinPath(node->path, name);
   Resolve(path, [self = shared_from_this(), path,
@@ -175,10 +170,10 @@ void ObjectFilesystem::AddLookup(InodeId ino) { inodes_.AddLookup(ino); }
 
 void ObjectFilesystem::GetAttr(InodeId ino, Callback<AttrReply> done) {
   auto node = inodes_.Get(ino);
-  if (!node) return Finish<AttrReply>(std::move(done), NoSuchInode(ino));
+  if (!node) return done(NoSuchInode(ino));
   if (ino == kRootInode) {
     AttrReply reply{MakeAttributes(ino, meta::DirAttr()), cache_.ttl().KernelTimeout()};
-    return Finish<AttrReply>(std::move(done), reply);
+    return done(reply);
   }
   Resolve(node->path, [self = shared_from_this(), ino, is_dir = node->is_dir, path = node->path,
                        done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) {
@@ -195,10 +190,9 @@ void ObjectFilesystem::GetAttr(InodeId ino, Callback<AttrReply> done) {
 
 void ObjectFilesystem::OpenDir(InodeId ino, Callback<uint64_t> done) {
   auto node = inodes_.Get(ino);
-  if (!node) return Finish<uint64_t>(std::move(done), NoSuchInode(ino));
+  if (!node) return done(NoSuchInode(ino));
   if (!node->is_dir) {
-    return Finish<uint64_t>(std::move(done),
-                            Status(ErrorCode::kInvalidArgument, "not a directory"));
+    return done(Status(ErrorCode::kInvalidArgument, "not a directory"));
   }
   auto handle = std::make_shared<DirHandle>();
   handle->ino = ino;
@@ -209,12 +203,12 @@ void ObjectFilesystem::OpenDir(InodeId ino, Callback<uint64_t> done) {
     fh = next_fh_++;
     dir_handles_[fh] = std::move(handle);
   }
-  Finish<uint64_t>(std::move(done), fh);
+  done(fh);
 }
 
 void ObjectFilesystem::GetListing(const std::string& path, ListingCallback done) {
   if (auto fresh = cache_.FreshListing(path)) {
-    return Finish<std::shared_ptr<const meta::DirSnapshot>>(std::move(done), std::move(fresh));
+    return done(std::move(fresh));
   }
   if (!listings_.Join(
           path, [done = std::move(done)](
@@ -242,10 +236,9 @@ void ObjectFilesystem::ReadDir(InodeId /*ino*/, uint64_t dir_handle, off_t offse
       snapshot = handle->snapshot;
     }
   }
-  if (!handle) return Finish<std::vector<DirEntry>>(std::move(done), BadHandle(dir_handle));
+  if (!handle) return done(BadHandle(dir_handle));
   if (offset < 0) {
-    return Finish<std::vector<DirEntry>>(std::move(done),
-                                         Status(ErrorCode::kInvalidArgument, "negative offset"));
+    return done(Status(ErrorCode::kInvalidArgument, "negative offset"));
   }
   if (snapshot) {
     boost::asio::post(io_, [self = shared_from_this(), handle, snapshot, offset,
@@ -320,14 +313,12 @@ void ObjectFilesystem::Open(InodeId ino, int flags, Callback<OpenReply> done) {
 void ObjectFilesystem::OpenAs(InodeId ino, int flags, const Caller& caller,
                               Callback<OpenReply> done) {
   if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_CREAT)) != 0) {
-    return Finish<OpenReply>(std::move(done),
-                             Status(ErrorCode::kReadOnly, "the mount is read-only"));
+    return done(Status(ErrorCode::kReadOnly, "the mount is read-only"));
   }
   auto node = inodes_.Get(ino);
-  if (!node) return Finish<OpenReply>(std::move(done), NoSuchInode(ino));
+  if (!node) return done(NoSuchInode(ino));
   if (node->is_dir) {
-    return Finish<OpenReply>(std::move(done),
-                             Status(ErrorCode::kInvalidArgument, "is a directory"));
+    return done(Status(ErrorCode::kInvalidArgument, "is a directory"));
   }
   Resolve(node->path, [self = shared_from_this(), ino, path = node->path, caller,
                        done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) {
@@ -372,13 +363,12 @@ void ObjectFilesystem::Read(InodeId /*ino*/, uint64_t fh, off_t offset, size_t s
     auto it = file_handles_.find(fh);
     if (it != file_handles_.end()) handle = it->second;
   }
-  if (!handle) return Finish<ReadReply>(std::move(done), BadHandle(fh));
+  if (!handle) return done(BadHandle(fh));
   if (offset < 0) {
-    return Finish<ReadReply>(std::move(done),
-                             Status(ErrorCode::kInvalidArgument, "negative offset"));
+    return done(Status(ErrorCode::kInvalidArgument, "negative offset"));
   }
   const uint64_t off = static_cast<uint64_t>(offset);
-  if (size == 0 || off >= handle->size) return Finish<ReadReply>(std::move(done), ReadReply{});
+  if (size == 0 || off >= handle->size) return done(ReadReply{});
   if (handle->small) return ReadSmall(handle, off, size, std::move(done));
   handle->reader->Read(
       off, size,
@@ -411,7 +401,7 @@ void ObjectFilesystem::ReadSmall(const std::shared_ptr<FileHandle>& handle, uint
   if (blob) {
     ReadReply reply = slice(blob, offset, size);
     CountRead(*handle, reply.size);
-    return Finish<ReadReply>(std::move(done), std::move(reply));
+    return done(std::move(reply));
   }
   whole_objects_.Fetch(handle->key, handle->etag, handle->size,
                        [self = shared_from_this(), handle, offset, size, slice,
@@ -645,10 +635,10 @@ struct ObjectFilesystem::LargeWarm : std::enable_shared_from_this<LargeWarm> {
                      [self = shared_from_this(), held, length](Result<GetResult> r) {
                        if (!r.ok())
                          return self->Finish(prefetch::FetchOutcome::kFailed, r.status().message());
-                       if (r->bytes != length || r->object_size != self->size ||
-                           (!self->etag.empty() && !r->etag.empty() && r->etag != self->etag)) {
-                         return self->Finish(prefetch::FetchOutcome::kFailed,
-                                             "'" + self->key + "' changed (size or etag differs)");
+                       Status changed =
+                           CheckPinnedGet(*r, self->key, length, self->size, self->etag);
+                       if (!changed.ok()) {
+                         return self->Finish(prefetch::FetchOutcome::kFailed, changed.message());
                        }
                        std::shared_ptr<const ByteBuffer> bytes(held, &held->bytes);
                        self->fs->options_.disk_cache->Put(

@@ -144,9 +144,6 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
 
   Attributes MakeAttributes(InodeId ino, const meta::NodeAttr& attr) const;
   Entry MakeEntry(InodeId ino, const meta::NodeAttr& attr) const;
-  // Answers on the calling thread (see the contract in filesystem.h): for answers at hand.
-  template <typename T>
-  void Finish(Callback<T> done, Result<T> result);
 
   boost::asio::io_context& io_;
   const std::shared_ptr<ObjectClient> client_;

@@ -130,13 +130,8 @@ void WholeObjectCache::StartGet(const std::shared_ptr<State>& state, const SlotK
           OnFetched(*state, slot_key, s);
           return;
         }
-        if (r->bytes != size || r->object_size != size ||
-            (!etag.empty() && !r->etag.empty() && r->etag != etag)) {
-          OnFetched(*state, slot_key,
-                    Status(ErrorCode::kPreconditionFailed,
-                           "'" + slot_key.first +
-                               "' changed since it was opened (size or etag "
-                               "differs)"));
+        if (Status changed = CheckPinnedGet(*r, slot_key.first, size, size, etag); !changed.ok()) {
+          OnFetched(*state, slot_key, changed);
           return;
         }
         auto blob = Publish(state, slot_key, std::move(buffer), std::move(reservation));

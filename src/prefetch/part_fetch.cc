@@ -32,12 +32,7 @@ Status SequentialReader::CheckGet(const Result<GetResult>& r, uint64_t expected_
     status.Prefix("reading '" + key_ + "'");
     return status;
   }
-  if (r->bytes != expected_bytes || r->object_size != size_ ||
-      (!etag_.empty() && !r->etag.empty() && r->etag != etag_)) {
-    return Status(ErrorCode::kPreconditionFailed,
-                  "'" + key_ + "' changed since it was opened (size or etag differs)");
-  }
-  return Status();
+  return CheckPinnedGet(*r, key_, expected_bytes, size_, etag_);
 }
 
 void SequentialReader::StartParts(StartList parts) {

@@ -48,16 +48,11 @@ std::map<std::string, std::string> Fill(Harness& h) {
   return etags;
 }
 
-// Lookup + Open + ReadAll + Release.
+// Lookup + Harness::ReadFile.
 std::string ReadFile(Harness& h, const std::string& name) {
   auto e = h.Lookup(kRootInode, name);
   REQUIRE(e.ok());
-  auto open = h.Open(e->attr.ino);
-  REQUIRE(open.ok());
-  auto data = h.ReadAll(e->attr.ino, open->fh);
-  REQUIRE(data.ok());
-  h.fs->Release(e->attr.ino, open->fh);
-  return *data;
+  return h.ReadFile(e->attr.ino);
 }
 
 std::string Slurp(const std::string& path) {

@@ -18,6 +18,7 @@
 
 #include "fs/object_filesystem.h"
 #include "fs/object_filesystem_impl.h"
+#include "support/eventually.h"
 #include "support/failing_object_client.h"
 #include "support/fake_object_client.h"
 
@@ -25,6 +26,7 @@ namespace fstest {
 
 using namespace ossmount;
 using namespace ossmount::fs;
+using ossmount::testing::Eventually;
 using ossmount::testing::FailingObjectClient;
 using ossmount::testing::FakeObjectClient;
 using ossmount::testing::Op;
@@ -147,6 +149,15 @@ class Harness {
       out += *r;
     }
   }
+  // Open + ReadAll + Release: a whole-file read as a reader does it.
+  std::string ReadFile(InodeId ino) {
+    auto open = Open(ino);
+    REQUIRE(open.ok());
+    auto data = ReadAll(ino, open->fh);
+    REQUIRE(data.ok());
+    fs->Release(ino, open->fh);
+    return *data;
+  }
 
   boost::asio::io_context io;
   std::shared_ptr<FakeObjectClient> fake;
@@ -158,16 +169,6 @@ class Harness {
   std::shared_ptr<std::chrono::steady_clock::time_point> now_;
   std::vector<std::thread> threads_;
 };
-
-// A buffer's last reference may be dropped on an io thread just after the test saw the
-// reply that used it: wait (bounded against hangs; not a performance threshold) until
-// `pred` holds.
-template <typename Pred>
-bool Eventually(Pred pred) {
-  for (int i = 0; i < 30000 && !pred(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return pred();
-}
 
 inline const DirEntry* FindEntry(const std::vector<DirEntry>& entries, const std::string& name) {
   for (const auto& e : entries) {

@@ -94,10 +94,7 @@ TEST_CASE("ImageFolder epoch: listing requests only, no HEAD, exactly one GET pe
   REQUIRE(cls0.ok());
   auto e = h.Lookup(cls0->attr.ino, "img_0007.JPEG");
   REQUIRE(e.ok());
-  auto open = h.Open(e->attr.ino);
-  REQUIRE(open.ok());
-  CHECK(*h.ReadAll(e->attr.ino, open->fh) == truth["cls_0/img_0007.JPEG"]);
-  h.fs->Release(e->attr.ino, open->fh);
+  CHECK(h.ReadFile(e->attr.ino) == truth["cls_0/img_0007.JPEG"]);
   CHECK(h.fake->count(Op::kList) == 0);
   CHECK(h.fake->count(Op::kHead) == 0);
   CHECK(h.fake->count(Op::kGet) == 1);

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "fs_harness.h"
+#include "support/memory_block_cache.h"
 
 using namespace fstest;
 
@@ -28,49 +29,8 @@ std::string ReadFile(Harness& h, const std::string& path) {
   REQUIRE(d.ok());
   auto f = h.Lookup(d->attr.ino, path.substr(2));
   REQUIRE(f.ok());
-  auto open = h.Open(f->attr.ino);
-  REQUIRE(open.ok());
-  auto data = h.ReadAll(f->attr.ino, open->fh);
-  REQUIRE(data.ok());
-  h.fs->Release(f->attr.ino, open->fh);
-  return *data;
+  return h.ReadFile(f->attr.ino);
 }
-
-// A disk cache in memory, with the index lookups the prefetcher uses.
-class MemoryDisk : public data::DiskBlockCache {
- public:
-  std::optional<std::shared_ptr<const ByteBuffer>> Get(const data::BlockId& id,
-                                                       uint64_t length) override {
-    std::lock_guard lock(mu_);
-    auto it = blocks_.find(Name(id));
-    if (it == blocks_.end() || it->second->size() != length) return std::nullopt;
-    return it->second;
-  }
-  void Put(const data::BlockId& id, std::shared_ptr<const ByteBuffer> bytes) override {
-    auto copy = std::make_shared<ByteBuffer>(*bytes);
-    std::lock_guard lock(mu_);
-    blocks_[Name(id)] = std::move(copy);
-  }
-  bool Contains(const data::BlockId& id) const override {
-    std::lock_guard lock(mu_);
-    return blocks_.count(Name(id)) > 0;
-  }
-  uint64_t max_size() const override { return 1ull << 30; }
-  void Flush() override {}
-  data::DiskCacheStats Stats() const override {
-    std::lock_guard lock(mu_);
-    data::DiskCacheStats s;
-    s.blocks = blocks_.size();
-    return s;
-  }
-
- private:
-  static std::string Name(const data::BlockId& id) {
-    return id.key + "|" + id.etag + "|" + std::to_string(id.index);
-  }
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const ByteBuffer>> blocks_;
-};
 
 std::vector<std::string> Names(int n) {
   std::vector<std::string> v;
@@ -185,7 +145,7 @@ TEST_CASE("Automatic mode (--prefetch-on-list) warms a directory's files after i
 }
 
 TEST_CASE("Warm-up into a disk cache stores a large file's parts, then reading it costs no GET") {
-  auto disk = std::make_shared<MemoryDisk>();
+  auto disk = std::make_shared<ossmount::testing::MemoryBlockCache>();
   FsOptions o = Harness::DefaultOptions();
   o.small_file_threshold = 64 * 1024;
   o.readahead.part_size = 64 * 1024;
@@ -217,10 +177,7 @@ TEST_CASE("Warm-up into a disk cache stores a large file's parts, then reading i
   REQUIRE(d.ok());
   auto f = h.Lookup(d->attr.ino, "blob");
   REQUIRE(f.ok());
-  auto open = h.Open(f->attr.ino);
-  REQUIRE(open.ok());
-  CHECK(*h.ReadAll(f->attr.ino, open->fh) == data);
-  h.fs->Release(f->attr.ino, open->fh);
+  CHECK(h.ReadFile(f->attr.ino) == data);
   CHECK(h.fake->count(Op::kGet) == 0);
 
   uint64_t again = prefetcher->StartWarmup({"big"});

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "http/fetch_engine.h"
+#include "support/eventually.h"
 #include "unit/http/io_threads.h"
 #include "unit/http/test_http_server.h"
 
@@ -23,6 +24,7 @@ namespace ossmount::http {
 namespace {
 
 using namespace std::chrono_literals;
+using ossmount::testing::Eventually;
 using testing::Collector;
 using testing::IoThreads;
 using testing::Route;
@@ -375,7 +377,7 @@ TEST_CASE("queued foreground requests start before earlier-queued background one
   submit("/fg1", Priority::kForeground, 4);
   submit("/fg2", Priority::kForeground, 5);
   // Execute() only posts; wait until all five are in the engine's queue.
-  for (int i = 0; i < 6000 && engine.Stats().queued < 5; ++i) std::this_thread::sleep_for(5ms);
+  Eventually([&] { return engine.Stats().queued >= 5; });
   REQUIRE(engine.Stats().queued == 5);
 
   server.OpenGate("slow");
@@ -407,10 +409,10 @@ TEST_CASE("an on-demand request overtakes a queue of 50 prefetches", "[fetch_eng
     r.priority = Priority::kPrefetch;
     engine.Execute(r, collector.Handler(i));
   }
-  for (int i = 0; i < 6000 && engine.Stats().queued < 50; ++i) std::this_thread::sleep_for(5ms);
+  Eventually([&] { return engine.Stats().queued >= 50; });
   REQUIRE(engine.Stats().queued == 50);
   engine.Execute(Get(server.Url("/read")), collector.Handler(51));  // kForeground by default
-  for (int i = 0; i < 6000 && engine.Stats().queued < 51; ++i) std::this_thread::sleep_for(5ms);
+  Eventually([&] { return engine.Stats().queued >= 51; });
   REQUIRE(engine.Stats().queued == 51);
 
   server.OpenGate("slow");

@@ -67,7 +67,7 @@ TEST_CASE("With a small budget readahead shrinks: used() stays within limit plus
   CHECK(h.fake->max_in_flight() <= 5);
   CHECK(h.fake->count(Op::kGet) == 40);  // no part fetched twice
   reader->Close();
-  CHECK(Harness::Eventually([&] { return h.budget->used() == 0; }));
+  CHECK(Eventually([&] { return h.budget->used() == 0; }));
 }
 
 TEST_CASE("Concurrent readers share the budget: the overshoot is bounded by what they wait for") {
@@ -98,7 +98,7 @@ TEST_CASE("Concurrent readers share the budget: the overshoot is bounded by what
   CHECK(exact == kReaders);
   CHECK(peak <= 6 * MiB + kReaders * 1 * MiB);
   for (auto& r : readers) r->Close();
-  CHECK(Harness::Eventually([&] { return h.budget->used() == 0; }));
+  CHECK(Eventually([&] { return h.budget->used() == 0; }));
 }
 
 TEST_CASE("Per-file concurrency caps the GETs in flight of one reader") {
@@ -147,7 +147,7 @@ TEST_CASE("Global concurrency caps readahead GETs across readers") {
   for (const auto& rec : h.fake->requests()) prefetch += rec.priority == Priority::kPrefetch;
   CHECK(prefetch > 0);
   for (auto& r : readers) r->Close();
-  CHECK(Harness::Eventually([&] { return h.slots->in_use() == 0; }));
+  CHECK(Eventually([&] { return h.slots->in_use() == 0; }));
 }
 
 TEST_CASE("With the budget spent, a waiting reader fetches small pieces instead of whole parts") {
@@ -180,5 +180,5 @@ TEST_CASE("With the budget spent, a waiting reader fetches small pieces instead 
   CHECK(*after[0].length == 128 * KiB);
   CHECK(*after[1].length == 4 * MiB);
   reader->Close();
-  CHECK(Harness::Eventually([&] { return h.budget->used() == 0; }));
+  CHECK(Eventually([&] { return h.budget->used() == 0; }));
 }

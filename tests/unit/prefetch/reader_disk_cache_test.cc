@@ -61,5 +61,5 @@ TEST_CASE("Real disk cache: parts written after GETs are read back without a GET
   CHECK(h.fake->count(Op::kGet) == 0);
   CHECK(cache->Stats().hits >= 6);
   reader->Close();
-  CHECK(Harness::Eventually([&] { return h.budget->used() == 0; }));
+  CHECK(Eventually([&] { return h.budget->used() == 0; }));
 }

@@ -8,22 +8,24 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <future>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "prefetch/sequential_reader.h"
+#include "support/eventually.h"
 #include "support/fake_object_client.h"
+#include "support/memory_block_cache.h"
 
 namespace prefetchtest {
 
 using namespace ossmount;
 using namespace ossmount::prefetch;
+using ossmount::testing::Eventually;
 using ossmount::testing::FakeObjectClient;
+using ossmount::testing::MemoryBlockCache;
 using ossmount::testing::Op;
 using ossmount::testing::RequestRecord;
 using namespace std::chrono_literals;
@@ -41,41 +43,6 @@ inline std::string Content(size_t size, uint32_t seed) {
   for (size_t i = size & ~size_t{3}; i < size; ++i) s[i] = static_cast<char>(rng());
   return s;
 }
-
-// An in-memory DiskBlockCache that records what it was asked.
-class MemoryBlockCache : public data::DiskBlockCache {
- public:
-  std::optional<std::shared_ptr<const ByteBuffer>> Get(const data::BlockId& id,
-                                                       uint64_t expected_length) override {
-    std::lock_guard lock(mu_);
-    auto it = blocks_.find(Name(id));
-    if (it == blocks_.end() || it->second->size() != expected_length) {
-      ++misses;
-      return std::nullopt;
-    }
-    ++hits;
-    return it->second;
-  }
-  void Put(const data::BlockId& id, std::shared_ptr<const ByteBuffer> bytes) override {
-    std::lock_guard lock(mu_);
-    ++puts;
-    blocks_[Name(id)] = std::move(bytes);
-  }
-  void Flush() override {}
-  data::DiskCacheStats Stats() const override { return {}; }
-  size_t blocks() const {
-    std::lock_guard lock(mu_);
-    return blocks_.size();
-  }
-  static std::string Name(const data::BlockId& id) {
-    return id.key + "|" + id.etag + "|" + std::to_string(id.index);
-  }
-  std::atomic<int> hits{0}, misses{0}, puts{0};
-
- private:
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const ByteBuffer>> blocks_;
-};
 
 struct Harness {
   boost::asio::io_context io;
@@ -118,16 +85,6 @@ struct Harness {
       FAIL("read did not complete");
     }
     return future.get();
-  }
-
-  // Waits (bounded) until `pred` holds; for states reached through asynchronous completions.
-  template <typename Pred>
-  static bool Eventually(Pred pred) {
-    for (int i = 0; i < 6000; ++i) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(10ms);
-    }
-    return pred();
   }
 };
 

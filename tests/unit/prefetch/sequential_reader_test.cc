@@ -59,7 +59,7 @@ TEST_CASE(
   CHECK(h.fake->max_in_flight() >= 2);
 
   reader->Close();
-  CHECK(Harness::Eventually([&] { return h.budget->used() == 0; }));
+  CHECK(Eventually([&] { return h.budget->used() == 0; }));
   CHECK(h.slots->in_use() == 0);
 }
 
@@ -96,7 +96,7 @@ TEST_CASE("Random, mixed and part-spanning reads are byte-exact") {
     check(0, data.size() + 5);  // everything at once
   }
   reader->Close();
-  CHECK(Harness::Eventually([&] { return h.budget->used() == 0; }));
+  CHECK(Eventually([&] { return h.budget->used() == 0; }));
 }
 
 TEST_CASE("A seek resets the window, cancels unwanted parts and fetches only the bytes asked") {
@@ -114,7 +114,7 @@ TEST_CASE("A seek resets the window, cancels unwanted parts and fetches only the
                            : Result<std::string>(r.status()));
   });
   // Part 0 for the reader, parts 1 and 2 ahead of it.
-  REQUIRE(Harness::Eventually([&] { return h.fake->in_flight() == 3; }));
+  REQUIRE(Eventually([&] { return h.fake->in_flight() == 3; }));
   CHECK(reader->stats().window == 2 * MiB);
 
   reader->Read(20 * MiB + 5, 4 * KiB, [&](Result<ReadBytes> r) {
@@ -130,7 +130,7 @@ TEST_CASE("A seek resets the window, cancels unwanted parts and fetches only the
   REQUIRE(s.ok());
   CHECK(*f == data.substr(0, 128 * KiB));
   CHECK(*s == data.substr(20 * MiB + 5, 4 * KiB));
-  CHECK(Harness::Eventually([&] { return h.fake->cancelled_count() == 2; }));
+  CHECK(Eventually([&] { return h.fake->cancelled_count() == 2; }));
   const auto log = h.fake->requests();
   REQUIRE(log.size() == 4);
   CHECK(log[3].offset == 20 * MiB + 5);  // the random read: exactly its bytes, foreground
@@ -143,7 +143,7 @@ TEST_CASE("A seek resets the window, cancels unwanted parts and fetches only the
   CHECK(*next == data.substr(20 * MiB + 5 + 4 * KiB, 128 * KiB));
   CHECK(reader->stats().window == 2 * MiB);
   reader->Close();
-  CHECK(Harness::Eventually([&] { return h.budget->used() == 0 && h.fake->in_flight() == 0; }));
+  CHECK(Eventually([&] { return h.budget->used() == 0 && h.fake->in_flight() == 0; }));
 }
 
 TEST_CASE("A read inside one part points into the part buffer, a spanning read is gathered") {
@@ -174,7 +174,7 @@ TEST_CASE("An object changed after open fails reads with ESTALE and never mixes 
   const std::string etag = h.fake->PutObject("big", v1);
   auto reader = h.Open("big", SmallParts());
   REQUIRE(*Harness::Read(*reader, 0, 128 * KiB) == v1.substr(0, 128 * KiB));
-  REQUIRE(Harness::Eventually([&] { return reader->stats().in_flight == 0; }));
+  REQUIRE(Eventually([&] { return reader->stats().in_flight == 0; }));
 
   SECTION("same size, new content") { h.fake->PutObject("big", Content(8 * MiB, 6)); }
   SECTION("shrunk") { h.fake->PutObject("big", Content(3 * MiB, 6)); }
@@ -196,7 +196,7 @@ TEST_CASE("An object changed after open fails reads with ESTALE and never mixes 
   CHECK(!random.ok());
   for (const auto& rec : h.fake->requests()) CHECK(rec.if_match == etag);
   reader->Close();
-  CHECK(Harness::Eventually([&] { return h.budget->used() == 0; }));
+  CHECK(Eventually([&] { return h.budget->used() == 0; }));
 }
 
 TEST_CASE("Disk cache: parts are stored after a GET and a hit avoids the GET") {
@@ -239,14 +239,14 @@ TEST_CASE("Reads after Close fail, and Close cancels parts in flight") {
   h.fake->Pause();
   std::promise<Result<ReadBytes>> p;
   reader->Read(0, 4 * KiB, [&](Result<ReadBytes> r) { p.set_value(std::move(r)); });
-  REQUIRE(Harness::Eventually([&] { return h.fake->in_flight() == 2; }));
+  REQUIRE(Eventually([&] { return h.fake->in_flight() == 2; }));
   reader->Close();
   h.fake->Resume();
   auto r = p.get_future().get();
   CHECK(!r.ok());
-  CHECK(Harness::Eventually([&] { return h.fake->cancelled_count() == 2; }));
+  CHECK(Eventually([&] { return h.fake->cancelled_count() == 2; }));
   CHECK(!Harness::Read(*reader, 0, 10).ok());
-  CHECK(Harness::Eventually([&] { return h.budget->used() == 0; }));
+  CHECK(Eventually([&] { return h.budget->used() == 0; }));
 }
 
 TEST_CASE("A straggler read far behind the reader is fetched alone and keeps the window") {
@@ -265,7 +265,7 @@ TEST_CASE("A straggler read far behind the reader is fetched alone and keeps the
   }
   const uint64_t window = reader->stats().window;
   REQUIRE(window > 0);
-  REQUIRE(Harness::Eventually([&] { return reader->stats().in_flight == 0; }));
+  REQUIRE(Eventually([&] { return reader->stats().in_flight == 0; }));
   const size_t before = h.fake->requests().size();
 
   // 20 MiB behind the reader: its part was dropped (slack 4 MiB), but it is within the
