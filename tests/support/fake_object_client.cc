@@ -120,6 +120,11 @@ void FakeObjectClient::set_report_crc64(bool report) {
   report_crc64_ = report;
 }
 
+void FakeObjectClient::set_honour_if_match(bool honour) {
+  std::lock_guard lock(mu_);
+  honour_if_match_ = honour;
+}
+
 void FakeObjectClient::Pause() {
   std::lock_guard lock(mu_);
   paused_ = true;
@@ -322,7 +327,7 @@ void FakeObjectClient::Get(const GetRequest& request, GetTarget target, GetHandl
       const Object& obj = it->second;
       const uint64_t size = obj.data.size();
       const bool whole = request.offset == 0 && !request.length;
-      if (!request.if_match.empty() && request.if_match != obj.etag) {
+      if (honour_if_match_ && !request.if_match.empty() && request.if_match != obj.etag) {
         error = Status(ErrorCode::kPreconditionFailed,
                        "At least one of the pre-conditions you "
                        "specified did not hold.");

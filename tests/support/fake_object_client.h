@@ -73,6 +73,9 @@ class FakeObjectClient : public ObjectClient,
   void set_page_limit(int limit);
   // Whether HEAD and whole-object GET report x-oss-hash-crc64ecma (default true).
   void set_report_crc64(bool report);
+  // Whether GET honours If-Match (default true). Off: a server that ignores it, as some
+  // S3-compatible ones do, so the client's own size/etag check is what catches a change.
+  void set_honour_if_match(bool honour);
   // Holds every completion (including ones already scheduled) until Resume().
   void Pause();
   void Resume();
@@ -133,6 +136,7 @@ class FakeObjectClient : public ObjectClient,
   std::chrono::milliseconds latency_{0};
   int page_limit_ = 1000;
   bool report_crc64_ = true;
+  bool honour_if_match_ = true;
   bool paused_ = false;
   std::vector<std::function<void()>> held_;
   int in_flight_ = 0;
