@@ -112,4 +112,18 @@ Status CheckGetResponse(const GetRequest& request, const GetTarget& target, cons
   return Status::Ok();
 }
 
+Status ExplainGetOverflow(const GetRequest& request, const http::Response& r) {
+  if (request.if_match.empty()) return Status::Ok();
+  const bool ranged = request.offset > 0 || request.length.has_value();
+  const std::string* etag = FindHeader(r.headers, "etag");
+  const bool other_etag = etag && *etag != request.if_match;
+  if (!other_etag && (ranged || r.status != 200)) return Status::Ok();
+  return Status(ErrorCode::kPreconditionFailed,
+                "GET '" + request.key +
+                    "': the object changed since it was opened (its body is larger than the "
+                    "pinned size" +
+                    (other_etag ? ", and its etag differs)" : ")"),
+                false);
+}
+
 }  // namespace ossmount::object

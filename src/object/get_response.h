@@ -25,4 +25,11 @@ Status CheckGetResponse(const GetRequest& request, const GetTarget& target,
                         const http::Response& response, const Dialect& dialect, bool verify_crc64,
                         GetResult* result);
 
+// Why a 2xx body did not fit a fixed target, when the request says: a GET pinned to an etag
+// (if_match) whose reply carries another etag, or that asked for the whole object (so the
+// target was sized for the pinned object), means the object changed: kPreconditionFailed,
+// as a server honouring If-Match would have said. Otherwise OK (the caller reports the
+// generic overflow). Pure.
+Status ExplainGetOverflow(const GetRequest& request, const http::Response& response);
+
 }  // namespace ossmount::object

@@ -116,6 +116,9 @@ class OssS3Client final : public ObjectClient {
       return CheckGetResponse(request, target, r, ctx->dialect, ctx->options.verify_crc64,
                               result.get());
     };
+    op.explain_overflow = [request](const http::Response& r) {
+      return ExplainGetOverflow(request, r);
+    };
     Run(std::move(op), [handler = std::move(handler), result, target](Status s) {
       if (!s.ok()) {
         if (target.growable) target.growable->clear();  // no bytes from a failed GET

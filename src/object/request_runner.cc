@@ -99,11 +99,15 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
       } else if (r.body_overflow) {
         // The body did not fit the caller's buffer: the object is not the size the caller
         // expected, or the server ignored the Range header. A retry returns the same.
-        status = Status(ErrorCode::kIntegrity,
-                        What() +
-                            ": the response body is larger than the buffer (the object "
-                            "changed size, or the server ignored the Range header)",
-                        false);
+        Status explained = op_.explain_overflow ? op_.explain_overflow(r) : Status::Ok();
+        status = !explained.ok()
+                     ? explained
+                     : Status(ErrorCode::kIntegrity,
+                              What() +
+                                  ": the response body is larger than the buffer (the object "
+                                  "changed size, or the server ignored the Range header)",
+                              false);
+        status.SetRetryable(false);
       }
       return OnFailure(status, &r);
     }

@@ -42,6 +42,9 @@ struct Operation {
   std::function<Status(const http::Response&)> accept;
   // Called for a mapped non-2xx error; true turns it into success (DELETE of a missing key).
   std::function<bool(const MappedError&)> error_is_success;
+  // Called when a 2xx body did not fit a fixed target; a non-OK status replaces the generic
+  // kIntegrity error (a pinned whole GET knows the object changed). Never retried.
+  std::function<Status(const http::Response&)> explain_overflow;
 };
 
 void RunOperation(std::shared_ptr<ClientContext> context, Operation operation,

@@ -9,6 +9,9 @@ is a new file renamed over the old one (a new etag), followed by a listing resca
   point and then an error (ESTALE or EIO), never a byte of the new version.
 - New opens see the new object once --metadata-ttl (1 s here) has passed; before that a new
   open reads the old object or gets ESTALE.
+- Over s3rver, which ignores If-Match: a small file opened before it was replaced gets ESTALE
+  on its first read whether the object grew, shrank or kept its size (the reply is checked
+  against the size and etag pinned at open), never EIO and never the new bytes.
 """
 import errno
 import os
@@ -151,6 +154,53 @@ class ReplaceTest(unittest.TestCase):
     def test_large_file_new_size(self):
         self.check_large("large-2", pattern("N", LARGE_SIZE // 2))
 
+
+
+class ReplaceOverS3rverTest(unittest.TestCase):
+    """The same promise from a server that ignores If-Match (s3rver answers 200 regardless)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = harness.S3rver(bucket="replace")
+        cls.tmp = tempfile.mkdtemp(prefix="replace-s3rver-")
+        for name in ("grows", "shrinks", "same-size"):
+            cls.put(name, pattern("O", SMALL_SIZE))
+        cls.mount = harness.Mount(cls.server, args=[
+            "--metadata-ttl", str(TTL_S), "--small-file-threshold", "1MiB"])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.mount.close()
+        cls.server.stop()
+
+    @classmethod
+    def put(cls, name, data):
+        path = os.path.join(cls.tmp, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        harness.client(cls.server, "put", name, path)
+
+    def check_estale(self, name, new):
+        with open(self.mount.path(name), "rb", buffering=0) as f:
+            # Opened (size and etag pinned), not read yet: the GET happens at the first read.
+            self.put(name, new)
+            with self.assertRaises(OSError) as raised:
+                got = f.read()
+                print("\n%s: read %d bytes, old version: %s" %
+                      (name, len(got), got == pattern("O", SMALL_SIZE)))
+            self.assertEqual(raised.exception.errno, errno.ESTALE,
+                             "%s: %s" % (name, os.strerror(raised.exception.errno)))
+
+    def test_grown_object_is_estale(self):
+        # The reply overflows the buffer sized for the pinned object.
+        self.check_estale("grows", pattern("N", SMALL_SIZE + 7))
+
+    def test_shrunk_object_is_estale(self):
+        self.check_estale("shrinks", pattern("N", SMALL_SIZE - 7))
+
+    def test_same_size_object_is_estale(self):
+        # Only the etag tells.
+        self.check_estale("same-size", pattern("N", SMALL_SIZE))
 
 if __name__ == "__main__":
     harness.main()

@@ -1,6 +1,8 @@
 // GET semantics: ranges (206, 200 to a ranged request, 416, 412), CRC-64 verification,
 // fixed and growable targets, the data endpoint and its fallback, and exactly-once
 // completion under concurrency.
+#include <strings.h>
+
 #include <catch2/catch.hpp>
 #include <mutex>
 #include <set>
@@ -164,6 +166,55 @@ TEST_CASE("If-Match is sent and a changed object is kPreconditionFailed") {
   CHECK(got.status().code() == ErrorCode::kPreconditionFailed);
   CHECK(got.status().message().find("\"v1\"") != std::string::npos);
   CHECK(*h.executor->seen()[1].Header("if-match") == "\"v1\"");
+}
+
+TEST_CASE(
+    "A pinned whole GET that overflows is kPreconditionFailed from a server ignoring If-Match") {
+  // A server that ignores If-Match sends the grown object; the buffer sized for the pinned
+  // object overflows. That is a change (ESTALE to the reader), not corruption, and is not
+  // retried.
+  Harness h;
+  ObjectServer server;
+  server.data = MakeObject(1200);
+  server.etag = "\"v2\"";
+  h.executor->respond = [&](const SeenRequest& r, int) {
+    SeenRequest without_if_match = r;
+    std::erase_if(without_if_match.headers,
+                  [](const auto& h) { return strcasecmp(h.first.c_str(), "if-match") == 0; });
+    return server(without_if_match);
+  };
+  std::vector<char> buf(1000);
+  GetRequest req;
+  req.key = "obj";
+  req.if_match = "\"v1\"";
+  auto got = h.Get(req, GetTarget::Fixed(buf.data(), buf.size()));
+  REQUIRE_FALSE(got.ok());
+  CHECK(got.status().code() == ErrorCode::kPreconditionFailed);
+  INFO(got.status().message());
+  CHECK(got.status().message().find("changed since it was opened") != std::string::npos);
+  REQUIRE(h.executor->seen()[0].Header("if-match") != nullptr);
+  CHECK(h.executor->count() == 1);
+
+  SECTION("the same etag on a whole GET still means the object is not the pinned size") {
+    server.etag = "\"v1\"";
+    auto again = h.Get(req, GetTarget::Fixed(buf.data(), buf.size()));
+    CHECK(again.status().code() == ErrorCode::kPreconditionFailed);
+  }
+  SECTION("a ranged GET with the pinned etag that overflows stays an integrity error") {
+    server.etag = "\"v1\"";
+    server.ignore_range = true;
+    GetRequest ranged = req;
+    ranged.length = 100;
+    std::vector<char> small(100);
+    auto again = h.Get(ranged, GetTarget::Fixed(small.data(), small.size()));
+    CHECK(again.status().code() == ErrorCode::kIntegrity);
+  }
+  SECTION("without a pin the overflow stays an integrity error") {
+    GetRequest unpinned = req;
+    unpinned.if_match.clear();
+    auto again = h.Get(unpinned, GetTarget::Fixed(buf.data(), buf.size()));
+    CHECK(again.status().code() == ErrorCode::kIntegrity);
+  }
 }
 
 TEST_CASE("CRC mismatch is retried and then succeeds - a persistent one never hands bytes up") {
