@@ -18,9 +18,8 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 
-# clang and libclang-rt-dev (compiler-rt: libFuzzer, ASan, UBSan) build the fuzz targets
-# (scripts/fuzz.sh); the sanitizer builds (scripts/sanitize.sh) use GCC's libasan/libubsan/libtsan,
-# which come with build-essential.
+# clang and libclang-rt-dev (compiler-rt: libFuzzer, ASan, UBSan, TSan) build the fuzz targets
+# (scripts/fuzz.sh) and the sanitizer builds (scripts/sanitize.sh).
 packages=(
   build-essential cmake pkg-config git ca-certificates curl openssl
   libfuse3-dev fuse3
