@@ -6,7 +6,8 @@
 #   scripts/fuzz.sh                         every target, 60 s each
 #   scripts/fuzz.sh --seconds 20            every target, 20 s each (what CI runs)
 #   scripts/fuzz.sh fuzz_list_xml           one target
-# Environment: FUZZ_BUILD_DIR (default build-fuzz), FUZZ_JOBS (build parallelism, nproc).
+# Environment: FUZZ_BUILD_DIR (default build-fuzz), FUZZ_JOBS (build parallelism, nproc),
+# FUZZ_PARALLEL (targets run at once, nproc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,15 +34,28 @@ cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-O1 \
   -DCMAKE_CXX_COMPILER=clang++ -DOSSMOUNT_FUZZ=ON -DOSSMOUNT_BUILD_TESTS=OFF "${launcher[@]}" >/dev/null
 cmake --build "$BUILD" -j"${FUZZ_JOBS:-$(nproc)}" --target "${targets[@]}"
 
+# Each target is one process on one core; FUZZ_PARALLEL of them run at once (default nproc),
+# so a 2-core CI machine fuzzes every target for the full time in half the wall time.
+run_target() {
+  local t=$1 out="fuzz-out/$1"
+  mkdir -p "$out/corpus"
+  # New inputs go to fuzz-out (ignored by git); the seed corpus in the repo is only read.
+  "$BUILD/tests/fuzz/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$out/" "$out/corpus" "tests/fuzz/corpus/$t" \
+    >"$out/log.txt" 2>&1
+}
+parallel=${FUZZ_PARALLEL:-$(nproc)}
+declare -A pid_of
+for t in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do sleep 0.2; done
+  echo "fuzz: $t for ${seconds}s"
+  run_target "$t" &
+  pid_of[$t]=$!
+done
 failed=()
 for t in "${targets[@]}"; do
   out="fuzz-out/$t"
-  mkdir -p "$out/corpus"
-  # New inputs go to fuzz-out (ignored by git); the seed corpus in the repo is only read.
-  echo "fuzz: $t for ${seconds}s"
-  if ! "$BUILD/tests/fuzz/$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-      -print_final_stats=1 -artifact_prefix="$out/" "$out/corpus" "tests/fuzz/corpus/$t" \
-      >"$out/log.txt" 2>&1; then
+  if ! wait "${pid_of[$t]}"; then
     failed+=("$t")
     tail -n 60 "$out/log.txt"
     echo "fuzz: $t FAILED; reproduce with: $BUILD/tests/fuzz/$t $(ls "$out"/crash-* "$out"/leak-* "$out"/timeout-* "$out"/oom-* 2>/dev/null | head -1)"

@@ -36,8 +36,7 @@ const char* JobStateName(JobState state) {
 
 DatasetPrefetcher::DatasetPrefetcher(boost::asio::io_context& io, DatasetPrefetchOptions options,
                                      Fetcher fetch, Lister list)
-    : io_(io),
-      options_(options),
+    : options_(options),
       fetch_(std::move(fetch)),
       list_(std::move(list)),
       retry_timer_(std::make_unique<boost::asio::steady_timer>(io)) {}

@@ -204,7 +204,6 @@ class DatasetPrefetcher : public std::enable_shared_from_this<DatasetPrefetcher>
   void TrimJobsLocked();
   uint64_t AddJobLocked(std::vector<std::string> paths, int concurrency);
 
-  boost::asio::io_context& io_;
   const DatasetPrefetchOptions options_;
   const Fetcher fetch_;
   const Lister list_;
