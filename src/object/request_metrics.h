@@ -3,7 +3,8 @@
 //   ossmount_requests_total{type, outcome}          type LIST, HEAD, GET, GET-range, other;
 //                                                    outcome "ok" or an ErrorCodeName
 //   ossmount_request_duration_seconds{type}         start to finish, retries included
-//   ossmount_request_retries_total{type}            attempts after the first
+//   ossmount_request_retries_total{type}            retries (attempts after a failure; the
+//                                                    fallback from the data endpoint is not one)
 //   ossmount_received_bytes_total{type}             2xx body bytes, every attempt
 // Cost per request: a few relaxed atomic adds; error outcomes take one registry lookup.
 #pragma once

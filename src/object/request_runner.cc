@@ -31,7 +31,7 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
 
   void StartAttempt() {
     if (Cancelled()) return Finish(Status(ErrorCode::kCancelled, What() + ": cancelled"));
-    if (++attempts_ > 1) RecordRetry(type_);
+    ++attempts_;
     auth::Credentials creds;
     if (ctx_->options.credentials) {
       auto got = ctx_->options.credentials->Get();
@@ -179,7 +179,10 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
                     " ms is spent; last error");
       return Finish(status);
     }
+    // Counted here, where a retry is scheduled, not at every attempt's start: the fallback
+    // from an unreachable data endpoint is another attempt but not a retry.
     counters.retries.fetch_add(1, std::memory_order_relaxed);
+    RecordRetry(type_);
     if (lengthened) counters.retry_after.fetch_add(1, std::memory_order_relaxed);
     CountCause(status.code());
     ctx_->clock->SleepThen(delay, [self = shared_from_this()] { self->StartAttempt(); });

@@ -9,6 +9,8 @@
 #include <thread>
 
 #include "common/crc64.h"
+#include "common/metrics.h"
+#include "object/request_metrics.h"
 #include "unit/object/harness.h"
 
 using namespace ossmount;
@@ -376,6 +378,29 @@ TEST_CASE("Data endpoint connection failure falls back to the main endpoint at o
     REQUIRE(h.Head("obj").ok());
     CHECK(h.executor->seen()[3].url == "https://bkt.acc.example.com/obj");
   }
+}
+
+TEST_CASE("A data-endpoint fallback is not counted as a retry") {
+  Harness h;
+  h.options.data_endpoint = "acc.example.com";
+  ObjectServer server;
+  h.executor->respond = [&](const SeenRequest& r, int i) {
+    if (i == 0) return FakeReply::Error(503, "ServiceUnavailable");  // retried there
+    if (r.url.find("acc.example.com") != std::string::npos) {
+      return FakeReply::Transport(ErrorCode::kNetwork);  // then unreachable: fallback
+    }
+    return server(r);
+  };
+  metrics::Counter& retries = metrics::Registry::Global().GetCounter(
+      "ossmount_request_retries_total", "", {{"type", RequestTypeName(RequestType::kGet)}});
+  const uint64_t before = retries.Value();
+  std::vector<char> out;
+  GetRequest req;
+  req.key = "obj";
+  REQUIRE(h.Get(req, GetTarget::Growable(&out)).ok());
+  CHECK(h.executor->count() == 3);  // data endpoint, data endpoint again, origin
+  CHECK(retries.Value() - before == 1);
+  CHECK(h.Client().retry_stats().retries == 1);
 }
 
 TEST_CASE("Data endpoint HTTP errors do not fall back - they are retried there") {
