@@ -25,9 +25,9 @@ const std::array<TypeMetrics, kTypes>& All() {
       a[i].ok = &r.GetCounter("ossmount_requests_total",
                               "Object-store requests finished, by type and outcome.",
                               {{"type", type}, {"outcome", "ok"}});
-      a[i].retries =
-          &r.GetCounter("ossmount_request_retries_total",
-                        "Attempts after the first (retries), by request type.", {{"type", type}});
+      a[i].retries = &r.GetCounter("ossmount_request_retries_total",
+                                   "Retries (attempts made after a failed one), by request type.",
+                                   {{"type", type}});
       a[i].bytes =
           &r.GetCounter("ossmount_received_bytes_total",
                         "Response body bytes received from the object store.", {{"type", type}});
