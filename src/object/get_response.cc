@@ -119,10 +119,10 @@ Status ExplainGetOverflow(const GetRequest& request, const http::Response& r) {
   const bool other_etag = etag && *etag != request.if_match;
   if (!other_etag && (ranged || r.status != 200)) return Status::Ok();
   return Status(ErrorCode::kPreconditionFailed,
-                "GET '" + request.key +
-                    "': the object changed since it was opened (its body is larger than the "
-                    "pinned size" +
-                    (other_etag ? ", and its etag differs)" : ")"),
+                "GET '" + request.key + "': the object changed since it was opened (" +
+                    (other_etag ? "the reply has ETag " + *etag + ", not " + request.if_match
+                                : std::string("its body is larger than the size pinned at open")) +
+                    ")",
                 false);
 }
 
