@@ -3,19 +3,15 @@
 #include <array>
 #include <mutex>
 #include <new>
-#include <vector>
 
 namespace ossmount {
 namespace {
 
+// Off under AddressSanitizer (gcc defines the macro, clang answers __has_feature).
 #if defined(__SANITIZE_ADDRESS__)
 constexpr bool kRecycle = false;
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kRecycle = false;
-#else
-constexpr bool kRecycle = true;
-#endif
+constexpr bool kRecycle = !__has_feature(address_sanitizer);
 #else
 constexpr bool kRecycle = true;
 #endif
@@ -26,13 +22,21 @@ bool Recyclable(size_t bytes) {
   return kRecycle && bytes >= BufferRecycler::kMinBytes && bytes <= BufferRecycler::kMaxBytes;
 }
 
+// The size class's index, and the bytes every buffer of it has.
 size_t ClassOf(size_t bytes) {
   return (bytes + BufferRecycler::kClassBytes - 1) / BufferRecycler::kClassBytes;
 }
+size_t ClassBytes(size_t cls) { return cls * BufferRecycler::kClassBytes; }
+
+// A held buffer stores the link to the next one of its class in its own first bytes, so
+// holding one never allocates.
+struct FreeBuffer {
+  FreeBuffer* next;
+};
 
 struct Pool {
   std::mutex mu;
-  std::array<std::vector<void*>, kClasses> free;
+  std::array<FreeBuffer*, kClasses> free{};
   size_t held = 0;
 };
 
@@ -50,32 +54,25 @@ void* BufferRecycler::Allocate(size_t bytes) {
   Pool& pool = ThePool();
   {
     std::lock_guard lock(pool.mu);
-    auto& list = pool.free[cls];
-    if (!list.empty()) {
-      void* p = list.back();
-      list.pop_back();
-      pool.held -= cls * kClassBytes;
-      return p;
+    if (FreeBuffer* top = pool.free[cls]) {
+      pool.free[cls] = top->next;
+      pool.held -= ClassBytes(cls);
+      return top;
     }
   }
-  return ::operator new(cls* kClassBytes);
+  return ::operator new(ClassBytes(cls));
 }
 
 void BufferRecycler::Release(void* p, size_t bytes) noexcept {
   if (p == nullptr) return;
-  if (!Recyclable(bytes)) return ::operator delete(p);
-  const size_t cls = ClassOf(bytes);
-  Pool& pool = ThePool();
-  {
+  if (Recyclable(bytes)) {
+    const size_t cls = ClassOf(bytes);
+    Pool& pool = ThePool();
     std::lock_guard lock(pool.mu);
-    if (pool.held + cls * kClassBytes <= kMaxHeldBytes) {
-      try {
-        pool.free[cls].push_back(p);
-        pool.held += cls * kClassBytes;
-        return;
-      } catch (...) {
-        // No memory for the list entry: free the buffer instead.
-      }
+    if (pool.held + ClassBytes(cls) <= kMaxHeldBytes) {
+      pool.free[cls] = new (p) FreeBuffer{pool.free[cls]};
+      pool.held += ClassBytes(cls);
+      return;
     }
   }
   ::operator delete(p);

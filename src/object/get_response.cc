@@ -21,6 +21,17 @@ Status ShortBody(const GetRequest& request, uint64_t got, uint64_t expected) {
                 true);
 }
 
+// What a GET pinned by If-Match gets when the object is no longer the pinned one; `why`
+// says how the reply showed it.
+Status ChangedSinceOpen(const GetRequest& request, const std::string& why) {
+  return Status(ErrorCode::kPreconditionFailed,
+                "GET '" + request.key + "': the object changed since it was opened (" + why + ")");
+}
+
+Status OtherVersion(const GetRequest& request, const std::string& etag) {
+  return ChangedSinceOpen(request, "If-Match " + request.if_match + ", the reply has ETag " + etag);
+}
+
 }  // namespace
 
 Status CheckGetResponse(const GetRequest& request, const GetTarget& target, const http::Response& r,
@@ -77,9 +88,7 @@ Status CheckGetResponse(const GetRequest& request, const GetTarget& target, cons
                   true);
   }
   if (!request.if_match.empty() && out.etag != request.if_match) {
-    return Status(ErrorCode::kPreconditionFailed,
-                  "object '" + request.key + "' changed on the server (If-Match " +
-                      request.if_match + ", the response has ETag " + out.etag + ")");
+    return OtherVersion(request, out.etag);
   }
 
   if (whole_object_in_target && verify_crc64 && out.crc64) {
@@ -114,16 +123,11 @@ Status CheckGetResponse(const GetRequest& request, const GetTarget& target, cons
 
 Status ExplainGetOverflow(const GetRequest& request, const http::Response& r) {
   if (request.if_match.empty()) return Status::Ok();
-  const bool ranged = request.offset > 0 || request.length.has_value();
   const std::string* etag = FindHeader(r.headers, "etag");
-  const bool other_etag = etag && *etag != request.if_match;
-  if (!other_etag && (ranged || r.status != 200)) return Status::Ok();
-  return Status(ErrorCode::kPreconditionFailed,
-                "GET '" + request.key + "': the object changed since it was opened (" +
-                    (other_etag ? "the reply has ETag " + *etag + ", not " + request.if_match
-                                : std::string("its body is larger than the size pinned at open")) +
-                    ")",
-                false);
+  if (etag && *etag != request.if_match) return OtherVersion(request, *etag);
+  const bool ranged = request.offset > 0 || request.length.has_value();
+  if (ranged || r.status != 200) return Status::Ok();
+  return ChangedSinceOpen(request, "its body is larger than the size pinned at open");
 }
 
 }  // namespace ossmount::object
