@@ -72,11 +72,18 @@ bool IsBlockFileName(std::string_view name) {
   return true;
 }
 
-std::string EncodeBlockHeader(const BlockId& id, const char* data, size_t size) {
+namespace {
+uint32_t VersionOf(BlockLayout layout) {
+  return layout == BlockLayout::kHeaderInXattr ? kXattrHeaderVersion : kFileHeaderVersion;
+}
+}  // namespace
+
+std::string EncodeBlockHeader(const BlockId& id, const char* data, size_t size,
+                              BlockLayout layout) {
   std::string h;
   h.reserve(kBlockFixedHeaderSize + id.key.size() + id.etag.size());
   h.append(kMagic, sizeof(kMagic));
-  PutU32(h, kBlockFormatVersion);
+  PutU32(h, VersionOf(layout));
   PutU32(h, static_cast<uint32_t>(id.key.size()));
   PutU32(h, static_cast<uint32_t>(id.etag.size()));
   PutU32(h, 0);
@@ -111,11 +118,11 @@ size_t BlockHeaderSize(const BlockId& id) {
   return kBlockFixedHeaderSize + id.key.size() + id.etag.size();
 }
 
-BlockCheck CheckBlock(std::string_view header, uint64_t file_size, std::string_view data,
-                      const BlockId& id, uint64_t expected_length) {
+BlockCheck CheckBlock(std::string_view header, BlockLayout layout, uint64_t file_size,
+                      std::string_view data, const BlockId& id, uint64_t expected_length) {
   if (header.size() < kBlockFixedHeaderSize) return BlockCheck::kTruncated;
   if (std::memcmp(header.data(), kMagic, sizeof(kMagic)) != 0) return BlockCheck::kBadHeader;
-  if (GetLE(header, 8, 4) != kBlockFormatVersion) return BlockCheck::kBadHeader;
+  if (GetLE(header, 8, 4) != VersionOf(layout)) return BlockCheck::kBadHeader;
   const uint64_t key_len = GetLE(header, 12, 4);
   const uint64_t etag_len = GetLE(header, 16, 4);
   const uint64_t index = GetLE(header, 24, 8);
@@ -123,8 +130,11 @@ BlockCheck CheckBlock(std::string_view header, uint64_t file_size, std::string_v
   const uint64_t data_sum = GetLE(header, 40, 8);
   const uint64_t header_sum = GetLE(header, 48, 8);
   const uint64_t names_end = kBlockFixedHeaderSize + key_len + etag_len;
+  // Where the block's bytes start in the file.
+  const uint64_t data_offset = layout == BlockLayout::kHeaderInFile ? names_end : 0;
   if (key_len != id.key.size() || etag_len != id.etag.size()) {
-    return file_size < names_end ? BlockCheck::kTruncated : BlockCheck::kWrongBlock;
+    return layout == BlockLayout::kHeaderInFile && file_size < names_end ? BlockCheck::kTruncated
+                                                                         : BlockCheck::kWrongBlock;
   }
   if (header.size() < names_end) return BlockCheck::kTruncated;
   if (HeaderChecksum(header.data(), header.substr(kBlockFixedHeaderSize, key_len),
@@ -135,8 +145,8 @@ BlockCheck CheckBlock(std::string_view header, uint64_t file_size, std::string_v
       header.substr(kBlockFixedHeaderSize + key_len, etag_len) != id.etag || index != id.index) {
     return BlockCheck::kWrongBlock;
   }
-  if (file_size < names_end + length) return BlockCheck::kTruncated;
-  if (file_size > names_end + length) return BlockCheck::kBadHeader;  // trailing bytes
+  if (file_size < data_offset + length) return BlockCheck::kTruncated;
+  if (file_size > data_offset + length) return BlockCheck::kBadHeader;  // trailing bytes
   if (length != expected_length) return BlockCheck::kWrongLength;
   if (data.size() != length) return BlockCheck::kTruncated;
   if (DataChecksum(data.data(), data.size()) != data_sum) return BlockCheck::kBadChecksum;

@@ -1,10 +1,19 @@
 // The on-disk format of one DiskBlockCache block file, and how blocks are named.
 //
-// A block file is a fixed header, the key and etag bytes, then the block's bytes:
+// A block's header is a fixed part followed by the key and etag bytes:
 //
 //   magic "OSMBLK\0\1" (8) | version u32 | key length u32 | etag length u32 | reserved u32 |
 //   index u64 | data length u64 | XXH3-64 of the data u64 | header XXH3-64 u64 |
-//   key | etag | data
+//   key | etag
+//
+// It lives in one of two places (BlockLayout):
+//   - version 3, kHeaderInXattr: the file is exactly the block's bytes and the header is its
+//     extended attribute "user.ossmount.block". Such a file can back a FUSE passthrough
+//     open: the kernel reads it as the object's bytes from offset 0.
+//   - version 2, kHeaderInFile: the file is the header, then the block's bytes (for file
+//     systems without user extended attributes, and caches written before version 3).
+// A file with the attribute is read as version 3, one without as version 2; a header whose
+// version does not match where it was found is rejected.
 //
 // All integers are little-endian. The header checksum covers every header byte before it
 // plus the key and etag, so a header rewritten for another block is caught even when its
@@ -30,7 +39,9 @@
 
 namespace ossmount::data {
 
-constexpr uint32_t kBlockFormatVersion = 2;
+constexpr uint32_t kFileHeaderVersion = 2;   // BlockLayout::kHeaderInFile
+constexpr uint32_t kXattrHeaderVersion = 3;  // BlockLayout::kHeaderInXattr
+constexpr const char* kBlockXattrName = "user.ossmount.block";
 constexpr size_t kBlockFixedHeaderSize = 56;
 constexpr std::string_view kBlockSuffix = ".blk";
 constexpr std::string_view kTempPrefix = "tmp.";
@@ -40,8 +51,9 @@ std::string BlockFileName(const BlockId& id);
 // True for names BlockFileName can produce.
 bool IsBlockFileName(std::string_view name);
 
-// The header (fixed part, key, etag) for `data` of block `id`.
-std::string EncodeBlockHeader(const BlockId& id, const char* data, size_t size);
+// The header (fixed part, key, etag) for `data` of block `id`, stored as `layout` says
+// (kHeaderInFile or kHeaderInXattr).
+std::string EncodeBlockHeader(const BlockId& id, const char* data, size_t size, BlockLayout layout);
 
 // Why a block file was rejected; kOk when it is intact and is the block asked for.
 enum class BlockCheck { kOk, kTruncated, kBadHeader, kWrongBlock, kWrongLength, kBadChecksum };
@@ -50,10 +62,12 @@ const char* BlockCheckName(BlockCheck check);
 // The header size a block file for `id` has (fixed part plus key and etag).
 size_t BlockHeaderSize(const BlockId& id);
 
-// Checks a block file against `id` and `expected_length`. `header` is what was read from the
-// file's start (up to BlockHeaderSize(id) bytes), `data` what was read right after it (up to
-// expected_length bytes), `file_size` the file's size. kOk means `data` is the block, intact.
-BlockCheck CheckBlock(std::string_view header, uint64_t file_size, std::string_view data,
-                      const BlockId& id, uint64_t expected_length);
+// Checks a block file against `id` and `expected_length`. `header` is the header as found
+// where `layout` keeps it (kHeaderInFile: up to BlockHeaderSize(id) bytes from the file's
+// start; kHeaderInXattr: the attribute's value), `data` what was read of the block's bytes
+// (up to expected_length bytes, right after the header or from offset 0), `file_size` the
+// file's size. kOk means `data` is the block, intact.
+BlockCheck CheckBlock(std::string_view header, BlockLayout layout, uint64_t file_size,
+                      std::string_view data, const BlockId& id, uint64_t expected_length);
 
 }  // namespace ossmount::data

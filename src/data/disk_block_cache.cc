@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -84,10 +85,23 @@ Status MakeDirs(const std::string& dir) {
   return Status::Ok();
 }
 
+// Whether files in the directory `dir_fd` take the block header attribute (ext4, xfs,
+// btrfs and tmpfs do; some network and FUSE file systems do not).
+bool TakesBlockXattr(int dir_fd) {
+  const std::string probe = std::string(kTempPrefix) + "xattr-probe." + std::to_string(::getpid());
+  int fd =
+      ::openat(dir_fd, probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return false;
+  const bool ok = ::fsetxattr(fd, kBlockXattrName, "probe", 5, 0) == 0;
+  ::close(fd);
+  ::unlinkat(dir_fd, probe.c_str(), 0);
+  return ok;
+}
+
 class DiskBlockCacheImpl final : public DiskBlockCache {
  public:
-  DiskBlockCacheImpl(DiskCacheOptions options, int dir_fd)
-      : options_(std::move(options)), dir_fd_(dir_fd) {}
+  DiskBlockCacheImpl(DiskCacheOptions options, int dir_fd, BlockLayout layout)
+      : options_(std::move(options)), dir_fd_(dir_fd), layout_(layout) {}
 
   ~DiskBlockCacheImpl() override {
     {
@@ -144,8 +158,10 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
     }
     EvictLocked(0);
     if (temps > 0) spdlog::info("disk cache: removed {} unfinished block file(s)", temps);
-    spdlog::info("disk cache '{}': {} block(s), {} bytes (limit {})", options_.dir, index_.size(),
-                 bytes_, options_.max_size);
+    spdlog::info(
+        "disk cache '{}': {} block(s), {} bytes (limit {}); new blocks keep their header {}",
+        options_.dir, index_.size(), bytes_, options_.max_size,
+        layout_ == BlockLayout::kHeaderInXattr ? "in an extended attribute" : "in the file");
     return Status::Ok();
   }
 
@@ -156,66 +172,18 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
 
   std::optional<std::shared_ptr<const ByteBuffer>> Get(const BlockId& id,
                                                        uint64_t expected_length) override {
-    const std::string name = BlockFileName(id);
-    uint64_t generation = 0;
-    {
-      std::lock_guard lock(mu_);
-      auto it = index_.find(name);
-      if (it == index_.end()) {
-        ++stats_.misses;
-        return std::nullopt;
-      }
-      generation = it->second.generation;
-      lru_.splice(lru_.end(), lru_, it->second.lru);
-    }
-    int fd = ::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0) {
-      int err = errno;
-      std::lock_guard lock(mu_);
-      ++stats_.misses;
-      // Gone behind our back (someone cleaned the directory): forget it.
-      if (err == ENOENT) ForgetLocked(name, generation, /*unlink=*/false);
-      return std::nullopt;
-    }
-    struct stat st;
-    BlockCheck check = BlockCheck::kTruncated;
-    auto data = std::make_shared<ByteBuffer>();
-    if (::fstat(fd, &st) == 0) {
-      const uint64_t file_size = static_cast<uint64_t>(st.st_size);
-      std::string header(std::min<uint64_t>(BlockHeaderSize(id), file_size), '\0');
-      ssize_t hn = ReadFull(fd, header.data(), header.size(), 0);
-      if (hn >= 0) {
-        header.resize(static_cast<size_t>(hn));
-        // Never allocate more than the file can hold (a hostile expected_length).
-        const uint64_t rest = file_size - std::min<uint64_t>(file_size, header.size());
-        data->resize(std::min(expected_length, rest));
-        ssize_t dn = ReadFull(fd, data->data(), data->size(), static_cast<off_t>(header.size()));
-        if (dn >= 0) {
-          data->resize(static_cast<size_t>(dn));
-          check = CheckBlock(header, file_size, std::string_view(data->data(), data->size()), id,
-                             expected_length);
-        }
-      }
-      // Recency survives a restart through the mtime (Scan orders by it). Refreshed only
-      // when older than kMtimeRefreshAge: a journaled inode update on every cached read
-      // showed in the profile of a cached epoch, and restart order needs no finer grain.
-      if (check == BlockCheck::kOk && std::time(nullptr) - st.st_mtime > kMtimeRefreshAge) {
-        ::futimens(fd, nullptr);
-      }
-    }
-    ::close(fd);
-    std::lock_guard lock(mu_);
-    if (check != BlockCheck::kOk) {
-      ++stats_.corrupt;
-      ++stats_.misses;
-      ForgetLocked(name, generation, /*unlink=*/true);
-      spdlog::warn("disk cache: dropped block {} of '{}' ({}); it will be refetched", name, id.key,
-                   BlockCheckName(check));
-      return std::nullopt;
-    }
-    ++stats_.hits;
-    return std::shared_ptr<const ByteBuffer>(std::move(data));
+    Loaded block = Load(id, expected_length, /*for_passthrough=*/false);
+    if (!block.data) return std::nullopt;
+    return std::shared_ptr<const ByteBuffer>(std::move(block.data));
   }
+
+  std::optional<UniqueFd> OpenVerified(const BlockId& id, uint64_t expected_length) override {
+    Loaded block = Load(id, expected_length, /*for_passthrough=*/true);
+    if (!block.fd) return std::nullopt;
+    return std::move(block.fd);
+  }
+
+  BlockLayout layout() const override { return layout_; }
 
   void Put(const BlockId& id, std::shared_ptr<const ByteBuffer> data) override {
     if (!data) return;
@@ -288,6 +256,96 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
     std::shared_ptr<const ByteBuffer> data;
   };
 
+  // What Load found: `data` (Get) or `fd` (OpenVerified) set when the block is intact.
+  struct Loaded {
+    std::shared_ptr<ByteBuffer> data;
+    UniqueFd fd;
+  };
+
+  // Reads block `id` and verifies it. A corrupt block is dropped and counted. For
+  // passthrough, only a file laid out as exactly the block's bytes qualifies: its
+  // descriptor is returned (a block with its header in the file is left alone, uncounted:
+  // the caller reads it with Get next), and a miss is not counted (Get's will be).
+  Loaded Load(const BlockId& id, uint64_t expected_length, bool for_passthrough) {
+    const std::string name = BlockFileName(id);
+    uint64_t generation = 0;
+    {
+      std::lock_guard lock(mu_);
+      auto it = index_.find(name);
+      if (it == index_.end()) {
+        if (!for_passthrough) ++stats_.misses;
+        return {};
+      }
+      generation = it->second.generation;
+      lru_.splice(lru_.end(), lru_, it->second.lru);
+    }
+    UniqueFd fd(::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    if (!fd) {
+      int err = errno;
+      std::lock_guard lock(mu_);
+      if (!for_passthrough) ++stats_.misses;
+      // Gone behind our back (someone cleaned the directory): forget it.
+      if (err == ENOENT) ForgetLocked(name, generation, /*unlink=*/false);
+      return {};
+    }
+    struct stat st;
+    BlockCheck check = BlockCheck::kTruncated;
+    auto data = std::make_shared<ByteBuffer>();
+    if (::fstat(fd.get(), &st) == 0) {
+      const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+      // The header: in the attribute (version 3) or, without one, at the file's start.
+      std::string header(BlockHeaderSize(id), '\0');
+      BlockLayout layout = BlockLayout::kHeaderInXattr;
+      uint64_t data_offset = 0;
+      ssize_t hn = ::fgetxattr(fd.get(), kBlockXattrName, header.data(), header.size());
+      if (hn < 0 && (errno == ENODATA || errno == ENOTSUP)) {
+        if (for_passthrough) return {};
+        layout = BlockLayout::kHeaderInFile;
+        header.resize(std::min<uint64_t>(header.size(), file_size));
+        hn = ReadFull(fd.get(), header.data(), header.size(), 0);
+        data_offset = hn >= 0 ? static_cast<uint64_t>(hn) : 0;
+      } else if (hn < 0 && errno == ERANGE) {
+        check = BlockCheck::kWrongBlock;  // a longer header: another block's
+      }
+      if (hn >= 0) {
+        header.resize(static_cast<size_t>(hn));
+        // Never allocate more than the file can hold (a hostile expected_length).
+        const uint64_t rest = file_size - std::min<uint64_t>(file_size, data_offset);
+        data->resize(std::min(expected_length, rest));
+        ssize_t dn =
+            ReadFull(fd.get(), data->data(), data->size(), static_cast<off_t>(data_offset));
+        if (dn >= 0) {
+          data->resize(static_cast<size_t>(dn));
+          check = CheckBlock(header, layout, file_size,
+                             std::string_view(data->data(), data->size()), id, expected_length);
+        }
+      }
+      // Recency survives a restart through the mtime (Scan orders by it). Refreshed only
+      // when older than kMtimeRefreshAge: a journaled inode update on every cached read
+      // showed in the profile of a cached epoch, and restart order needs no finer grain.
+      if (check == BlockCheck::kOk && std::time(nullptr) - st.st_mtime > kMtimeRefreshAge) {
+        ::futimens(fd.get(), nullptr);
+      }
+    }
+    std::lock_guard lock(mu_);
+    if (check != BlockCheck::kOk) {
+      ++stats_.corrupt;
+      ++stats_.misses;
+      ForgetLocked(name, generation, /*unlink=*/true);
+      spdlog::warn("disk cache: dropped block {} of '{}' ({}); it will be refetched", name, id.key,
+                   BlockCheckName(check));
+      return {};
+    }
+    ++stats_.hits;
+    Loaded out;
+    if (for_passthrough) {
+      out.fd = std::move(fd);
+    } else {
+      out.data = std::move(data);
+    }
+    return out;
+  }
+
   // REQUIRES: mu_ held. Removes `name` if it is still the version `generation`.
   void ForgetLocked(const std::string& name, uint64_t generation, bool unlink) {
     auto it = index_.find(name);
@@ -335,21 +393,40 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
   void Write(const BlockId& id, const std::string& name, const ByteBuffer& data) {
     const std::string temp =
         std::string(kTempPrefix) + name + "." + std::to_string(++temp_counter_);
-    const std::string header = EncodeBlockHeader(id, data.data(), data.size());
     int fd =
         ::openat(dir_fd_, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     bool ok = fd >= 0;
     int err = ok ? 0 : errno;
-    if (ok &&
-        !(WriteFull(fd, header.data(), header.size()) && WriteFull(fd, data.data(), data.size()))) {
-      ok = false;
-      err = errno;
+    bool in_file = layout_ == BlockLayout::kHeaderInFile;
+    std::string header;
+    if (ok && !in_file) {
+      header = EncodeBlockHeader(id, data.data(), data.size(), BlockLayout::kHeaderInXattr);
+      if (!WriteFull(fd, data.data(), data.size())) {
+        ok = false;
+        err = errno;
+      } else if (::fsetxattr(fd, kBlockXattrName, header.data(), header.size(), 0) != 0) {
+        // A header too large for an attribute here (a key of several KB on ext4): this
+        // block keeps its header in the file instead.
+        in_file = ::ftruncate(fd, 0) == 0 && ::lseek(fd, 0, SEEK_SET) == 0;
+        if (!in_file) {
+          ok = false;
+          err = errno;
+        }
+      }
+    }
+    if (ok && in_file) {
+      header = EncodeBlockHeader(id, data.data(), data.size(), BlockLayout::kHeaderInFile);
+      if (!(WriteFull(fd, header.data(), header.size()) &&
+            WriteFull(fd, data.data(), data.size()))) {
+        ok = false;
+        err = errno;
+      }
     }
     if (fd >= 0 && ::close(fd) != 0 && ok) {
       ok = false;
       err = errno;
     }
-    const uint64_t size = header.size() + data.size();
+    const uint64_t size = (in_file ? header.size() : 0) + data.size();
     std::lock_guard lock(mu_);
     if (ok && !index_.count(name)) {
       EvictLocked(size);
@@ -376,7 +453,8 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
   }
 
   const DiskCacheOptions options_;
-  const int dir_fd_;  // the cache directory; every file operation is relative to it
+  const int dir_fd_;          // the cache directory; every file operation is relative to it
+  const BlockLayout layout_;  // of the blocks this process writes (never kAuto)
 
   mutable std::mutex mu_;  // guards index_, lru_, bytes_, generation_, stats_, write_failures_
   std::unordered_map<std::string, Entry> index_;
@@ -440,7 +518,17 @@ Result<std::shared_ptr<DiskBlockCache>> DiskBlockCache::Open(const DiskCacheOpti
     return Status(ErrorCode::kAccessDenied,
                   "cache directory '" + options.dir + "' is not writable by this user");
   }
-  auto cache = std::make_shared<DiskBlockCacheImpl>(options, fd);
+  const bool xattrs = TakesBlockXattr(fd);
+  BlockLayout layout = options.layout;
+  if (layout == BlockLayout::kAuto) {
+    layout = xattrs ? BlockLayout::kHeaderInXattr : BlockLayout::kHeaderInFile;
+  } else if (layout == BlockLayout::kHeaderInXattr && !xattrs) {
+    ::close(fd);
+    return Status(ErrorCode::kInvalidArgument,
+                  "cache directory '" + options.dir +
+                      "' is on a file system without user extended attributes");
+  }
+  auto cache = std::make_shared<DiskBlockCacheImpl>(options, fd, layout);
   if (Status s = cache->Scan(); !s.ok()) return s;
   cache->Start();
   return std::shared_ptr<DiskBlockCache>(std::move(cache));

@@ -7,8 +7,10 @@
 // hits a stale block, and after a restart every block whose etag still matches the listing
 // is served without a GET (the cache survives restarts, unlike Mountpoint's and gcsfuse's).
 //
-// On disk: DIR is created 0700, files are 0600. Each block file carries a header (magic,
-// key, etag, index, length) and a checksum of its bytes that is verified on EVERY read; a
+// On disk: DIR is created 0700, files are 0600. Each block carries a header (magic, key,
+// etag, index, length; in an extended attribute of the file where the file system allows,
+// else at the file's start) and a checksum of its bytes that is verified on EVERY read
+// (and, for a file handed out with OpenVerified, when it is handed out); a
 // corrupt or truncated block is deleted and reported as a miss (then refetched), never
 // served. Blocks are written to a temporary file and renamed into place, so a crash never
 // leaves a half-written block under a real name. The total size is kept within max_size by
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include "common/byte_buffer.h"
+#include "common/unique_fd.h"
 #include "ossmount/status.h"
 
 namespace ossmount::data {
@@ -39,8 +42,17 @@ struct BlockId {
   uint64_t index = 0;
 };
 
+// Where block files keep their header (see block_file.h).
+enum class BlockLayout {
+  kAuto,           // kHeaderInXattr when the directory's file system takes user xattrs
+  kHeaderInFile,   // header, then the bytes
+  kHeaderInXattr,  // exactly the bytes; the header in an extended attribute
+};
+
 struct DiskCacheOptions {
   std::string dir;
+  // How new blocks are written; blocks of either layout already there are read.
+  BlockLayout layout = BlockLayout::kAuto;
   uint64_t max_size = 10ull << 30;
   // Blocks waiting for the writer threads; a Put beyond this is dropped (counted), never
   // blocks. The queued buffers are the callers' own (shared, not copied).
@@ -79,6 +91,17 @@ class DiskBlockCache {
   // The block's bytes if present, exactly expected_length long and intact; nullopt otherwise.
   virtual std::optional<std::shared_ptr<const ByteBuffer>> Get(const BlockId& id,
                                                                uint64_t expected_length) = 0;
+  // A read-only descriptor of the block's file if it holds exactly the block's bytes from
+  // offset 0 (BlockLayout::kHeaderInXattr) and they were verified against the checksum just
+  // now, so the kernel may read the file directly (FUSE passthrough). nullopt when the
+  // block is absent, corrupt (dropped, counted, as in Get) or laid out with the header in
+  // the file. A hit counts like Get's.
+  virtual std::optional<UniqueFd> OpenVerified(const BlockId& /*id*/,
+                                               uint64_t /*expected_length*/) {
+    return std::nullopt;
+  }
+  // The layout new blocks are written in (kAuto resolved at Open).
+  virtual BlockLayout layout() const { return BlockLayout::kHeaderInFile; }
   // Stores a copy of the block (asynchronously; may be dropped under pressure).
   virtual void Put(const BlockId& id, std::shared_ptr<const ByteBuffer> data) = 0;
   // Whether the block is indexed (written to disk), without reading or
