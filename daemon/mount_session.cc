@@ -200,6 +200,15 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   fuse_options.allow_root = config.daemon.allow_root;
   fuse_options.debug = config.daemon.fuse_debug;
   fuse_options.cache_readdir = !config.fs.metadata_ttl.has_value();
+  if (!config.daemon.passthrough) {
+    fuse_options.no_passthrough_reason = "turned off (--no-passthrough)";
+  } else if (!config.daemon.audit_log.empty()) {
+    // The audit log counts the bytes read through each handle; the daemon never sees the
+    // reads of a passthrough open.
+    fuse_options.no_passthrough_reason =
+        "--audit-log counts the bytes read through each open file, and passthrough reads "
+        "bypass the daemon";
+  }
   auto mounted = fuse::FuseServer::Mount(filesystem, fuse_options);
   if (!mounted.ok()) {
     Fail(reporter, mounted.status().message());

@@ -50,6 +50,7 @@ struct RawOptions {
   // Dataset prefetch: warm-up and sampler-order hints.
   std::string warmup_concurrency = "128", hint_ahead_files = "256", hint_ahead_bytes = "512MiB";
   bool prefetch_on_list = false;
+  bool no_passthrough = false;
   // Metadata from a file instead of LIST (--manifest).
   std::string manifest;
   std::string kernel_readahead = "16MiB";
@@ -192,6 +193,10 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
       ->group(data);
   add_flag("--prefetch-on-list", r.prefetch_on_list,
            "Warm up a directory's files after it is listed (within the cache budget)")
+      ->group(data);
+  add_flag("--no-passthrough", r.no_passthrough,
+           "Never let the kernel read cached files directly (FUSE passthrough, used by "
+           "default where the kernel offers it)")
       ->group(data);
 
   app.add_option("--manifest", r.manifest,
@@ -597,6 +602,7 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   }
   d.allow_other = r.allow_other;
   d.allow_root = r.allow_root;
+  d.passthrough = !r.no_passthrough;
   d.nonempty = r.nonempty;
   d.foreground = r.foreground;
   d.log_file = r.log_file;

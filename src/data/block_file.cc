@@ -91,6 +91,7 @@ std::string EncodeBlockHeader(const BlockId& id, const char* data, size_t size,
   PutU64(h, size);
   PutU64(h, DataChecksum(data, size));
   PutU64(h, HeaderChecksum(h.data(), id.key, id.etag));
+  if (layout == BlockLayout::kHeaderInXattr) return h;  // key and etag: in the checksum only
   h.append(id.key);
   h.append(id.etag);
   return h;
@@ -129,22 +130,32 @@ BlockCheck CheckBlock(std::string_view header, BlockLayout layout, uint64_t file
   const uint64_t length = GetLE(header, 32, 8);
   const uint64_t data_sum = GetLE(header, 40, 8);
   const uint64_t header_sum = GetLE(header, 48, 8);
-  const uint64_t names_end = kBlockFixedHeaderSize + key_len + etag_len;
+  if (layout == BlockLayout::kHeaderInXattr) {
+    if (header.size() != kBlockFixedHeaderSize) return BlockCheck::kBadHeader;
+    if (key_len != id.key.size() || etag_len != id.etag.size() || index != id.index) {
+      return BlockCheck::kWrongBlock;
+    }
+    // The checksum covers the key and etag asked for: another block's header fails here.
+    if (HeaderChecksum(header.data(), id.key, id.etag) != header_sum) {
+      return BlockCheck::kBadHeader;
+    }
+  } else {
+    const uint64_t names_end = kBlockFixedHeaderSize + key_len + etag_len;
+    if (key_len != id.key.size() || etag_len != id.etag.size()) {
+      return file_size < names_end ? BlockCheck::kTruncated : BlockCheck::kWrongBlock;
+    }
+    if (header.size() < names_end) return BlockCheck::kTruncated;
+    if (HeaderChecksum(header.data(), header.substr(kBlockFixedHeaderSize, key_len),
+                       header.substr(kBlockFixedHeaderSize + key_len, etag_len)) != header_sum) {
+      return BlockCheck::kBadHeader;
+    }
+    if (header.substr(kBlockFixedHeaderSize, key_len) != id.key ||
+        header.substr(kBlockFixedHeaderSize + key_len, etag_len) != id.etag || index != id.index) {
+      return BlockCheck::kWrongBlock;
+    }
+  }
   // Where the block's bytes start in the file.
-  const uint64_t data_offset = layout == BlockLayout::kHeaderInFile ? names_end : 0;
-  if (key_len != id.key.size() || etag_len != id.etag.size()) {
-    return layout == BlockLayout::kHeaderInFile && file_size < names_end ? BlockCheck::kTruncated
-                                                                         : BlockCheck::kWrongBlock;
-  }
-  if (header.size() < names_end) return BlockCheck::kTruncated;
-  if (HeaderChecksum(header.data(), header.substr(kBlockFixedHeaderSize, key_len),
-                     header.substr(kBlockFixedHeaderSize + key_len, etag_len)) != header_sum) {
-    return BlockCheck::kBadHeader;
-  }
-  if (header.substr(kBlockFixedHeaderSize, key_len) != id.key ||
-      header.substr(kBlockFixedHeaderSize + key_len, etag_len) != id.etag || index != id.index) {
-    return BlockCheck::kWrongBlock;
-  }
+  const uint64_t data_offset = layout == BlockLayout::kHeaderInFile ? BlockHeaderSize(id) : 0;
   if (file_size < data_offset + length) return BlockCheck::kTruncated;
   if (file_size > data_offset + length) return BlockCheck::kBadHeader;  // trailing bytes
   if (length != expected_length) return BlockCheck::kWrongLength;

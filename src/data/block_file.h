@@ -7,9 +7,12 @@
 //   key | etag
 //
 // It lives in one of two places (BlockLayout):
-//   - version 3, kHeaderInXattr: the file is exactly the block's bytes and the header is its
-//     extended attribute "user.ossmount.block". Such a file can back a FUSE passthrough
-//     open: the kernel reads it as the object's bytes from offset 0.
+//   - version 3, kHeaderInXattr: the file is exactly the block's bytes and the header's
+//     fixed part alone (56 bytes: small enough to live inside an ext4 inode, so no extra
+//     disk block per file) is its extended attribute "user.ossmount.block"; the key and
+//     etag are not stored, but the header checksum covers them, so the header of another
+//     block fails it. Such a file can back a FUSE passthrough open: the kernel reads it as
+//     the object's bytes from offset 0.
 //   - version 2, kHeaderInFile: the file is the header, then the block's bytes (for file
 //     systems without user extended attributes, and caches written before version 3).
 // A file with the attribute is read as version 3, one without as version 2; a header whose

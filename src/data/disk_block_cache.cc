@@ -405,8 +405,8 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
         ok = false;
         err = errno;
       } else if (::fsetxattr(fd, kBlockXattrName, header.data(), header.size(), 0) != 0) {
-        // A header too large for an attribute here (a key of several KB on ext4): this
-        // block keeps its header in the file instead.
+        // Refused after the probe said yes (a full inode and xattr block, a file system
+        // that changed under us): this block keeps its header in the file instead.
         in_file = ::ftruncate(fd, 0) == 0 && ::lseek(fd, 0, SEEK_SET) == 0;
         if (!in_file) {
           ok = false;

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "common/unique_fd.h"
 #include "ossmount/status.h"
 
 namespace ossmount::fs {
@@ -75,6 +76,10 @@ struct Caller {
 struct OpenReply {
   uint64_t fh = 0;
   bool keep_cache = false;  // FOPEN_KEEP_CACHE: page cache from earlier opens is still valid
+  // Only when SetBackingFilesWanted(true): a read-only local file holding exactly this
+  // file's bytes from offset 0, verified just now, which the kernel may read instead of
+  // sending READs (FUSE passthrough). The handle still needs its Release.
+  std::shared_ptr<UniqueFd> backing_file;
 };
 
 // Bytes for one read reply. `data` points into memory kept alive by `owner` (a cached
@@ -123,6 +128,9 @@ class Filesystem {
     (void)caller;
     Open(ino, flags, std::move(done));
   }
+  // Whether Open may hand out backing files (OpenReply::backing_file): the adapter turns
+  // it on once the kernel accepted FUSE passthrough. Off by default.
+  virtual void SetBackingFilesWanted(bool wanted) { (void)wanted; }
   // Up to `size` bytes at `offset`; fewer only at the end of the file.
   virtual void Read(InodeId ino, uint64_t fh, off_t offset, size_t size,
                     Callback<ReadReply> done) = 0;

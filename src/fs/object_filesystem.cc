@@ -321,6 +321,7 @@ void ObjectFilesystem::OpenAs(InodeId ino, int flags, const Caller& caller,
     return done(Status(ErrorCode::kInvalidArgument, "is a directory"));
   }
   Resolve(node->path, [self = shared_from_this(), ino, path = node->path, caller,
+                       page_cached = node->page_cached,
                        done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) {
     if (!r.ok()) return done(r.status());
     if (!r->has_value() || (*r)->is_dir()) {
@@ -343,8 +344,22 @@ void ObjectFilesystem::OpenAs(InodeId ino, int flags, const Caller& caller,
     handle->opened_steady = std::chrono::steady_clock::now();
     OpenReply reply;
     reply.keep_cache = self->cache_.ttl().indefinite();
+    // A backing file, unless the kernel's page cache of this inode may already hold the
+    // bytes and stays valid (keep_cache): reading those costs nothing, while a backing
+    // file costs a verification here. The page cache goes with the kernel's inode, which
+    // takes our inode with it, so after a remount every cached file qualifies.
+    if (handle->small && self->options_.disk_cache &&
+        self->backing_files_wanted_.load(std::memory_order_relaxed) &&
+        !(reply.keep_cache && page_cached)) {
+      // Verified now; the kernel then reads the file without us (and without the checks).
+      if (auto fd = self->options_.disk_cache->OpenVerified(
+              data::BlockId{handle->key, handle->etag, data::kWholeObject}, handle->size)) {
+        reply.backing_file = std::make_shared<UniqueFd>(std::move(*fd));
+        self->NotifyRead(path);  // no READ will tell the hint prefetcher
+      }
+    }
     Files().opens.Add();
-    if (reply.keep_cache) Files().page_cache_opens.Add();
+    if (reply.keep_cache && !reply.backing_file) Files().page_cache_opens.Add();
     Files().open_handles.Add(1);
     {
       std::lock_guard lock(self->handles_mu_);
@@ -418,6 +433,8 @@ void ObjectFilesystem::ReadSmall(const std::shared_ptr<FileHandle>& handle, uint
                            previous = std::move(handle->blob);
                            handle->blob = *r;
                          }
+                         // Once per handle: its first read fetches the blob.
+                         if (!previous) self->inodes_.MarkPageCached(handle->ino);
                          self->NotifyRead(handle->path);
                          ReadReply reply = slice(*r, offset, size);
                          CountRead(*handle, reply.size);

@@ -58,6 +58,9 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   void ReleaseDir(InodeId ino, uint64_t dir_handle) override;
   void Open(InodeId ino, int flags, Callback<OpenReply> done) override;
   void OpenAs(InodeId ino, int flags, const Caller& caller, Callback<OpenReply> done) override;
+  void SetBackingFilesWanted(bool wanted) override {
+    backing_files_wanted_.store(wanted, std::memory_order_relaxed);
+  }
   void Read(InodeId ino, uint64_t fh, off_t offset, size_t size, Callback<ReadReply> done) override;
   void Release(InodeId ino, uint64_t fh) override;
   StatFs GetStatFs() override;
@@ -166,6 +169,7 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   std::mutex prefetcher_mu_;
   std::shared_ptr<prefetch::DatasetPrefetcher> prefetcher_;
   std::atomic<prefetch::DatasetPrefetcher*> prefetcher_raw_{nullptr};
+  std::atomic<bool> backing_files_wanted_{false};
 
   // handles_mu_ guards the two handle maps, next_fh_, DirHandle::snapshot, ::pinned and
   // ::released, and FileHandle::blob of every handle.

@@ -1,5 +1,7 @@
 #include "fuse/fuse_ops.h"
 
+#include "fuse/passthrough.h"
+
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 
@@ -197,7 +199,14 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     reply->Err(EROFS);
     return;
   }
-  std::shared_ptr<fs::Filesystem> fs = Ctx(req)->fs;
+  AdapterContext* ctx = Ctx(req);
+  std::shared_ptr<fs::Filesystem> fs = ctx->fs;
+  Passthrough* passthrough = ctx->passthrough;
+  if (passthrough != nullptr) {
+    // Follows the kernel's answer to INIT (known only after it), and a later failure.
+    const bool wanted = passthrough->enabled();
+    if (ctx->backing_files_wanted.exchange(wanted) != wanted) fs->SetBackingFilesWanted(wanted);
+  }
   fuse_file_info info = *fi;
   fs::Caller caller;  // for the audit log
   if (const fuse_ctx* c = fuse_req_ctx(req)) {
@@ -205,16 +214,28 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     caller.uid = c->uid;
     caller.gid = c->gid;
   }
-  fs->OpenAs(ino, fi->flags, caller, [reply, fs, ino, info](Result<fs::OpenReply> r) mutable {
-    if (!r.ok()) {
-      LogFailure("open", ino, r.status());
-      reply->Err(ErrnoOf(r.status()));
-      return;
-    }
-    info.fh = r->fh;
-    info.keep_cache = r->keep_cache;
-    if (reply->Open(info) != 0) fs->Release(ino, info.fh);  // nobody will release it
-  });
+  fs->OpenAs(
+      ino, fi->flags, caller, [reply, fs, ino, info, passthrough](Result<fs::OpenReply> r) mutable {
+        if (!r.ok()) {
+          LogFailure("open", ino, r.status());
+          reply->Err(ErrnoOf(r.status()));
+          return;
+        }
+        info.fh = r->fh;
+        info.keep_cache = r->keep_cache;
+        int32_t backing_id = 0;
+        if (passthrough != nullptr) {
+          backing_id =
+              passthrough->BeginOpen(ino, info.fh, r->backing_file ? r->backing_file->get() : -1);
+        }
+        r->backing_file.reset();  // the kernel holds its own reference now
+        const int sent =
+            backing_id > 0 ? reply->OpenPassthrough(info, backing_id) : reply->Open(info);
+        if (sent != 0) {  // nobody will release it
+          if (passthrough != nullptr) passthrough->EndOpen(ino, info.fh);
+          fs->Release(ino, info.fh);
+        }
+      });
 }
 
 void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
@@ -231,6 +252,7 @@ void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_in
 }
 
 void OpRelease(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  if (Passthrough* passthrough = Ctx(req)->passthrough) passthrough->EndOpen(ino, fi->fh);
   Ctx(req)->fs->Release(ino, fi->fh);
   fuse_reply_err(req, 0);
 }

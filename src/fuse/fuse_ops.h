@@ -12,12 +12,15 @@
 // INTERNAL to src/fuse: includes fuse_lowlevel.h.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "fs/filesystem.h"
 #include "fuse/reply_once.h"
 
 namespace ossmount::fuse {
+
+class Passthrough;
 
 // Per-session state the ops reach through fuse_req_userdata(). Outlives the session.
 struct AdapterContext {
@@ -27,6 +30,11 @@ struct AdapterContext {
   unsigned max_background = 128;
   unsigned congestion_threshold = 96;
   unsigned max_write = 1u << 20;  // also sets max_pages, which bounds read request size
+  // FUSE passthrough for cached files; null when the adapter runs without a kernel mount
+  // (unit tests). Owned by the FuseServer.
+  Passthrough* passthrough = nullptr;
+  // What fs was last told by SetBackingFilesWanted (follows passthrough->enabled()).
+  std::atomic<bool> backing_files_wanted{false};
 };
 
 // The table; userdata passed to fuse_session_new must be an AdapterContext*.

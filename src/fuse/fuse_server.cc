@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "fuse/fuse_ops.h"
+#include "fuse/passthrough.h"
 
 namespace ossmount::fuse {
 namespace {
@@ -94,6 +95,7 @@ void BlockTerminationSignals() {
 struct FuseServer::Impl {
   FuseServerOptions options;
   std::unique_ptr<AdapterContext> ctx;
+  std::unique_ptr<Passthrough> passthrough;  // ctx->passthrough points here
   fuse_session* se = nullptr;
   bool mounted = false;
   long connection = -1;
@@ -160,6 +162,8 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(std::shared_ptr<fs::Filesy
   impl->ctx->cache_readdir = options.cache_readdir;
   impl->ctx->max_background = options.max_background;
   impl->ctx->congestion_threshold = options.congestion_threshold;
+  impl->passthrough = std::make_unique<Passthrough>(options.no_passthrough_reason);
+  impl->ctx->passthrough = impl->passthrough.get();
 
   std::string opts = "ro,default_permissions,fsname=" + options.fsname + ",subtype=ossmount";
   if (options.allow_other) opts += ",allow_other";
@@ -188,6 +192,7 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(std::shared_ptr<fs::Filesy
     return Status(ErrorCode::kInternal, "mounting on '" + options.mountpoint + "' failed: " + hint);
   }
   impl->mounted = true;
+  impl->passthrough->Install(impl->se);  // before the loop reads INIT
   impl->connection = FindConnection(options.mountpoint);
   if (pipe2(impl->exit_pipe, O_CLOEXEC) != 0) {
     fuse_session_unmount(impl->se);
@@ -287,6 +292,7 @@ FuseServer::~FuseServer() {
     spdlog::error("{} FUSE request(s) never answered; leaving the session allocated",
                   impl_->ctx->tracker.outstanding());
     impl_->ctx.release();
+    impl_->passthrough.release();  // the device hooks reach it through ctx
     impl_->se = nullptr;
     return;  // the pipes are leaked too: a late signal must not write to a reused fd
   }

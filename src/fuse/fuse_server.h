@@ -44,6 +44,9 @@ struct FuseServerOptions {
   unsigned max_idle_threads = 16;
   unsigned max_background = 128;
   unsigned congestion_threshold = 96;
+  // FUSE passthrough for files whose bytes the disk cache holds, where the kernel offers it
+  // (fuse/passthrough.h), unless this says why not (logged).
+  std::string no_passthrough_reason;
 };
 
 class FuseServer {

@@ -85,6 +85,16 @@ int ReplyOnce::Attr(const struct stat& st, double timeout) {
   OSSMOUNT_REPLY(fuse_reply_attr(req, &st, timeout));
 }
 int ReplyOnce::Open(const fuse_file_info& fi) { OSSMOUNT_REPLY(fuse_reply_open(req, &fi)); }
+int ReplyOnce::OpenPassthrough(const fuse_file_info& fi, int32_t backing_id) {
+  // struct fuse_open_out of protocol 7.40; libfuse 3.14's fuse_reply_open cannot say it.
+  struct {
+    uint64_t fh;
+    uint32_t open_flags;
+    int32_t backing_id;
+  } out{fi.fh, 1u << 7 /* FOPEN_PASSTHROUGH */, backing_id};
+  static_assert(sizeof(out) == 16);
+  OSSMOUNT_REPLY(fuse_reply_buf(req, reinterpret_cast<const char*>(&out), sizeof(out)));
+}
 int ReplyOnce::Buf(const char* data, size_t size) {
   OSSMOUNT_REPLY(fuse_reply_buf(req, data, size));
 }

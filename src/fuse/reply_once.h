@@ -78,6 +78,9 @@ class ReplyOnce {
   int Entry(const fuse_entry_param& e);
   int Attr(const struct stat& st, double timeout);
   int Open(const fuse_file_info& fi);
+  // An OPEN answered with FOPEN_PASSTHROUGH: the kernel reads the file registered as
+  // `backing_id` (fuse/passthrough.h) instead of sending READs. Only fi.fh is used.
+  int OpenPassthrough(const fuse_file_info& fi, int32_t backing_id);
   int Buf(const char* data, size_t size);
   int StatFs(const struct statvfs& st);
   int Xattr(size_t size);

@@ -65,6 +65,12 @@ bool InodeTable::AddLookup(InodeId ino) {
   return true;
 }
 
+void InodeTable::MarkPageCached(InodeId ino) {
+  std::lock_guard lock(mu_);
+  auto it = by_ino_.find(ino);
+  if (it != by_ino_.end()) it->second.page_cached = true;
+}
+
 bool InodeTable::Forget(InodeId ino, uint64_t n) {
   std::lock_guard lock(mu_);
   auto it = by_ino_.find(ino);

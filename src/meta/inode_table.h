@@ -33,6 +33,9 @@ class InodeTable {
     bool is_dir = false;
     uint64_t nlookup = 0;
     uint64_t pins = 0;  // open directory handles that listed it (Pin/Unpin)
+    // Bytes of this inode were replied to a READ: the kernel's page cache of the inode,
+    // which lives as long as the kernel references it, may hold them.
+    bool page_cached = false;
   };
 
   InodeTable();
@@ -49,6 +52,8 @@ class InodeTable {
   // Subtracts n (saturating at 0). Returns true when the inode was dropped.
   bool Forget(InodeId ino, uint64_t n);
   std::optional<Node> Get(InodeId ino) const;
+  // Sets the inode's page_cached (no-op for an unknown inode).
+  void MarkPageCached(InodeId ino);
   // The current inode of a path, if any (for tests and diagnostics).
   std::optional<InodeId> Find(const std::string& path) const;
   size_t size() const;

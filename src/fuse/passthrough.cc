@@ -1,0 +1,215 @@
+#include "fuse/passthrough.h"
+
+#include <linux/ioctl.h>
+#include <spdlog/spdlog.h>
+#include <sys/ioctl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "common/metrics.h"
+#include "fuse/fuse_ops.h"
+
+namespace ossmount::fuse {
+namespace {
+
+// From the kernel's include/uapi/linux/fuse.h (7.40), which Debian 12's headers predate.
+constexpr uint32_t kOpcodeInit = 26;                  // FUSE_INIT
+constexpr uint32_t kInitExt = 1u << 30;               // FUSE_INIT_EXT: flags2 is valid
+constexpr uint32_t kPassthroughFlags2 = 1u << 5;      // FUSE_PASSTHROUGH (1ULL << 37) >> 32
+constexpr size_t kInHeaderSize = 40;                  // struct fuse_in_header
+constexpr size_t kInitInFlags = kInHeaderSize + 12;   // fuse_init_in.flags
+constexpr size_t kInitInFlags2 = kInHeaderSize + 16;  // fuse_init_in.flags2
+constexpr size_t kInitOutFlags = 12;                  // fuse_init_out.flags
+constexpr size_t kInitOutFlags2 = 32;                 // fuse_init_out.flags2
+constexpr size_t kInitOutMaxStackDepth = 36;          // fuse_init_out.max_stack_depth
+struct BackingMap {                                   // struct fuse_backing_map
+  int32_t fd;
+  uint32_t flags;
+  uint64_t padding;
+};
+constexpr unsigned long kBackingOpen = _IOW(229, 1, BackingMap);  // FUSE_DEV_IOC_BACKING_OPEN
+constexpr unsigned long kBackingClose = _IOW(229, 2, uint32_t);   // FUSE_DEV_IOC_BACKING_CLOSE
+
+uint32_t LoadU32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+void StoreU32(char* p, uint32_t v) { std::memcpy(p, &v, sizeof(v)); }
+
+metrics::Counter& PassthroughOpens() {
+  static metrics::Counter& c = metrics::Registry::Global().GetCounter(
+      "ossmount_passthrough_opens_total",
+      "Opens answered with FUSE passthrough: the kernel reads the verified disk-cache file "
+      "itself, so those bytes are not in ossmount_read_bytes_total.");
+  return c;
+}
+
+Passthrough* Self(void* userdata) { return static_cast<AdapterContext*>(userdata)->passthrough; }
+
+ssize_t ReadHook(int fd, void* buf, size_t len, void* userdata) {
+  ssize_t n = ::read(fd, buf, len);
+  if (n > 0) Self(userdata)->OnRequestRead(static_cast<const char*>(buf), static_cast<size_t>(n));
+  return n;
+}
+
+ssize_t WritevHook(int fd, struct iovec* iov, int count, void* userdata) {
+  Passthrough* self = Self(userdata);
+  self->OnReplyWrite(iov, count);
+  ssize_t n = ::writev(fd, iov, count);
+  int saved = errno;
+  self->OnReplyWritten(n >= 0);
+  errno = saved;
+  return n;
+}
+
+}  // namespace
+
+bool Passthrough::Install(fuse_session* se) {
+  if (!wanted_) {
+    spdlog::info("FUSE passthrough off: {}", off_reason());
+    return true;
+  }
+  dev_fd_ = fuse_session_fd(se);
+  fuse_custom_io io{};
+  io.read = ReadHook;
+  io.writev = WritevHook;
+  if (int rc = fuse_session_custom_io(se, &io, dev_fd_); rc != 0) {
+    TurnOff(std::string("libfuse refused the I/O hooks: ") + std::strerror(-rc));
+    return false;
+  }
+  return true;
+}
+
+void Passthrough::OnRequestRead(const char* buf, size_t size) {
+  // INIT is the first request on a connection, and the only one before its reply.
+  if (init_seen_.load(std::memory_order_acquire)) return;
+  if (size < kInitInFlags2 + 4 || LoadU32(buf + 4) != kOpcodeInit) return;
+  std::memcpy(&init_unique_, buf + 8, sizeof(init_unique_));
+  const uint32_t flags = LoadU32(buf + kInitInFlags);
+  const uint32_t flags2 = LoadU32(buf + kInitInFlags2);
+  offered_.store((flags & kInitExt) && (flags2 & kPassthroughFlags2), std::memory_order_relaxed);
+  init_seen_.store(true, std::memory_order_release);
+}
+
+void Passthrough::OnReplyWrite(::iovec* iov, int count) {
+  if (!init_seen_.load(std::memory_order_acquire) ||
+      init_patched_.load(std::memory_order_relaxed) || count < 2 || iov[0].iov_len < 16) {
+    return;
+  }
+  uint64_t unique;
+  int32_t error;
+  std::memcpy(&error, static_cast<char*>(iov[0].iov_base) + 4, sizeof(error));
+  std::memcpy(&unique, static_cast<char*>(iov[0].iov_base) + 8, sizeof(unique));
+  if (unique != init_unique_) return;
+  init_patched_.store(true, std::memory_order_relaxed);
+  char* out = static_cast<char*>(iov[1].iov_base);
+  if (!offered_.load(std::memory_order_relaxed)) {
+    TurnOff(
+        "this kernel does not offer FUSE passthrough (Linux 6.9+ with "
+        "CONFIG_FUSE_PASSTHROUGH)");
+    return;
+  }
+  if (error != 0 || iov[1].iov_len < kInitOutMaxStackDepth + 4 ||
+      !(LoadU32(out + kInitOutFlags) & kInitExt)) {
+    TurnOff("the INIT reply cannot carry the passthrough flag");
+    return;
+  }
+  StoreU32(out + kInitOutFlags2, LoadU32(out + kInitOutFlags2) | kPassthroughFlags2);
+  // Backing files may not themselves be FUSE-passthrough or stacked files: depth 1.
+  StoreU32(out + kInitOutMaxStackDepth, 1);
+}
+
+void Passthrough::OnReplyWritten(bool delivered) {
+  // Only the INIT reply matters; enabled_ flips once, right after it was delivered.
+  if (!init_patched_.load(std::memory_order_relaxed) || enabled_.load(std::memory_order_relaxed) ||
+      !offered_.load(std::memory_order_relaxed)) {
+    return;
+  }
+  std::lock_guard lock(mu_);
+  if (!off_reason_.empty()) return;
+  if (!delivered) {
+    off_reason_ = "the INIT reply was not delivered";
+    return;
+  }
+  enabled_.store(true, std::memory_order_release);
+  spdlog::info("FUSE passthrough on: cached files are read by the kernel from the cache");
+}
+
+std::string Passthrough::off_reason() const {
+  std::lock_guard lock(mu_);
+  return off_reason_;
+}
+
+void Passthrough::TurnOff(const std::string& why) {
+  bool was_on = enabled_.exchange(false);
+  std::lock_guard lock(mu_);
+  if (!off_reason_.empty()) return;
+  off_reason_ = why;
+  (void)was_on;
+  spdlog::info("FUSE passthrough off: {}", why);
+}
+
+int32_t Passthrough::BeginOpen(uint64_t ino, uint64_t fh, int backing_fd) {
+  std::lock_guard lock(mu_);
+  InodeIo& io = inodes_[ino];
+  if (io.passthrough_opens > 0) {
+    // The kernel insists on one backing file per open inode, and on passthrough for every
+    // open of it, even one whose cache file is gone or newer: it shares the first one's.
+    ++io.passthrough_opens;
+    fh_passthrough_[fh] = true;
+    PassthroughOpens().Add();
+    return io.backing_id;
+  }
+  const bool try_passthrough =
+      backing_fd >= 0 && io.normal_opens == 0 && enabled_.load(std::memory_order_acquire);
+  if (try_passthrough) {
+    BackingMap map{backing_fd, 0, 0};
+    int id = ::ioctl(dev_fd_, kBackingOpen, &map);
+    if (id > 0) {
+      io.backing_id = id;
+      io.passthrough_opens = 1;
+      fh_passthrough_[fh] = true;
+      PassthroughOpens().Add();
+      return id;
+    }
+    const int err = errno;
+    enabled_.store(false, std::memory_order_release);
+    if (off_reason_.empty()) {
+      off_reason_ = std::string("registering a cache file with the kernel failed: ") +
+                    std::strerror(err) + (err == EPERM ? " (it needs CAP_SYS_ADMIN)" : "");
+      spdlog::warn("FUSE passthrough off: {}; reads take the normal path", off_reason_);
+    }
+  }
+  ++io.normal_opens;
+  fh_passthrough_[fh] = false;
+  return 0;
+}
+
+void Passthrough::EndOpen(uint64_t ino, uint64_t fh) {
+  std::lock_guard lock(mu_);
+  auto f = fh_passthrough_.find(fh);
+  if (f == fh_passthrough_.end()) return;
+  const bool passthrough = f->second;
+  fh_passthrough_.erase(f);
+  auto it = inodes_.find(ino);
+  if (it == inodes_.end()) return;
+  InodeIo& io = it->second;
+  if (passthrough) {
+    if (io.passthrough_opens > 0 && --io.passthrough_opens == 0) {
+      uint32_t id = static_cast<uint32_t>(io.backing_id);
+      if (::ioctl(dev_fd_, kBackingClose, &id) != 0) {
+        spdlog::debug("closing backing id {}: {}", id, std::strerror(errno));
+      }
+      io.backing_id = 0;
+    }
+  } else if (io.normal_opens > 0) {
+    --io.normal_opens;
+  }
+  if (io.normal_opens == 0 && io.passthrough_opens == 0) inodes_.erase(it);
+}
+
+}  // namespace ossmount::fuse

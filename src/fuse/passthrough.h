@@ -1,0 +1,91 @@
+// FUSE passthrough for files the disk cache holds: the kernel reads the cache file itself,
+// so a cached small file costs the daemon one OPEN (and an asynchronous RELEASE) instead of
+// OPEN, READs and the copy of every byte through /dev/fuse.
+//
+// Kernel side (Linux 6.9+, CONFIG_FUSE_PASSTHROUGH): the daemon enables it in its INIT
+// reply (flag FUSE_PASSTHROUGH, max_stack_depth), registers an open file with
+// FUSE_DEV_IOC_BACKING_OPEN (needs CAP_SYS_ADMIN) and answers an OPEN with
+// FOPEN_PASSTHROUGH and the backing id. libfuse 3.14 (Debian 12) predates all of it, so
+// the INIT reply is amended on its way to the kernel through libfuse's custom I/O hooks,
+// and the OPEN reply is written by hand (see ReplyOnce::OpenPassthrough).
+//
+// The kernel's rules, which this class keeps: every open of an inode that is open in
+// passthrough mode must be passthrough with the SAME backing file (else EIO/EBUSY to the
+// opener), and a passthrough open of an inode that is open in normal (page cache) mode
+// fails. So per inode: while it has normal opens, new opens are normal; while it has
+// passthrough opens, new opens share its backing id (even one that would have had no
+// backing file, or a newer one: it reads what the first open verified). The kernel drops its side
+// of an open before the daemon sees RELEASE, so these counts never miss an open the kernel still
+// has.
+//
+// Anything that fails (no kernel support, no CAP_SYS_ADMIN, an ioctl error) turns
+// passthrough off for the mount, logged once; opens then take the normal path.
+//
+// Thread-safety: all methods may be called concurrently.
+#pragma once
+
+#include <sys/uio.h>
+#include <atomic>
+#include <cstdint>
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+struct fuse_session;
+
+namespace ossmount::fuse {
+
+class Passthrough {
+ public:
+  // `off_reason` non-empty: never enabled, and the log says why (--no-passthrough).
+  // Backing ids still registered when the connection ends are freed by the kernel.
+  explicit Passthrough(std::string off_reason)
+      : wanted_(off_reason.empty()), off_reason_(std::move(off_reason)) {}
+
+  // Routes the session's device I/O through hooks that enable passthrough in the INIT
+  // reply when the kernel offers it. After fuse_session_mount, before the loop; the
+  // session's userdata must be an AdapterContext whose `passthrough` is this object.
+  // False (and passthrough off) when libfuse refuses the hooks.
+  bool Install(fuse_session* se);
+
+  // Whether the kernel accepted passthrough (after INIT) and it still works.
+  bool enabled() const { return enabled_.load(std::memory_order_acquire); }
+  // Why it is off, for the log and the stats ("" while on or before INIT).
+  std::string off_reason() const;
+
+  // Decides how open `fh` of inode `ino` is answered. `backing_fd` is a verified cache file
+  // holding exactly the file's bytes, or -1. Returns a backing id (> 0) to answer with
+  // FOPEN_PASSTHROUGH, or 0 to answer normally. Every call must be matched by one
+  // EndOpen(ino, fh): at RELEASE, or at once when the reply could not be delivered.
+  int32_t BeginOpen(uint64_t ino, uint64_t fh, int backing_fd);
+  void EndOpen(uint64_t ino, uint64_t fh);
+
+  // Device I/O hooks (public for the C callbacks in passthrough.cc).
+  void OnRequestRead(const char* buf, size_t size);
+  void OnReplyWrite(::iovec* iov, int count);
+  void OnReplyWritten(bool delivered);
+
+ private:
+  struct InodeIo {
+    uint32_t normal_opens = 0;
+    uint32_t passthrough_opens = 0;
+    int32_t backing_id = 0;
+  };
+  void TurnOff(const std::string& why);
+
+  const bool wanted_;
+  int dev_fd_ = -1;  // the session's /dev/fuse fd, for the backing ioctls
+  std::atomic<bool> enabled_{false};
+  std::atomic<bool> init_seen_{false};
+  std::atomic<bool> offered_{false};  // the kernel's INIT offered passthrough
+  uint64_t init_unique_ = 0;          // written before init_seen_ is set
+  std::atomic<bool> init_patched_{false};
+
+  mutable std::mutex mu_;  // guards inodes_, fh_passthrough_, off_reason_
+  std::unordered_map<uint64_t, InodeIo> inodes_;
+  std::unordered_map<uint64_t, bool> fh_passthrough_;  // open fh -> answered passthrough
+  std::string off_reason_;
+};
+
+}  // namespace ossmount::fuse
