@@ -168,9 +168,9 @@ std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* bef
   out += Line(
       "  page-cache opens       %s",
       Ratio(Get(s, "ossmount_page_cache_opens_total"), Get(s, "ossmount_opens_total")).c_str());
-  out += Line("  passthrough opens      %s",
-              Ratio(Get(s, "ossmount_passthrough_opens_total"), Get(s, "ossmount_opens_total"))
-                  .c_str());
+  out += Line(
+      "  passthrough opens      %s",
+      Ratio(Get(s, "ossmount_passthrough_opens_total"), Get(s, "ossmount_opens_total")).c_str());
 
   out += "\nReadahead (large files)\n";
   out += Line("  parts                  %.0f ahead, %.0f on demand, %.0f from disk",

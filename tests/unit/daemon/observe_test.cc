@@ -183,7 +183,8 @@ TEST_CASE("stats: the view shows counts, errors, ratios and rates") {
            std::to_string(misses) +
            "},"
            "{\"name\":\"ossmount_opens_total\",\"labels\":{},\"value\":8},"
-           "{\"name\":\"ossmount_page_cache_opens_total\",\"labels\":{},\"value\":2}],"
+           "{\"name\":\"ossmount_page_cache_opens_total\",\"labels\":{},\"value\":2},"
+           "{\"name\":\"ossmount_passthrough_opens_total\",\"labels\":{},\"value\":6}],"
            "\"gauges\":[{\"name\":\"ossmount_open_handles\",\"labels\":{},\"value\":4},"
            "{\"name\":\"ossmount_memory_used_bytes\",\"labels\":{},\"value\":2097152},"
            "{\"name\":\"ossmount_memory_limit_bytes\",\"labels\":{},\"value\":1073741824}],"
@@ -201,6 +202,7 @@ TEST_CASE("stats: the view shows counts, errors, ratios and rates") {
   CHECK_THAT(view, Contains("memory (small files)   75.0% (3/4)"));
   CHECK_THAT(view, Contains("disk                   off (no --cache)"));
   CHECK_THAT(view, Contains("page-cache opens       25.0% (2/8)"));
+  CHECK_THAT(view, Contains("passthrough opens      75.0% (6/8)"));
   CHECK_THAT(view, Contains("Memory in use  2.0 MiB of 1.0 GiB"));
   CHECK_THAT(view, Contains("Open files     4 (8 opened in all)"));
   CHECK(view.find("LIST") == std::string::npos);  // no LIST requests: no row
