@@ -418,28 +418,32 @@ void ObjectFilesystem::ReadSmall(const std::shared_ptr<FileHandle>& handle, uint
     CountRead(*handle, reply.size);
     return done(std::move(reply));
   }
-  whole_objects_.Fetch(handle->key, handle->etag, handle->size,
-                       [self = shared_from_this(), handle, offset, size, slice,
-                        done = std::move(done)](Result<std::shared_ptr<const Blob>> r) {
-                         if (!r.ok()) {
-                           if (r.status().code() == ErrorCode::kPreconditionFailed) {
-                             self->cache_.Invalidate(handle->path);
-                           }
-                           return done(r.status());
-                         }
-                         std::shared_ptr<const Blob> previous;  // released after the lock
-                         {
-                           std::lock_guard lock(self->handles_mu_);
-                           previous = std::move(handle->blob);
-                           handle->blob = *r;
-                         }
-                         // Once per handle: its first read fetches the blob.
-                         if (!previous) self->inodes_.MarkPageCached(handle->ino);
-                         self->NotifyRead(handle->path);
-                         ReadReply reply = slice(*r, offset, size);
-                         CountRead(*handle, reply.size);
-                         done(std::move(reply));
-                       });
+  whole_objects_.Fetch(
+      handle->key, handle->etag, handle->size,
+      [self = shared_from_this(), handle, offset, size, slice,
+       done = std::move(done)](Result<std::shared_ptr<const Blob>> r) {
+        if (!r.ok()) {
+          if (r.status().code() == ErrorCode::kPreconditionFailed) {
+            self->cache_.Invalidate(handle->path);
+          }
+          return done(r.status());
+        }
+        std::shared_ptr<const Blob> previous;  // released after the lock
+        {
+          std::lock_guard lock(self->handles_mu_);
+          previous = std::move(handle->blob);
+          handle->blob = *r;
+        }
+        // Once per handle (its first read fetches the blob), and only
+        // when OpenAs may hand out backing files: it is what decides.
+        if (!previous && self->backing_files_wanted_.load(std::memory_order_relaxed)) {
+          self->inodes_.MarkPageCached(handle->ino);
+        }
+        self->NotifyRead(handle->path);
+        ReadReply reply = slice(*r, offset, size);
+        CountRead(*handle, reply.size);
+        done(std::move(reply));
+      });
 }
 
 void ObjectFilesystem::Release(InodeId /*ino*/, uint64_t fh) {

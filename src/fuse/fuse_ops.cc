@@ -1,7 +1,5 @@
 #include "fuse/fuse_ops.h"
 
-#include "fuse/passthrough.h"
-
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 
@@ -9,6 +7,8 @@
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "fuse/passthrough.h"
 
 namespace ossmount::fuse {
 namespace {
@@ -199,14 +199,8 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     reply->Err(EROFS);
     return;
   }
-  AdapterContext* ctx = Ctx(req);
-  std::shared_ptr<fs::Filesystem> fs = ctx->fs;
-  Passthrough* passthrough = ctx->passthrough;
-  if (passthrough != nullptr) {
-    // Follows the kernel's answer to INIT (known only after it), and a later failure.
-    const bool wanted = passthrough->enabled();
-    if (ctx->backing_files_wanted.exchange(wanted) != wanted) fs->SetBackingFilesWanted(wanted);
-  }
+  std::shared_ptr<fs::Filesystem> fs = Ctx(req)->fs;
+  Passthrough* passthrough = Ctx(req)->passthrough;
   fuse_file_info info = *fi;
   fs::Caller caller;  // for the audit log
   if (const fuse_ctx* c = fuse_req_ctx(req)) {

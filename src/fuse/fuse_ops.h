@@ -12,7 +12,6 @@
 // INTERNAL to src/fuse: includes fuse_lowlevel.h.
 #pragma once
 
-#include <atomic>
 #include <memory>
 
 #include "fs/filesystem.h"
@@ -33,8 +32,6 @@ struct AdapterContext {
   // FUSE passthrough for cached files; null when the adapter runs without a kernel mount
   // (unit tests). Owned by the FuseServer.
   Passthrough* passthrough = nullptr;
-  // What fs was last told by SetBackingFilesWanted (follows passthrough->enabled()).
-  std::atomic<bool> backing_files_wanted{false};
 };
 
 // The table; userdata passed to fuse_session_new must be an AdapterContext*.

@@ -162,7 +162,10 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(std::shared_ptr<fs::Filesy
   impl->ctx->cache_readdir = options.cache_readdir;
   impl->ctx->max_background = options.max_background;
   impl->ctx->congestion_threshold = options.congestion_threshold;
-  impl->passthrough = std::make_unique<Passthrough>(options.no_passthrough_reason);
+  // The Filesystem hands out backing files only while the kernel takes them.
+  impl->passthrough = std::make_unique<Passthrough>(
+      options.no_passthrough_reason,
+      [fs = impl->ctx->fs](bool on) { fs->SetBackingFilesWanted(on); });
   impl->ctx->passthrough = impl->passthrough.get();
 
   std::string opts = "ro,default_permissions,fsname=" + options.fsname + ",subtype=ossmount";

@@ -137,6 +137,7 @@ void Passthrough::OnReplyWritten(bool delivered) {
   }
   enabled_.store(true, std::memory_order_release);
   spdlog::info("FUSE passthrough on: cached files are read by the kernel from the cache");
+  if (on_change_) on_change_(true);
 }
 
 std::string Passthrough::off_reason() const {
@@ -145,12 +146,20 @@ std::string Passthrough::off_reason() const {
 }
 
 void Passthrough::TurnOff(const std::string& why) {
-  bool was_on = enabled_.exchange(false);
   std::lock_guard lock(mu_);
+  TurnOffLocked(why, /*warn=*/false);
+}
+
+void Passthrough::TurnOffLocked(const std::string& why, bool warn) {
+  const bool was_on = enabled_.exchange(false, std::memory_order_acq_rel);
   if (!off_reason_.empty()) return;
   off_reason_ = why;
-  (void)was_on;
-  spdlog::info("FUSE passthrough off: {}", why);
+  if (warn) {
+    spdlog::warn("FUSE passthrough off: {}; reads take the normal path", why);
+  } else {
+    spdlog::info("FUSE passthrough off: {}", why);
+  }
+  if (was_on && on_change_) on_change_(false);
 }
 
 int32_t Passthrough::BeginOpen(uint64_t ino, uint64_t fh, int backing_fd) {
@@ -177,12 +186,9 @@ int32_t Passthrough::BeginOpen(uint64_t ino, uint64_t fh, int backing_fd) {
       return id;
     }
     const int err = errno;
-    enabled_.store(false, std::memory_order_release);
-    if (off_reason_.empty()) {
-      off_reason_ = std::string("registering a cache file with the kernel failed: ") +
-                    std::strerror(err) + (err == EPERM ? " (it needs CAP_SYS_ADMIN)" : "");
-      spdlog::warn("FUSE passthrough off: {}; reads take the normal path", off_reason_);
-    }
+    TurnOffLocked(std::string("registering a cache file with the kernel failed: ") +
+                      std::strerror(err) + (err == EPERM ? " (it needs CAP_SYS_ADMIN)" : ""),
+                  /*warn=*/true);
   }
   ++io.normal_opens;
   fh_passthrough_[fh] = false;

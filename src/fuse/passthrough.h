@@ -27,6 +27,7 @@
 #include <sys/uio.h>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 
 #include <mutex>
 #include <string>
@@ -40,8 +41,12 @@ class Passthrough {
  public:
   // `off_reason` non-empty: never enabled, and the log says why (--no-passthrough).
   // Backing ids still registered when the connection ends are freed by the kernel.
-  explicit Passthrough(std::string off_reason)
-      : wanted_(off_reason.empty()), off_reason_(std::move(off_reason)) {}
+  // `on_change` (may be empty) is told when passthrough turns on (after INIT) and when it
+  // turns off again; it runs under this object's lock, so it must not call back into it.
+  explicit Passthrough(std::string off_reason, std::function<void(bool)> on_change = {})
+      : wanted_(off_reason.empty()),
+        on_change_(std::move(on_change)),
+        off_reason_(std::move(off_reason)) {}
 
   // Routes the session's device I/O through hooks that enable passthrough in the INIT
   // reply when the kernel offers it. After fuse_session_mount, before the loop; the
@@ -73,8 +78,11 @@ class Passthrough {
     int32_t backing_id = 0;
   };
   void TurnOff(const std::string& why);
+  // REQUIRES: mu_ held. Records the first reason, logs it, tells on_change_ if it was on.
+  void TurnOffLocked(const std::string& why, bool warn);
 
   const bool wanted_;
+  const std::function<void(bool)> on_change_;
   int dev_fd_ = -1;  // the session's /dev/fuse fd, for the backing ioctls
   std::atomic<bool> enabled_{false};
   std::atomic<bool> init_seen_{false};

@@ -237,6 +237,49 @@ class Mount:
             os.rmdir(self.mountpoint)
 
 
+def stats_json(mountpoint, check=True):
+    """`ossmount stats MOUNTPOINT --json` (the control socket): the CompletedProcess."""
+    r = subprocess.run([OSSMOUNT, "stats", mountpoint, "--json"], capture_output=True,
+                       text=True, timeout=60)
+    if check and r.returncode != 0:
+        raise AssertionError("ossmount stats failed (%d): %s" % (r.returncode, r.stderr))
+    return r
+
+
+def metric(doc, kind, name, **labels):
+    """A counter's or gauge's value from the stats JSON (0 when absent)."""
+    for m in doc["metrics"][kind]:
+        if m["name"] == name and m["labels"] == labels:
+            return m["value"]
+    return 0
+
+
+class ImageCacheTestCase(unittest.TestCase):
+    """A generated ImageFolder tree served by the bundled server (one per class), and a fresh
+    directory per test with `self.cache` inside it (not created). Subclasses set DATASET
+    to (name, classes, per_class, seed)."""
+    DATASET = None
+
+    @classmethod
+    def setUpClass(cls):
+        name, classes, per_class, seed = cls.DATASET
+        cls.src = ensure_dataset("imagefolder", name, "--classes", str(classes),
+                                 "--per-class", str(per_class), "--seed", str(seed))
+        cls.manifest = read_manifest(cls.src)
+        cls.server = TestServer(os.path.dirname(cls.src), bucket=name)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="ossmount-%s-test-" % self.DATASET[0])
+        self.cache = os.path.join(self.tmp, "cache")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
 def sha256_file(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:

@@ -7,32 +7,13 @@ A block file corrupted between mounts is detected and refetched with one GET. Th
 directory is 0700 and its files 0600; a directory others can write to fails the start.
 """
 import os
-import shutil
 import stat
-import tempfile
-import unittest
 
 import harness
 
 
-class DiskCacheTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.src = harness.ensure_dataset("imagefolder", "cache-images", "--classes", "4",
-                                         "--per-class", "25", "--seed", "7")
-        cls.manifest = harness.read_manifest(cls.src)
-        cls.server = harness.TestServer(os.path.dirname(cls.src), bucket="cache-images")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="ossmount-cache-test-")
-        self.cache = os.path.join(self.tmp, "cache")
-
-    def tearDown(self):
-        shutil.rmtree(self.tmp, ignore_errors=True)
+class DiskCacheTest(harness.ImageCacheTestCase):
+    DATASET = ("cache-images", 4, 25, 7)
 
     def mount(self):
         return harness.Mount(self.server,

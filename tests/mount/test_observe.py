@@ -25,25 +25,13 @@ LARGE = {"big/large.bin": os.urandom(3 << 20) * 4}  # 12 MiB: above the small-fi
 FILES = dict(SMALL, **LARGE)
 
 
-def stats_json(mountpoint, check=True):
-    r = subprocess.run([harness.OSSMOUNT, "stats", mountpoint, "--json"], capture_output=True,
-                       text=True, timeout=60)
-    if check and r.returncode != 0:
-        raise AssertionError("ossmount stats failed (%d): %s" % (r.returncode, r.stderr))
-    return r
+stats_json = harness.stats_json
+metric = harness.metric
 
 
 def wait_for_control(mountpoint):
     harness.wait_for(lambda: stats_json(mountpoint, check=False).returncode == 0, 30,
                      "the control socket of " + mountpoint)
-
-
-def metric(doc, kind, name, **labels):
-    """A counter's or gauge's value from the stats JSON (0 when absent)."""
-    for m in doc["metrics"][kind]:
-        if m["name"] == name and m["labels"] == labels:
-            return m["value"]
-    return 0
 
 
 def read_all(m, names):

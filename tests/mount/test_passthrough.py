@@ -12,28 +12,17 @@ mmap works. On a kernel without passthrough the tests are skipped (exit 77).
 import json
 import mmap
 import os
-import shutil
-import subprocess
-import tempfile
 import threading
-import unittest
 
 import harness
 
 
 def stats(mountpoint):
-    r = subprocess.run([harness.OSSMOUNT, "stats", mountpoint, "--json"], capture_output=True,
-                       text=True, timeout=60)
-    if r.returncode != 0:
-        raise AssertionError("ossmount stats failed (%d): %s" % (r.returncode, r.stderr))
-    return json.loads(r.stdout)
+    return json.loads(harness.stats_json(mountpoint).stdout)
 
 
 def counter(doc, name):
-    for m in doc["metrics"]["counters"]:
-        if m["name"] == name and not m["labels"]:
-            return m["value"]
-    return 0
+    return harness.metric(doc, "counters", name)
 
 
 def read_bytes(path):
@@ -41,28 +30,12 @@ def read_bytes(path):
         return f.read()
 
 
-class PassthroughTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.src = harness.ensure_dataset("imagefolder", "passthrough-images", "--classes", "3",
-                                         "--per-class", "20", "--seed", "11")
-        cls.manifest = harness.read_manifest(cls.src)
-        cls.server = harness.TestServer(os.path.dirname(cls.src), bucket="passthrough-images")
+class PassthroughTest(harness.ImageCacheTestCase):
+    DATASET = ("passthrough-images", 3, 20, 11)
 
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-
-    def setUp(self):
-        self.tmp = tempfile.mkdtemp(prefix="ossmount-passthrough-test-")
-        self.cache = os.path.join(self.tmp, "cache")
-
-    def tearDown(self):
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-    def mount(self, *extra):
-        m = harness.Mount(self.server, args=["--cache", self.cache, "--metadata-ttl",
-                                             "indefinite"] + list(extra))
+    def mount(self, *extra, ttl="indefinite"):
+        m = harness.Mount(self.server, args=["--cache", self.cache, "--metadata-ttl", ttl] +
+                          list(extra))
         harness.wait_for(lambda: "FUSE passthrough" in m.output(), 30, "the passthrough log line")
         return m
 
@@ -90,6 +63,12 @@ class PassthroughTest(unittest.TestCase):
             self.assertEqual(m.unmount(), 0, m.output())
         finally:
             m.close()
+
+    def remount_with_cached(self, index):
+        """Fills the cache, mounts again; returns (file, its source bytes, the mount)."""
+        self.fill_cache()
+        rel = sorted(self.manifest)[index]
+        return rel, self.source(rel), self.mount()
 
     def test_after_a_remount_cached_files_are_read_by_the_kernel(self):
         self.fill_cache()
@@ -126,10 +105,7 @@ class PassthroughTest(unittest.TestCase):
                 m.close()
 
     def test_concurrent_opens_of_one_file_share_its_backing_file(self):
-        self.fill_cache()
-        rel = sorted(self.manifest)[0]
-        want = self.source(rel)
-        m = self.mount()
+        rel, want, m = self.remount_with_cached(0)
         try:
             first = open(m.path(rel), "rb")
             second = open(m.path(rel), "rb")
@@ -200,10 +176,7 @@ class PassthroughTest(unittest.TestCase):
             m.close()
 
     def test_mmap_of_a_passthrough_file(self):
-        self.fill_cache()
-        rel = sorted(self.manifest)[2]
-        want = self.source(rel)
-        m = self.mount()
+        rel, want, m = self.remount_with_cached(2)
         try:
             with open(m.path(rel), "rb") as f:
                 with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:

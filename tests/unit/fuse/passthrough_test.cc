@@ -47,6 +47,14 @@ struct Reply {
   }
 };
 
+// The kernel's INIT (unique 3) with `flags`/`flags2`, then `reply` written and delivered.
+void Negotiate(Passthrough& p, uint32_t flags, uint32_t flags2, Reply& reply) {
+  auto request = InitRequest(3, flags, flags2);
+  p.OnRequestRead(request.data(), request.size());
+  p.OnReplyWrite(reply.iov, 2);
+  p.OnReplyWritten(true);
+}
+
 }  // namespace
 
 TEST_CASE("Passthrough: the INIT reply gets the flag and a stack depth when offered") {
@@ -72,11 +80,8 @@ TEST_CASE("Passthrough: the INIT reply gets the flag and a stack depth when offe
 TEST_CASE("Passthrough: nothing is changed when the kernel does not offer it") {
   SECTION("no FUSE_PASSTHROUGH in flags2") {
     Passthrough p("");
-    auto request = InitRequest(3, kInitExt, 0);
-    p.OnRequestRead(request.data(), request.size());
     Reply reply(3, kInitExt);
-    p.OnReplyWrite(reply.iov, 2);
-    p.OnReplyWritten(true);
+    Negotiate(p, kInitExt, 0, reply);
     CHECK(Get32(reply.body, 32) == 0);
     CHECK(Get32(reply.body, 36) == 0);
     CHECK_FALSE(p.enabled());
@@ -84,21 +89,15 @@ TEST_CASE("Passthrough: nothing is changed when the kernel does not offer it") {
   }
   SECTION("flags2 not valid (no FUSE_INIT_EXT from the kernel)") {
     Passthrough p("");
-    auto request = InitRequest(3, 0, kPassthroughFlags2);
-    p.OnRequestRead(request.data(), request.size());
     Reply reply(3, 0);
-    p.OnReplyWrite(reply.iov, 2);
-    p.OnReplyWritten(true);
+    Negotiate(p, 0, kPassthroughFlags2, reply);
     CHECK(Get32(reply.body, 32) == 0);
     CHECK_FALSE(p.enabled());
   }
   SECTION("a reply to another request is not the INIT reply") {
     Passthrough p("");
-    auto request = InitRequest(3, kInitExt, kPassthroughFlags2);
-    p.OnRequestRead(request.data(), request.size());
     Reply other(4, kInitExt);
-    p.OnReplyWrite(other.iov, 2);
-    p.OnReplyWritten(true);
+    Negotiate(p, kInitExt, kPassthroughFlags2, other);
     CHECK(Get32(other.body, 32) == 0);
     CHECK_FALSE(p.enabled());
   }
