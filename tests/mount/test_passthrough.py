@@ -154,6 +154,29 @@ class PassthroughTest(harness.ImageCacheTestCase):
         finally:
             m.close()
 
+    def test_an_inode_open_the_normal_way_is_not_switched_with_a_finite_ttl(self):
+        # With a finite TTL opens drop the page cache, so only the open-mode rule keeps a
+        # second open of a normally open file from passthrough (and the kernel's EIO).
+        rel = sorted(self.manifest)[3]
+        want = self.source(rel)
+        m = self.mount(ttl="60")
+        try:
+            self.skip_unless_on(m)
+            held = open(m.path(rel), "rb")
+            self.assertEqual(held.read(), want)
+            harness.wait_for(lambda: any(n.endswith(".blk") for n in os.listdir(self.cache)), 30,
+                             "the block in the disk cache")
+            self.assertEqual(read_bytes(m.path(rel)), want)
+            self.assertEqual(counter(stats(m.mountpoint), "ossmount_passthrough_opens_total"), 0)
+            held.close()
+            # Nothing open the normal way any more: the next open may be passthrough.
+            harness.wait_for(
+                lambda: read_bytes(m.path(rel)) == want and
+                counter(stats(m.mountpoint), "ossmount_passthrough_opens_total") >= 1, 10,
+                "a passthrough open once the normal ones were released")
+        finally:
+            m.close()
+
     def test_a_corrupt_cache_file_is_refetched_not_handed_to_the_kernel(self):
         self.fill_cache()
         blocks = sorted(n for n in os.listdir(self.cache) if n.endswith(".blk"))
