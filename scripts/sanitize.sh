@@ -2,7 +2,9 @@
 # Builds the unit and integration tests with sanitizers and runs them (ctest labels unit and
 # integration): ASan+UBSan in build-asan, TSan in build-tsan. Any report fails the run (UB is
 # fatal: -fno-sanitize-recover=all; TSan halts on the first race). Only the test targets are
-# built, at -O1 with line tables, to keep CI time down.
+# built, at -O0 with line tables, to keep CI time down: the instrumented -O1 build took
+# 1.7x as long (ASan 352 s against 210 s here) to save 10 s of test time, and -O0 hides
+# no report (optimisation can only remove checked accesses).
 #   scripts/sanitize.sh                 both
 #   scripts/sanitize.sh asan            only ASan+UBSan (or: tsan)
 # ASan+UBSan builds and runs every *_test binary. TSan, to keep CI within its time limit,
@@ -40,7 +42,7 @@ for kind in "${kinds[@]}"; do
     *) echo "sanitize.sh: unknown kind '$kind' (asan or tsan)" >&2; exit 2 ;;
   esac
   start=$(date +%s)
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" \
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" \
     -DCMAKE_CXX_COMPILER="$(command -v "$cxx")" -DOSSMOUNT_SANITIZE="$flags" "${launcher[@]}" \
     >/dev/null
   # Every *_test binary (unit and integration); their dependencies (the test server) follow.
