@@ -5,12 +5,16 @@ Usage: test_tree.py oss|s3
   s3:  s3rver (third-party S3 server), loaded with the same tree through ossmount-client.
 Checks (docs/SEMANTICS.md "Tree", "Reads"): every path, type and size; every byte; find,
 ls -R, du -sb and a normalised tar stream agree with the source; random preads of the
-large files match; the daemon exits 0 after fusermount3 -u.
+large files match; ioctls answer ENOTTY; the daemon exits 0 after fusermount3 -u.
 """
+import errno
+import fcntl
 import os
 import random
+import struct
 import subprocess
 import sys
+import termios
 import unittest
 
 import harness
@@ -107,6 +111,26 @@ class TreeTest(unittest.TestCase):
             with self.assertRaises(OSError) as cm:
                 op()
             self.assertEqual(cm.exception.errno, 30, cm.exception)  # EROFS
+
+    def test_06_ioctls_are_not_supported(self):
+        # Python's open() asks isatty() (TCGETS) of every file it opens; the kernel sends
+        # every ioctl to the daemon, which answers "not a terminal" for all of them.
+        path = os.path.join(self.mnt, "one.bin")
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            self.assertFalse(os.isatty(fd))
+            fs_ioc_getflags = 0x80086601  # what lsattr asks
+            for cmd in (termios.TCGETS, fs_ioc_getflags):
+                with self.assertRaises(OSError) as cm:
+                    fcntl.ioctl(fd, cmd, bytes(64))
+                self.assertEqual(cm.exception.errno, errno.ENOTTY, (hex(cmd), cm.exception))
+            # FIONREAD is answered by the kernel itself: the bytes left to read.
+            left = fcntl.ioctl(fd, termios.FIONREAD, struct.pack("i", 0))
+            self.assertEqual(struct.unpack("i", left)[0], os.path.getsize(path))
+        finally:
+            os.close(fd)
+        with open(path, "rb") as f, open(os.path.join(self.src, "one.bin"), "rb") as want:
+            self.assertEqual(f.read(), want.read())  # the read after isatty() is whole
 
     def test_99_unmount_exits_zero(self):
         self.assertEqual(self.mount.unmount(), 0, self.mount.output())
