@@ -5,7 +5,6 @@ exception, so a peer that fails is reported as failed instead of being dropped.
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 

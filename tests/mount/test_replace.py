@@ -16,7 +16,6 @@ is a new file renamed over the old one (a new etag), followed by a listing resca
 import errno
 import os
 import tempfile
-import time
 import unittest
 import urllib.request
 
