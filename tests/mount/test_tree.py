@@ -113,8 +113,8 @@ class TreeTest(unittest.TestCase):
             self.assertEqual(cm.exception.errno, 30, cm.exception)  # EROFS
 
     def test_06_ioctls_are_not_supported(self):
-        # Python's open() asks isatty() (TCGETS) of every file it opens; the kernel sends
-        # every ioctl to the daemon, which answers "not a terminal" for all of them.
+        # Python's open() asks isatty() (TCGETS) of every file it opens. The kernel sends
+        # every ioctl to the daemon, which implements none; the kernel reports that as ENOTTY.
         path = os.path.join(self.mnt, "one.bin")
         fd = os.open(path, os.O_RDONLY)
         try:
