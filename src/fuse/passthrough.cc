@@ -131,10 +131,7 @@ void Passthrough::OnReplyWritten(bool delivered) {
   }
   std::lock_guard lock(mu_);
   if (!off_reason_.empty()) return;
-  if (!delivered) {
-    off_reason_ = "the INIT reply was not delivered";
-    return;
-  }
+  if (!delivered) return TurnOffLocked("the INIT reply was not delivered", /*warn=*/false);
   enabled_.store(true, std::memory_order_release);
   spdlog::info("FUSE passthrough on: cached files are read by the kernel from the cache");
   if (on_change_) on_change_(true);

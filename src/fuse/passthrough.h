@@ -14,9 +14,9 @@
 // opener), and a passthrough open of an inode that is open in normal (page cache) mode
 // fails. So per inode: while it has normal opens, new opens are normal; while it has
 // passthrough opens, new opens share its backing id (even one that would have had no
-// backing file, or a newer one: it reads what the first open verified). The kernel drops its side
-// of an open before the daemon sees RELEASE, so these counts never miss an open the kernel still
-// has.
+// backing file, or a newer one: it reads what the first open verified). The kernel drops
+// its side of an open before the daemon sees RELEASE, so these counts never miss an open
+// the kernel still has.
 //
 // Anything that fails (no kernel support, no CAP_SYS_ADMIN, an ioctl error) turns
 // passthrough off for the mount, logged once; opens then take the normal path.
@@ -25,10 +25,10 @@
 #pragma once
 
 #include <sys/uio.h>
+
 #include <atomic>
 #include <cstdint>
 #include <functional>
-
 #include <mutex>
 #include <string>
 #include <unordered_map>
