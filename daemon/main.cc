@@ -21,6 +21,7 @@
 #include "config/mount_config.h"
 #include "config/mountpoint_check.h"
 #include "data/disk_block_cache.h"
+#include "heap_metrics.h"
 #include "logging.h"
 #include "mount_session.h"
 #include "stats_command.h"
@@ -160,6 +161,7 @@ int Mount(const std::vector<std::string>& args) {
     cfg.fs.disk_cache = *cache;
     RegisterDiskCacheMetrics(*cache);
   }
+  daemon_ns::RegisterHeapMetrics();
   int code = daemon_ns::RunMountSession(cfg, reporter);
   if (cfg.fs.disk_cache) {
     // main() leaves with _Exit: write what is queued first, so the next mount finds it.

@@ -184,6 +184,9 @@ std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* bef
   out +=
       Line("\nMemory in use  %s of %s", FormatBytes(Get(s, "ossmount_memory_used_bytes")).c_str(),
            FormatBytes(Get(s, "ossmount_memory_limit_bytes")).c_str());
+  out += Line("Heap           %s allocated, %s free in the allocator's arenas",
+              FormatBytes(Get(s, "ossmount_heap_allocated_bytes")).c_str(),
+              FormatBytes(Get(s, "ossmount_heap_free_bytes")).c_str());
   out += Line("Open files     %.0f (%.0f opened in all)", Get(s, "ossmount_open_handles"),
               Get(s, "ossmount_opens_total"));
   return out;

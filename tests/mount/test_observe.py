@@ -108,6 +108,9 @@ class ObserveTest(unittest.TestCase):
                                       type="GET-range"), len(LARGE["big/large.bin"]))
         self.assertEqual(metric(doc, "gauges", "ossmount_open_handles"), 0)
         self.assertGreater(metric(doc, "gauges", "ossmount_memory_limit_bytes"), 0)
+        # The heap as glibc sees it: the daemon holds at least its caches and buffers.
+        self.assertGreater(metric(doc, "gauges", "ossmount_heap_allocated_bytes"), 1 << 20)
+        self.assertGreaterEqual(metric(doc, "gauges", "ossmount_heap_free_bytes"), 0)
         hist = [h for h in doc["metrics"]["histograms"]
                 if h["name"] == "ossmount_request_duration_seconds" and h["labels"]["type"] == "GET"]
         self.assertEqual(len(hist), 1)
@@ -126,7 +129,7 @@ class ObserveTest(unittest.TestCase):
                            text=True, timeout=60)
         self.assertEqual(r.returncode, 0, r.stderr)
         for needle in ("Requests", "GET-range", "p99 ms", "Cache hit ratios", "page-cache opens",
-                       "Readahead", "Memory in use", "Open files"):
+                       "Readahead", "Memory in use", "Heap", "Open files"):
             self.assertIn(needle, r.stdout)
         self.assertNoSecret(r.stdout, "stats view")
         self.assertNoSecret(json.dumps(doc), "stats json")
