@@ -32,14 +32,44 @@ REGION = "cn-test-1"
 # Exit status ctest reads as "skipped" (SKIP_RETURN_CODE in tests/mount/CMakeLists.txt).
 SKIP_EXIT = 77
 
+# Every temporary file and directory of a test script (data trees, mount points, logs,
+# caches: whatever goes through `tempfile`) lands in this one directory. main() removes it
+# when the script passes and keeps it, naming it, when it fails, so that repeated runs do not
+# pile up in /tmp (a soak run alone writes 200 MB) and a failure keeps its logs. A script
+# that re-executes itself (test_fstab, in a private mount namespace) keeps the same one.
+RUN_DIR = os.environ.get("OSSMOUNT_TEST_RUN_DIR") or \
+    os.path.realpath(tempfile.mkdtemp(prefix="ossmount-test-"))
+os.environ["OSSMOUNT_TEST_RUN_DIR"] = RUN_DIR
+tempfile.tempdir = RUN_DIR
+
+
+def remove_run_dir():
+    """Removes RUN_DIR after unmounting anything still mounted in it; keeps it (False) when a
+    mount refuses to go, so that nothing is deleted through a mount."""
+    inside = RUN_DIR + os.sep
+    for mnt in mounts_under(inside):
+        force_unmount(mnt)
+    if mounts_under(inside):
+        return False
+    shutil.rmtree(RUN_DIR, ignore_errors=True)
+    return True
+
+
+def mounts_under(prefix):
+    with open("/proc/self/mountinfo") as f:
+        return [p for p in (line.split()[4] for line in f) if p.startswith(prefix)]
+
 
 def main():
     """unittest.main for the test scripts: a run in which no test failed but some were skipped
     (no root, no /dev/fuse, ...) lists them and exits SKIP_EXIT, so ctest reports the test as
-    skipped instead of passed."""
+    skipped instead of passed. RUN_DIR goes when the run passed or skipped."""
     result = unittest.main(verbosity=2, exit=False).result
     if not result.wasSuccessful():
+        print("temporary files of this run kept in %s" % RUN_DIR)
         sys.exit(1)
+    if not remove_run_dir():
+        print("%s kept: a mount inside it did not go" % RUN_DIR)
     if result.skipped:
         for test, why in result.skipped:
             print("SKIPPED %s: %s" % (test.id(), why))
