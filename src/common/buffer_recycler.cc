@@ -4,17 +4,13 @@
 #include <mutex>
 #include <new>
 
+#include "common/sanitizers.h"
+
 namespace ossmount {
 namespace {
 
-// Off under AddressSanitizer (gcc defines the macro, clang answers __has_feature).
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kRecycle = false;
-#elif defined(__has_feature)
-constexpr bool kRecycle = !__has_feature(address_sanitizer);
-#else
-constexpr bool kRecycle = true;
-#endif
+// Off under AddressSanitizer, so that a use after free is still caught.
+constexpr bool kRecycle = !kAddressSanitizer;
 
 constexpr size_t kClasses = BufferRecycler::kMaxBytes / BufferRecycler::kClassBytes + 1;
 

@@ -56,8 +56,7 @@ def remove_run_dir():
 
 
 def mounts_under(prefix):
-    with open("/proc/self/mountinfo") as f:
-        return [p for p in (line.split()[4] for line in f) if p.startswith(prefix)]
+    return [p for p in mount_points() if p.startswith(prefix)]
 
 
 def main():
@@ -86,13 +85,14 @@ def wait_for(predicate, timeout, what, interval=0.05):
     raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
 
 
-def is_mounted(path):
-    path = os.path.realpath(path)
+def mount_points():
+    """Every mount point this process sees (the fifth field of /proc/self/mountinfo)."""
     with open("/proc/self/mountinfo") as f:
-        for line in f:
-            if line.split()[4] == path:
-                return True
-    return False
+        return [line.split()[4] for line in f]
+
+
+def is_mounted(path):
+    return os.path.realpath(path) in mount_points()
 
 
 def force_unmount(path):

@@ -18,6 +18,7 @@
 
 #include "audit_log.h"
 #include "common/metrics.h"
+#include "common/sanitizers.h"
 #include "heap_metrics.h"
 #include "metrics_http.h"
 #include "stats_command.h"
@@ -164,19 +165,9 @@ double GaugeValue(const std::string& name) {
   return 0;
 }
 
-// Sanitizers bring their own allocator, and glibc's figures then stay 0 (gcc defines the
-// macros, clang answers __has_feature).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kGlibcAllocator = false;
-#elif defined(__has_feature)
-constexpr bool kGlibcAllocator =
-    !__has_feature(address_sanitizer) && !__has_feature(thread_sanitizer);
-#else
-constexpr bool kGlibcAllocator = true;
-#endif
-
 TEST_CASE("heap metrics: a live block counts as allocated until it is freed") {
-  if (!kGlibcAllocator) {
+  // A sanitizer's allocator replaces glibc's, whose figures then stay 0.
+  if (kAddressSanitizer || kThreadSanitizer) {
     WARN("a sanitizer's allocator stands in for glibc's, whose figures these are: not checked");
     return;
   }
