@@ -140,8 +140,9 @@ class SoakTest(unittest.TestCase):
             self.assertGreater(len(samples), 6)
             third = len(samples) // 3
             first, last = samples[:third], samples[-third:]
-            heap_first = [h[1] for h in heaps if h[0] <= elapsed / 3]
-            heap_last = [h[1] for h in heaps if h[0] >= elapsed * 2 / 3]
+            # The heap samples taken within those same thirds (at a sample's own time).
+            heap_first = [h[1] for h in heaps if h[0] <= first[-1][0]]
+            heap_last = [h[1] for h in heaps if h[0] >= last[0][0]]
             self.assertTrue(heap_first and heap_last, heaps)
             peak_rss = max(s[1] for s in samples)
             figures = {
