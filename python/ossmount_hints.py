@@ -2,7 +2,7 @@
 
 A DataLoader worker reads one file at a time, so N workers keep at most N requests in
 flight. Given the epoch's order, the ossmount daemon fetches ahead of the readers with
-many requests in flight (--warmup-concurrency, default 128), keeping --hint-ahead-files /
+many requests in flight (--hint-concurrency, default 256), keeping --hint-ahead-files /
 --hint-ahead-bytes ahead, and each read is then served from memory without a GET.
 
 Usage (see examples/train_imagefolder.py):

@@ -48,7 +48,8 @@ struct RawOptions {
   std::string max_memory = "1GiB", max_readahead = "64MiB", prefetch_unit = "8MiB";
   std::string prefetch_concurrency = "64", cache_dir, max_cache_size = "10GiB";
   // Dataset prefetch: warm-up and sampler-order hints.
-  std::string warmup_concurrency = "128", hint_ahead_files = "256", hint_ahead_bytes = "512MiB";
+  std::string warmup_concurrency = "128", hint_concurrency = "256", hint_ahead_files = "2048",
+              hint_ahead_bytes = "512MiB";
   bool prefetch_on_list = false;
   bool no_passthrough = false;
   // Metadata from a file instead of LIST (--manifest).
@@ -181,12 +182,16 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
                  "Largest size of the disk cache (default 10GiB)")
       ->group(data);
   app.add_option("--warmup-concurrency", r.warmup_concurrency,
-                 "GETs in flight for warm-up and sampler-order hints together (default 128, "
+                 "GETs in flight that warm-up fills up to, hinted ones included (default 128, "
                  "at most --max-in-flight)")
+      ->group(data);
+  app.add_option("--hint-concurrency", r.hint_concurrency,
+                 "GETs in flight that sampler-order hints fill up to, warm-up included "
+                 "(default 256, at most --max-in-flight)")
       ->group(data);
   app.add_option("--hint-ahead-files", r.hint_ahead_files,
                  "With sampler-order hints, prefetch up to N files past the furthest read "
-                 "(default 256)")
+                 "(default 2048)")
       ->group(data);
   app.add_option("--hint-ahead-bytes", r.hint_ahead_bytes,
                  "Hinted bytes held fetched and unread, at most about (default 512MiB)")
@@ -232,7 +237,8 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
   app.add_option("--metrics-address", r.metrics_address,
                  "Serve Prometheus metrics on HOST:PORT at /metrics (default: off)")
       ->group(mnt);
-  app.add_option("--io-threads", r.io_threads, "Worker threads (default 4)")->group(mnt);
+  app.add_option("--io-threads", r.io_threads, "Worker threads (default: the CPUs, 2 to 4)")
+      ->group(mnt);
 
   return flags;
 }
@@ -569,16 +575,24 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
     c.cache.dir = r.cache_dir;
     c.cache.max_size = *cache_size;
   }
-  auto wc = ParseInteger("--warmup-concurrency", r.warmup_concurrency, 1, 4096);
+  // Prefetch concurrency: an explicit value above the request cap is an error; the default
+  // follows a lower cap (prefetches queued inside the engine would make a reader that joins
+  // one wait behind other prefetches).
+  auto prefetch_concurrency = [&](const char* flag, const std::string& text) -> Result<int> {
+    auto v = ParseInteger(flag, text, 1, 4096);
+    if (!v.ok()) return v.status();
+    if (given(flag) && *v > c.client.max_in_flight) {
+      return Error(std::string(flag) + " " + std::to_string(*v) + " is more than --max-in-flight " +
+                   std::to_string(c.client.max_in_flight) + "; lower it or raise --max-in-flight");
+    }
+    return static_cast<int>(std::min<int64_t>(*v, c.client.max_in_flight));
+  };
+  auto wc = prefetch_concurrency("--warmup-concurrency", r.warmup_concurrency);
   if (!wc.ok()) return wc.status();
-  if (given("--warmup-concurrency") && *wc > c.client.max_in_flight) {
-    return Error("--warmup-concurrency " + std::to_string(*wc) + " is more than --max-in-flight " +
-                 std::to_string(c.client.max_in_flight) + "; lower it or raise --max-in-flight");
-  }
-  // The default never exceeds the request cap: prefetches queued inside the engine would
-  // make a reader that joins one wait behind other prefetches.
-  fso.dataset_prefetch.concurrency =
-      static_cast<int>(std::min<int64_t>(*wc, c.client.max_in_flight));
+  fso.dataset_prefetch.concurrency = *wc;
+  auto hc = prefetch_concurrency("--hint-concurrency", r.hint_concurrency);
+  if (!hc.ok()) return hc.status();
+  fso.dataset_prefetch.hint_concurrency = *hc;
   auto haf = ParseInteger("--hint-ahead-files", r.hint_ahead_files, 1, 10000000);
   if (!haf.ok()) return haf.status();
   fso.dataset_prefetch.hint_ahead_files = static_cast<size_t>(*haf);

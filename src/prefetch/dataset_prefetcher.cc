@@ -419,7 +419,7 @@ void DatasetPrefetcher::CollectLocked(std::vector<Start>& starts) {
   // window is measured from the band's leading edge, not by files outstanding; a hard cap
   // on outstanding files (the stale distance) and the byte limit bound what is held.
   const size_t max_outstanding = kStaleFactor * std::max<size_t>(options_.hint_ahead_files, 1);
-  while (!hint_budget_wait_ && total < options_.concurrency && hint_next_ < hints_.size() &&
+  while (!hint_budget_wait_ && total < options_.hint_concurrency && hint_next_ < hints_.size() &&
          hint_next_ < hint_read_frontier_ + options_.hint_ahead_files &&
          hint_outstanding_files_ < max_outstanding &&
          hint_outstanding_bytes_ < options_.hint_ahead_bytes) {
@@ -543,6 +543,8 @@ std::string DatasetPrefetcher::StatusJson() const {
   w.Uint64(st.held_bytes);
   w.Key("concurrency");
   w.Int(options_.concurrency);
+  w.Key("hint_concurrency");
+  w.Int(options_.hint_concurrency);
   w.Key("hints");
   w.StartObject();
   w.Key("lists");

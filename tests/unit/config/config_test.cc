@@ -1,7 +1,9 @@
 // config_test: the command-line parser is a pure function, so every form and every error
 // is checked here without a daemon.
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -291,6 +293,28 @@ TEST_CASE("Every option lands in the config") {
   CHECK(c.daemon.mountpoint == "mnt");
 }
 
+TEST_CASE("The default of --io-threads is the CPUs this process may use, 2 to 4") {
+  cpu_set_t saved;
+  REQUIRE(sched_getaffinity(0, sizeof saved, &saved) == 0);
+  // One CPU allowed (the calling thread's mask is what the default reads): still 2, so a
+  // completion never waits behind one slow disk write.
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &saved)) {
+      CPU_SET(cpu, &one);
+      break;
+    }
+  }
+  REQUIRE(sched_setaffinity(0, sizeof one, &one) == 0);
+  const int with_one = Ok(With({})).daemon.io_threads;
+  REQUIRE(sched_setaffinity(0, sizeof saved, &saved) == 0);
+  CHECK(with_one == 2);
+  const int all = CPU_COUNT(&saved);
+  CHECK(Ok(With({})).daemon.io_threads == std::clamp(all, 2, 4));
+  CHECK(Ok(With({"--io-threads", "7"})).daemon.io_threads == 7);
+}
+
 TEST_CASE("fstab -o form maps to the same config as flags") {
   MountConfig flags =
       Ok(With({"--metadata-ttl", "indefinite", "--allow-other", "--file-mode", "0440",
@@ -501,20 +525,27 @@ TEST_CASE("AbsoluteMountPoint") {
 TEST_CASE("Dataset prefetch options: defaults, values, and errors naming the option") {
   MountConfig d = Ok(With({}));
   CHECK(d.fs.dataset_prefetch.concurrency == 128);
-  CHECK(d.fs.dataset_prefetch.hint_ahead_files == 256);
+  CHECK(d.fs.dataset_prefetch.hint_concurrency == 256);
+  CHECK(d.fs.dataset_prefetch.hint_ahead_files == 2048);
   CHECK(d.fs.dataset_prefetch.hint_ahead_bytes == (512ull << 20));
   CHECK_FALSE(d.fs.prefetch_on_list);
 
-  MountConfig c = Ok(With({"--warmup-concurrency", "32", "--hint-ahead-files", "1000",
-                           "--hint-ahead-bytes", "2GiB", "--prefetch-on-list"}));
+  MountConfig c =
+      Ok(With({"--warmup-concurrency", "32", "--hint-concurrency", "48", "--hint-ahead-files",
+               "1000", "--hint-ahead-bytes", "2GiB", "--prefetch-on-list"}));
   CHECK(c.fs.dataset_prefetch.concurrency == 32);
+  CHECK(c.fs.dataset_prefetch.hint_concurrency == 48);
   CHECK(c.fs.dataset_prefetch.hint_ahead_files == 1000);
   CHECK(c.fs.dataset_prefetch.hint_ahead_bytes == (2ull << 30));
   CHECK(c.fs.prefetch_on_list);
   // The default follows a lower request cap; an explicit value above it is an error.
-  CHECK(Ok(With({"--max-in-flight", "64"})).fs.dataset_prefetch.concurrency == 64);
+  MountConfig capped = Ok(With({"--max-in-flight", "64"}));
+  CHECK(capped.fs.dataset_prefetch.concurrency == 64);
+  CHECK(capped.fs.dataset_prefetch.hint_concurrency == 64);
   Fails(With({"--max-in-flight", "64", "--warmup-concurrency", "100"}), "--warmup-concurrency");
+  Fails(With({"--max-in-flight", "64", "--hint-concurrency", "100"}), "--hint-concurrency");
   Fails(With({"--warmup-concurrency", "0"}), "--warmup-concurrency");
+  Fails(With({"--hint-concurrency", "5000"}), "--hint-concurrency");
   Fails(With({"--hint-ahead-files", "0"}), "--hint-ahead-files");
   Fails(With({"--hint-ahead-bytes", "1KiB"}), "--hint-ahead-bytes");
   Fails(With({"--hint-ahead-bytes", "lots"}), "--hint-ahead-bytes");

@@ -290,6 +290,7 @@ TEST_CASE("a held file the reader skipped is released once it falls far behind",
 TEST_CASE("hints go before warm-up within the shared concurrency", "[dataset_prefetcher]") {
   DatasetPrefetchOptions o;
   o.concurrency = 3;
+  o.hint_concurrency = 3;
   o.hint_ahead_files = 2;
   Rig rig(o);
   rig.prefetcher->EnqueueFiles("job", Items(5, 10));
@@ -301,6 +302,28 @@ TEST_CASE("hints go before warm-up within the shared concurrency", "[dataset_pre
   CHECK(rig.fetcher.started() == std::vector<std::string>{"w0", "w1", "w2", "h0", "h1"});
   rig.fetcher.Complete("w2");
   CHECK(rig.fetcher.started().back() == "w3");
+}
+
+TEST_CASE("hints fill up to hint_concurrency; warm-up only below its own, smaller one",
+          "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.concurrency = 2;
+  o.hint_concurrency = 4;
+  o.hint_ahead_files = 10;
+  Rig rig(o);
+  rig.prefetcher->SetHints(Paths(10));
+  CHECK(rig.fetcher.started() == std::vector<std::string>{"f0", "f1", "f2", "f3"});
+  CHECK(rig.prefetcher->Status().in_flight == 4);
+  // Warm-up waits while hints keep 2 or more in flight, and hints take each freed slot.
+  rig.prefetcher->EnqueueFiles("job", Items(3, 10));
+  CHECK(rig.fetcher.pending() == 4);
+  rig.fetcher.Complete("f0");
+  CHECK(rig.fetcher.started().back() == "f4");
+  CHECK(rig.fetcher.pending() == 4);
+  // Once the hints are all fetched, warm-up runs at its own concurrency.
+  for (int i = 1; i < 10; ++i) rig.fetcher.Complete("f" + std::to_string(i));
+  CHECK(rig.fetcher.pending() == 2);
+  CHECK(rig.fetcher.started().back() == "w1");
 }
 
 TEST_CASE("a warm-up job runs at its concurrency and ends done", "[dataset_prefetcher]") {
