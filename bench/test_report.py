@@ -89,6 +89,22 @@ class TargetTest(unittest.TestCase):
         self.assertIn("0.62x", self.line(t, "Epoch 2 after remount"))
         self.assertIn("2,500 vs 4,000 files/s", report.remount_table(doc([rm, local])))
 
+    def test_remount_ratio_is_the_median_of_the_rounds_ratios(self):
+        # Medians taken side by side would give 3000 / 3000 = 1.0x (met); the rounds' own
+        # ratios are 0.75x, 1.5x and 0.5x, and their median, 0.75x, is not met.
+        local = epoch_case("local", 3000, epoch2=3000)
+        rm = remount(3000, 0)
+        rm["result"]["local_median"] = 3000
+        rm["result"]["rounds"] = [{"ossmount": 3000, "local": 4000, "ossmount_gets": 0},
+                                  {"ossmount": 3000, "local": 2000, "ossmount_gets": 0},
+                                  {"ossmount": 1500, "local": 3000, "ossmount_gets": 0}]
+        line = self.line(report.targets(doc([rm, local])), "Epoch 2 after remount")
+        self.assertIn("**not met**", line)
+        self.assertIn("0.75x", line)
+        table = report.remount_table(doc([rm, local]))
+        self.assertIn("0.75x (local median 3,000)", table)
+        self.assertIn("3,000 vs 2,000 files/s = 1.50x", table)
+
     def test_cold_find_bound(self):
         def find_case(secs, head):
             return {"workload": "metadata", "peer": "ossmount", "ttfb": 35, "tool": "find",
