@@ -33,7 +33,6 @@
 
 namespace ossmount::config {
 
-// Settings of the daemon process itself (not of the filesystem or the client).
 // The default number of worker threads: the CPUs this process may run on (its affinity
 // mask, so taskset and cpusets count), at least 2 and at most 4. Threads beyond the cores
 // only add hand-offs: on 2 cores a hinted epoch read about 10% more files per second with
@@ -45,6 +44,7 @@ inline int DefaultIoThreads() {
   return std::clamp(cpus, 2, 4);
 }
 
+// Settings of the daemon process itself (not of the filesystem or the client).
 struct DaemonSettings {
   std::string source;      // the positional source as given, for messages
   std::string mountpoint;  // as given (the daemon makes it absolute before forking)

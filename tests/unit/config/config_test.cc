@@ -296,8 +296,8 @@ TEST_CASE("Every option lands in the config") {
 TEST_CASE("The default of --io-threads is the CPUs this process may use, 2 to 4") {
   cpu_set_t saved;
   REQUIRE(sched_getaffinity(0, sizeof saved, &saved) == 0);
-  // One CPU allowed (the calling thread's mask is what the default reads): still 2, so a
-  // completion never waits behind one slow disk write.
+  // One CPU allowed (the calling thread's mask is what the default reads): still 2, so one
+  // slow disk write does not hold up every completion.
   cpu_set_t one;
   CPU_ZERO(&one);
   for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
