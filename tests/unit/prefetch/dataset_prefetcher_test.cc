@@ -304,7 +304,7 @@ TEST_CASE("hints go before warm-up within the shared concurrency", "[dataset_pre
   CHECK(rig.fetcher.started().back() == "w3");
 }
 
-TEST_CASE("hints fill up to hint_concurrency; warm-up only below its own, smaller one",
+TEST_CASE("hints fill up to hint_concurrency, warm-up only below its own smaller one",
           "[dataset_prefetcher]") {
   DatasetPrefetchOptions o;
   o.concurrency = 2;
