@@ -96,8 +96,7 @@ def targets(doc):
     loc = find(doc, "imagefolder", peer="local", workers=16)
     if rm:
         after = rm["result"]["after_remount"]["epochs"][0] if ok(rm) else None
-        # The local reader's median over the same rounds (older results: the imagefolder case).
-        loc2 = rm["result"].get("local_median") or rate(loc, 2) or rate(loc, 1)
+        loc2 = remount_local(rm["result"], loc)
         ra = after["files_per_s"] if after else None
         gets = after["requests"].get("GET") if after else None
         r = remount_ratio(rm["result"], ra, loc2) if after else None
@@ -191,6 +190,12 @@ def imagefolder_tables(doc):
     return "\n".join(out)
 
 
+def remount_local(result, local_case):
+    """The local reader's rate a remount case is shown against: the median over its own
+    rounds (older results: the imagefolder case's local epoch)."""
+    return result.get("local_median") or rate(local_case, 2) or rate(local_case, 1)
+
+
 def remount_ratio(result, after_rate, local_rate):
     """ossmount / local after a remount: the median of the rounds' own ratios when there are
     rounds (each pairs a remount epoch with a local epoch run right after it, so a drift of
@@ -213,7 +218,7 @@ def remount_table(doc):
         b = c["result"]["before"]["epochs"][0]
         a = c["result"]["after_remount"]["epochs"][0]
         r = a["requests"]
-        local = c["result"].get("local_median") or rate(loc, 2) or rate(loc, 1)
+        local = remount_local(c["result"], loc)
         out.append("| %d ms | %s | %s | %s | %s / %s / %s | %s | %s (local median %s) |" % (
             c["ttfb"], fmt(b["files_per_s"]), b["requests"].get("GET"), fmt(a["files_per_s"]),
             r.get("GET"), r.get("HEAD"), r.get("LIST"), c["result"].get("cache_mib"),
