@@ -149,13 +149,16 @@ def _call(mountpoint: str, request: dict, timeout: float = 60.0) -> dict:
 
 
 def send_hints(paths, mountpoint=None) -> int:
-    """Sends the list of files (absolute paths, or relative to `mountpoint`) in the order they
-    will be read; it replaces the previous list. Returns the number of paths the daemon took.
-    All paths must be inside one ossmount mount."""
+    """Sends the list of files in the order they will be read; it replaces the previous list.
+    Returns the number of paths the daemon took. All paths must be inside one ossmount mount.
+
+    A path is absolute, or relative: to `mountpoint` when it is given, else to the current
+    directory (like open() would take it), which is also how the mount is found."""
     paths = list(paths)
     if mountpoint is None:
         if not paths:
             raise ValueError("send_hints: no paths and no mountpoint")
+        paths = [os.path.abspath(p) for p in paths]
         mountpoint = find_mount(paths[0])
         if mountpoint is None:
             raise RuntimeError("%s is not inside an ossmount mount" % paths[0])
@@ -192,11 +195,14 @@ class HintedSampler(_SamplerBase):
     """Wraps a sampler; at each epoch sends the order's file paths to ossmount, then yields.
 
     `dataset` gives the path of each index (ImageFolder: dataset.samples); or pass `paths`.
+    Relative paths (ImageFolder("data/train")) are taken from the current directory, as the
+    loader's open() takes them, and made absolute here, once.
     """
 
     def __init__(self, sampler, dataset=None, paths=None, mountpoint=None):
         self.sampler = sampler
-        self.paths = list(paths) if paths is not None else dataset_paths(dataset)
+        raw = list(paths) if paths is not None else dataset_paths(dataset)
+        self.paths = [p if os.path.isabs(p) else os.path.abspath(p) for p in raw]
         self.mountpoint = mountpoint
         self.sent = 0  # paths taken by the daemon at the last __iter__
         self._warned = False

@@ -58,6 +58,26 @@ class HintsModuleTest(unittest.TestCase):
         self.assertEqual(s.sent, 0)
         self.assertEqual(len(s), 3)
 
+    def test_relative_dataset_paths_are_sent_as_the_files_open_would_read(self):
+        # ImageFolder("data/train") keeps relative paths; the loader opens them from the
+        # current directory, so that is where the hint must point, not the mount's root.
+        sent = []
+        with mock.patch.object(h, "_call", side_effect=lambda mp, req: (
+                sent.append((mp, req["paths"])), {"files": len(req["paths"])})[1]), \
+                mock.patch.object(os.path, "realpath", side_effect=lambda p: p), \
+                mock.patch.object(os, "getcwd", return_value="/mnt"):
+            s = h.HintedSampler([1, 0], paths=["oss/train/a.jpg", "/mnt/oss/train/b.jpg"],
+                                mountpoint="/mnt/oss")
+            self.assertEqual(list(s), [1, 0])
+            self.assertEqual(sent[-1], ("/mnt/oss", ["train/b.jpg", "train/a.jpg"]))
+            # send_hints without a mount point: relative to the current directory too.
+            with mock.patch.object(h, "find_mount", return_value="/mnt/oss"):
+                self.assertEqual(h.send_hints(["oss/train/c.jpg"]), 1)
+            self.assertEqual(sent[-1], ("/mnt/oss", ["train/c.jpg"]))
+            # With a mount point, a relative path stays relative to it (the documented API).
+            h.send_hints(["train/d.jpg"], mountpoint="/mnt/oss")
+            self.assertEqual(sent[-1], ("/mnt/oss", ["train/d.jpg"]))
+
 
 if __name__ == "__main__":
     unittest.main()

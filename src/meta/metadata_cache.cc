@@ -46,6 +46,32 @@ MetadataCache::Answer MetadataCache::Find(const std::string& path) const {
       answer.state = Answer::kAbsent;
       answer.attr = NodeAttr();
     }
+    return answer;
+  }
+  // Nothing newer about the path itself: a fresh ancestor that is absent, or a file,
+  // means there is nothing below it (a name that is both shows as the directory).
+  for (std::string_view child = parent; !child.empty() && answer.state != Answer::kAbsent;) {
+    auto [up, child_name] = SplitPath(child);
+    auto a = entries_.find(std::string(child));
+    if (a != entries_.end() && TtlPolicy::Fresh(a->second.expiry, now) &&
+        a->second.seq > best_seq) {
+      if (a->second.kind == Entry::kAbsent ||
+          (a->second.kind == Entry::kPresent && !a->second.attr.is_dir())) {
+        answer.state = Answer::kAbsent;
+        answer.attr = NodeAttr();
+      }
+    }
+    auto up_listing = listings_.find(std::string(up));
+    if (up_listing != listings_.end() && TtlPolicy::Fresh(up_listing->second.expiry, now) &&
+        up_listing->second.seq > best_seq) {
+      const DirChild* c = up_listing->second.snapshot->Find(child_name);
+      if (c == nullptr || !c->attr.is_dir()) {
+        answer.state = Answer::kAbsent;
+        answer.attr = NodeAttr();
+      }
+      break;  // a listed directory: what is below it is the next listing's to say
+    }
+    child = up;
   }
   return answer;
 }

@@ -6,7 +6,10 @@
 //   - directory listings (DirSnapshot, complete: every page was fetched): a fresh listing
 //     answers for every name in the directory, present or absent, with no request.
 // Find answers from the newest fresh source, so a listing taken after a probe overrides it
-// and vice versa. Stale knowledge is ignored (and replaced by the next Put).
+// and vice versa. Stale knowledge is ignored (and replaced by the next Put). With nothing
+// newer about a path or its parent's listing, its ancestors answer: below a name that a
+// fresh source says is absent, or a file, nothing exists (a name that is both a file and a
+// directory is listed as the directory), so a deep path under a wrong root needs no probe.
 //
 // Listings are shared, immutable snapshots: a directory handle keeps the one it read from
 // even after the cache replaced it, so its offsets stay stable.

@@ -12,6 +12,7 @@ import concurrent.futures
 import os
 import random
 import sys
+import time
 import unittest
 
 import harness
@@ -105,6 +106,41 @@ class HintsTest(unittest.TestCase):
         finally:
             m.close()
 
+    def test_relative_dataset_root_is_hinted_where_the_loader_reads(self):
+        # ImageFolder("mnt/train") keeps paths relative to the current directory; the hints
+        # must name those files (not "mnt/train/..." under the mount's root, which would
+        # prefetch nothing and probe the server for every name).
+        import torch
+        import torchvision
+
+        m = self.mount()
+        cwd = os.getcwd()
+        try:
+            os.chdir(os.path.dirname(m.mountpoint))
+            root = os.path.join(os.path.basename(m.mountpoint), "train")
+            dataset = torchvision.datasets.ImageFolder(root, loader=harness.sha256_file)
+            self.assertFalse(os.path.isabs(dataset.samples[0][0]))
+            self.server.reset_stats()
+            sampler = ossmount_hints.HintedSampler(torch.utils.data.RandomSampler(dataset),
+                                                   dataset)
+            order = list(sampler)
+            self.assertEqual(sampler.sent, len(self.manifest))
+            with concurrent.futures.ThreadPoolExecutor(4) as pool:
+                digests = list(pool.map(lambda i: dataset[i][0], order))
+            by_path = {os.path.relpath(p, root): d for p, d in
+                       ((dataset.samples[i][0], d) for i, d in zip(order, digests))}
+            self.assertEqual(by_path, {os.path.relpath(rel, "train"): digest
+                                       for rel, (_, digest) in self.manifest.items()})
+            stats = self.server.stats()
+            self.assertEqual(stats.get("GET", 0), len(self.manifest), stats)
+            self.assertEqual(stats.get("LIST", 0), 0, stats)
+            self.assertEqual(stats.get("HEAD", 0), 0, stats)
+            hints = self.status(m)["hints"]
+            self.assertGreaterEqual(hints["fetched"], len(self.manifest) // 2, hints)
+        finally:
+            os.chdir(cwd)
+            m.close()
+
     def test_bad_hint_requests_are_refused_clearly(self):
         m = self.mount()
         try:
@@ -118,6 +154,31 @@ class HintsTest(unittest.TestCase):
                 ossmount_hints.send_hints(["/etc/passwd"], m.mountpoint)
             # An empty list clears the hints.
             self.assertEqual(ossmount_hints.send_hints([], m.mountpoint), 0)
+        finally:
+            m.close()
+
+    def test_hints_naming_nothing_that_exists_cost_no_request(self):
+        # Paths under a name the mount's root listing lacks (a wrong root, a typo) are known
+        # absent from that listing: skipped with no probe, however many there are.
+        m = self.mount()
+        try:
+            self.list_like_imagefolder(m)
+            self.server.reset_stats()
+            wrong = ["nowhere/" + rel for rel in sorted(self.manifest)]
+            self.assertEqual(ossmount_hints.send_hints(wrong, m.mountpoint), len(wrong))
+            hints = self.status(m)["hints"]
+            for _ in range(100):  # the prefetcher works through them in the background
+                if hints["next"] == len(wrong) and hints["in_flight"] == 0:
+                    break
+                time.sleep(0.05)
+                hints = self.status(m)["hints"]
+            self.assertEqual(hints["next"], len(wrong), hints)
+            self.assertEqual(hints["fetched"], 0, hints)
+            stats = self.server.stats()
+            self.assertEqual(stats["requests"], 0, stats)
+            # The real files are still read as usual.
+            rel = sorted(self.manifest)[0]
+            self.assertEqual(harness.sha256_file(m.path(rel)), self.manifest[rel][1])
         finally:
             m.close()
 

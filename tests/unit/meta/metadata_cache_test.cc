@@ -78,7 +78,7 @@ TEST_CASE("MetadataCache: a fresh listing answers every name of its directory") 
   CHECK(cache.Find("d/a").state == MetadataCache::Answer::kPresent);
   CHECK(cache.Find("d/b").state == MetadataCache::Answer::kAbsent);
   CHECK(cache.Find("e/a").state == MetadataCache::Answer::kUnknown);
-  CHECK(cache.Find("d/a/x").state == MetadataCache::Answer::kUnknown);
+  CHECK(cache.Find("d/a/x").state == MetadataCache::Answer::kAbsent);  // "a" is a file
   CHECK(cache.FreshListing("d") != nullptr);
   clock.Advance(10s);
   CHECK(cache.Find("d/a").state == MetadataCache::Answer::kUnknown);
@@ -118,4 +118,33 @@ TEST_CASE("MetadataCache: Invalidate hides older knowledge until something newer
   cache.PutPresent("d/a", File(99));
   CHECK(cache.Find("d/a").state == MetadataCache::Answer::kPresent);
   CHECK(cache.Find("d/a").attr.size == 99);
+}
+
+TEST_CASE("MetadataCache: below an ancestor known absent, or a file, nothing exists") {
+  FakeClock clock;
+  MetadataCache cache(TtlPolicy(10s, 5s, clock.fn()));
+  auto root = std::make_shared<DirSnapshot>();
+  NodeAttr dir;
+  dir.kind = NodeKind::kDir;
+  root->children.push_back({"notes.txt", File(3)});  // sorted, as listings are
+  root->children.push_back({"train", dir});
+  cache.PutListing("", root);
+  // A name the root listing lacks: everything under it, however deep, with no request.
+  CHECK(cache.Find("mnt/train/c/x.jpg").state == MetadataCache::Answer::kAbsent);
+  CHECK(cache.Find("notes.txt/x").state == MetadataCache::Answer::kAbsent);
+  // Under a listed directory whose own listing is not cached: unknown (needs a probe).
+  CHECK(cache.Find("train/c/x.jpg").state == MetadataCache::Answer::kUnknown);
+  // A lookup that found an ancestor absent counts the same way, until it expires.
+  cache.PutAbsent("train/gone");
+  CHECK(cache.Find("train/gone/a/b").state == MetadataCache::Answer::kAbsent);
+  // Knowledge of the path itself that is newer than the ancestor's wins.
+  cache.PutPresent("mnt/new.jpg", File(7));
+  CHECK(cache.Find("mnt/new.jpg").state == MetadataCache::Answer::kPresent);
+  cache.PutListing("", root);  // listed again after that lookup: absent once more
+  CHECK(cache.Find("mnt/new.jpg").state == MetadataCache::Answer::kAbsent);
+  clock.Advance(6s);  // the negative entry expired; the listing (10 s) has not
+  CHECK(cache.Find("train/gone/a/b").state == MetadataCache::Answer::kUnknown);
+  CHECK(cache.Find("mnt/x").state == MetadataCache::Answer::kAbsent);
+  clock.Advance(5s);  // the listing expired too
+  CHECK(cache.Find("mnt/x").state == MetadataCache::Answer::kUnknown);
 }
