@@ -36,42 +36,48 @@ MetadataCache::Answer MetadataCache::Find(const std::string& path) const {
     answer.attr = e->second.attr;
     best_seq = e->second.seq;
   }
-  auto l = listings_.find(std::string(parent));
-  if (l != listings_.end() && TtlPolicy::Fresh(l->second.expiry, now) && l->second.seq > best_seq) {
-    const DirChild* child = l->second.snapshot->Find(name);
-    if (child != nullptr) {
+  // Knowledge newer than the path's own entry, or null: a fresh listing of `dir`, a fresh
+  // entry for `p`.
+  auto newer_listing = [&](std::string_view dir) -> const DirSnapshot* {
+    auto it = listings_.find(std::string(dir));
+    bool newer = it != listings_.end() && TtlPolicy::Fresh(it->second.expiry, now) &&
+                 it->second.seq > best_seq;
+    return newer ? it->second.snapshot.get() : nullptr;
+  };
+  auto newer_entry = [&](std::string_view p) -> const Entry* {
+    auto it = entries_.find(std::string(p));
+    bool newer = it != entries_.end() && TtlPolicy::Fresh(it->second.expiry, now) &&
+                 it->second.seq > best_seq;
+    return newer ? &it->second : nullptr;
+  };
+  auto absent = [&answer] {
+    answer.state = Answer::kAbsent;
+    answer.attr = NodeAttr();
+  };
+  if (const DirSnapshot* listing = newer_listing(parent)) {
+    if (const DirChild* child = listing->Find(name)) {
       answer.state = Answer::kPresent;
       answer.attr = child->attr;
     } else {
-      answer.state = Answer::kAbsent;
-      answer.attr = NodeAttr();
+      absent();
     }
     return answer;
   }
   // Nothing newer about the path itself: a fresh ancestor that is absent, or a file,
   // means there is nothing below it (a name that is both shows as the directory).
-  for (std::string_view child = parent; !child.empty() && answer.state != Answer::kAbsent;) {
-    auto [up, child_name] = SplitPath(child);
-    auto a = entries_.find(std::string(child));
-    if (a != entries_.end() && TtlPolicy::Fresh(a->second.expiry, now) &&
-        a->second.seq > best_seq) {
-      if (a->second.kind == Entry::kAbsent ||
-          (a->second.kind == Entry::kPresent && !a->second.attr.is_dir())) {
-        answer.state = Answer::kAbsent;
-        answer.attr = NodeAttr();
+  for (std::string_view dir = parent; !dir.empty() && answer.state != Answer::kAbsent;) {
+    auto [up, dir_name] = SplitPath(dir);
+    if (const Entry* a = newer_entry(dir)) {
+      if (a->kind == Entry::kAbsent || (a->kind == Entry::kPresent && !a->attr.is_dir())) {
+        absent();
       }
     }
-    auto up_listing = listings_.find(std::string(up));
-    if (up_listing != listings_.end() && TtlPolicy::Fresh(up_listing->second.expiry, now) &&
-        up_listing->second.seq > best_seq) {
-      const DirChild* c = up_listing->second.snapshot->Find(child_name);
-      if (c == nullptr || !c->attr.is_dir()) {
-        answer.state = Answer::kAbsent;
-        answer.attr = NodeAttr();
-      }
+    if (const DirSnapshot* listing = newer_listing(up)) {
+      const DirChild* c = listing->Find(dir_name);
+      if (c == nullptr || !c->attr.is_dir()) absent();
       break;  // a listed directory: what is below it is the next listing's to say
     }
-    child = up;
+    dir = up;
   }
   return answer;
 }
