@@ -1,10 +1,18 @@
 #include "prefetch_control.h"
 
+#include <poll.h>
 #include <rapidjson/document.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <boost/asio/post.hpp>
+#include <cerrno>
+#include <csignal>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "common/unique_fd.h"
 
 namespace ossmount::daemon {
 
@@ -31,6 +39,28 @@ Result<std::vector<std::string>> Paths(const rapidjson::Document& request, bool 
 }
 
 }  // namespace
+
+prefetch::HintSender HintSenderOf(const control::Peer& peer) {
+  prefetch::HintSender sender;
+  sender.pid = peer.pid;
+  if (peer.pid <= 0) return sender;  // not visible from here: counts as running
+  // A pidfd names this very process, so a later process that reuses the pid is not
+  // mistaken for the sender; it becomes readable when the process exits.
+  UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, peer.pid, 0)));
+  if (pidfd) {
+    auto fd = std::make_shared<UniqueFd>(std::move(pidfd));
+    sender.alive = [fd] {
+      pollfd p{fd->get(), POLLIN, 0};
+      return poll(&p, 1, 0) == 0;
+    };
+  } else if (errno == ESRCH) {
+    sender.alive = [] { return false; };  // sent its list and exited already
+  } else {
+    const int pid = peer.pid;  // no pidfd (an old kernel): ask by pid
+    sender.alive = [pid] { return kill(pid, 0) == 0 || errno == EPERM; };
+  }
+  return sender;
+}
 
 Result<std::string> NormalizeRequestPath(const std::string& path) {
   if (!path.empty() && path[0] == '/') {
@@ -74,18 +104,20 @@ void RegisterPrefetchCommands(control::ControlServer& server, boost::asio::io_co
   server.Register("warmup-cancel", [prefetcher](const rapidjson::Document&) -> Result<std::string> {
     return "{\"cancelled\":" + std::to_string(prefetcher->CancelWarmups()) + "}";
   });
-  server.Register("hints",
-                  [prefetcher, &io](const rapidjson::Document& request) -> Result<std::string> {
-                    auto paths = Paths(request, /*allow_empty=*/true);
-                    if (!paths.ok()) return paths.status();
-                    const size_t n = paths->size();
-                    // Indexing millions of paths takes a moment: not on the control connection's
-                    // turn.
-                    boost::asio::post(io, [prefetcher, paths = std::move(*paths)]() mutable {
-                      prefetcher->SetHints(std::move(paths));
-                    });
-                    return "{\"files\":" + std::to_string(n) + "}";
-                  });
+  server.RegisterWithPeer("hints",
+                          [prefetcher, &io](const rapidjson::Document& request,
+                                            const control::Peer& peer) -> Result<std::string> {
+                            auto paths = Paths(request, /*allow_empty=*/true);
+                            if (!paths.ok()) return paths.status();
+                            const size_t n = paths->size();
+                            // Indexing millions of paths takes a moment: not on the control
+                            // connection's turn.
+                            boost::asio::post(io, [prefetcher, paths = std::move(*paths),
+                                                   sender = HintSenderOf(peer)]() mutable {
+                              prefetcher->SetHints(std::move(paths), std::move(sender));
+                            });
+                            return "{\"files\":" + std::to_string(n) + "}";
+                          });
 }
 
 }  // namespace ossmount::daemon

@@ -3,6 +3,7 @@
 //   "warmup-status" {}                                          -> the prefetcher's status
 //   "warmup-cancel" {}                                          -> {"cancelled":N}
 //   "hints"         {"paths":["train/n01/x.JPEG", ...]}         -> {"files":N}
+//                   (the sender's list: one per client process, see DatasetPrefetcher)
 // Paths are relative to the mount point ("" or "." is the root); absolute paths, empty
 // components and ".." are refused with an error naming the path.
 #pragma once
@@ -17,6 +18,9 @@ namespace ossmount::daemon {
 
 void RegisterPrefetchCommands(control::ControlServer& server, boost::asio::io_context& io,
                               std::shared_ptr<prefetch::DatasetPrefetcher> prefetcher);
+
+// Who sent a hint list: the client's pid, and whether that process still runs.
+prefetch::HintSender HintSenderOf(const control::Peer& peer);
 
 // A request path made relative and checked ("./a//b/" -> "a/b"); an error names it.
 Result<std::string> NormalizeRequestPath(const std::string& path);

@@ -238,13 +238,24 @@ int Status(const std::string& mountpoint) {
   }
   if (status.HasMember("hints") && status["hints"].IsObject()) {
     const auto& h = status["hints"];
-    if (U64(h, "files") > 0) {
-      std::printf("hints: %llu file(s) in the list, %llu read, %llu prefetched, %llu ahead (%s)\n",
-                  static_cast<unsigned long long>(U64(h, "files")),
-                  static_cast<unsigned long long>(U64(h, "read")),
-                  static_cast<unsigned long long>(U64(h, "fetched")),
-                  static_cast<unsigned long long>(U64(h, "outstanding_files")),
-                  FormatBytes(static_cast<double>(U64(h, "outstanding_bytes"))).c_str());
+    auto print = [](const char* label, const rapidjson::Value& v) {
+      std::printf("%s%llu file(s) in the list, %llu read, %llu prefetched, %llu ahead (%s)\n",
+                  label, static_cast<unsigned long long>(U64(v, "files")),
+                  static_cast<unsigned long long>(U64(v, "read")),
+                  static_cast<unsigned long long>(U64(v, "fetched")),
+                  static_cast<unsigned long long>(U64(v, "outstanding_files")),
+                  FormatBytes(static_cast<double>(U64(v, "outstanding_bytes"))).c_str());
+    };
+    const bool several =
+        h.HasMember("senders") && h["senders"].IsArray() && h["senders"].GetArray().Size() > 1;
+    if (U64(h, "files") > 0) print(several ? "hints, all lists: " : "hints: ", h);
+    if (several) {
+      for (const auto& l : h["senders"].GetArray()) {
+        const std::string label =
+            "    from pid " +
+            std::to_string(l.HasMember("pid") && l["pid"].IsInt() ? l["pid"].GetInt() : 0) + ": ";
+        print(label.c_str(), l);
+      }
     }
   }
   return 0;

@@ -149,7 +149,8 @@ def _call(mountpoint: str, request: dict, timeout: float = 60.0) -> dict:
 
 
 def send_hints(paths, mountpoint=None) -> int:
-    """Sends the list of files in the order they will be read; it replaces the previous list.
+    """Sends the list of files in the order they will be read; it replaces the list this
+    process sent before (each process, such as each rank of a distributed job, has its own).
     Returns the number of paths the daemon took. All paths must be inside one ossmount mount.
 
     A path is absolute, or relative: to `mountpoint` when it is given, else to the current
@@ -197,6 +198,8 @@ class HintedSampler(_SamplerBase):
     `dataset` gives the path of each index (ImageFolder: dataset.samples); or pass `paths`.
     Relative paths (ImageFolder("data/train")) are taken from the current directory, as the
     loader's open() takes them, and made absolute here, once.
+    In a distributed job wrap each rank's DistributedSampler: the daemon keeps one list per
+    sending process, so every rank's share is prefetched.
     """
 
     def __init__(self, sampler, dataset=None, paths=None, mountpoint=None):

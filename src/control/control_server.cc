@@ -3,6 +3,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -43,10 +44,10 @@ struct ControlServer::State : std::enable_shared_from_this<ControlServer::State>
   std::string path;
   std::atomic<bool> stopped{false};
   std::mutex mu;
-  std::map<std::string, Handler> handlers;
+  std::map<std::string, PeerHandler> handlers;
 
   void Accept();
-  std::string Dispatch(const std::string& line);
+  std::string Dispatch(const std::string& line, const Peer& peer);
 };
 
 namespace {
@@ -60,7 +61,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
       : state_(std::move(state)),
         socket_(std::move(socket)),
         buffer_(kMaxRequestBytes),
-        timer_(socket_.get_executor()) {}
+        timer_(socket_.get_executor()) {
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    if (getsockopt(socket_.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+      peer_.pid = static_cast<int>(cred.pid);
+      peer_.uid = cred.uid;
+    }
+  }
 
   void Start() {
     auto self = shared_from_this();
@@ -90,7 +98,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::string line(asio::buffers_begin(buffer_.data()),
                      asio::buffers_begin(buffer_.data()) + static_cast<std::ptrdiff_t>(n) - 1);
     buffer_.consume(n);
-    Reply(state_->Dispatch(line));
+    Reply(state_->Dispatch(line, peer_));
   }
 
   void Reply(std::string text) {
@@ -111,6 +119,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::streambuf buffer_;
   asio::steady_timer timer_;
   std::string reply_;
+  Peer peer_;
 };
 
 // Creates `dir` (and, for /run/ossmount, its parent exists already) with mode 0700 and
@@ -163,7 +172,7 @@ void ControlServer::State::Accept() {
   });
 }
 
-std::string ControlServer::State::Dispatch(const std::string& line) {
+std::string ControlServer::State::Dispatch(const std::string& line, const Peer& peer) {
   rapidjson::Document request;
   request.Parse(line.data(), line.size());
   if (request.HasParseError() || !request.IsObject()) {
@@ -174,7 +183,7 @@ std::string ControlServer::State::Dispatch(const std::string& line) {
     return ErrorReply("the request has no \"command\" string");
   }
   std::string name = command->value.GetString();
-  Handler handler;
+  PeerHandler handler;
   {
     std::lock_guard lock(mu);
     auto it = handlers.find(name);
@@ -188,7 +197,7 @@ std::string ControlServer::State::Dispatch(const std::string& line) {
   }
   Result<std::string> result = Status(ErrorCode::kInternal, "no result");
   try {
-    result = handler(request);
+    result = handler(request, peer);
   } catch (const std::exception& e) {
     return ErrorReply("command '" + name + "' failed: " + e.what());
   }
@@ -250,6 +259,13 @@ Result<std::unique_ptr<ControlServer>> ControlServer::Start(asio::io_context& io
 }
 
 void ControlServer::Register(std::string command, Handler handler) {
+  RegisterWithPeer(std::move(command),
+                   [handler = std::move(handler)](const rapidjson::Document& request, const Peer&) {
+                     return handler(request);
+                   });
+}
+
+void ControlServer::RegisterWithPeer(std::string command, PeerHandler handler) {
   std::lock_guard lock(state_->mu);
   state_->handlers[std::move(command)] = std::move(handler);
 }

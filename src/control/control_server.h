@@ -34,6 +34,16 @@ inline constexpr std::size_t kMaxRequestBytes = 64u << 20;
 
 using Handler = std::function<Result<std::string>(const rapidjson::Document& request)>;
 
+// The process at the other end of a connection, as the kernel reports it (SO_PEERCRED):
+// what a client says about itself is not trusted. pid is 0 when the client's process is not
+// visible from the daemon's pid namespace.
+struct Peer {
+  int pid = 0;
+  unsigned uid = 0;
+};
+using PeerHandler =
+    std::function<Result<std::string>(const rapidjson::Document& request, const Peer& peer)>;
+
 class ControlServer {
  public:
   // Binds the socket (replacing a stale one left by a dead daemon), starts accepting on `io`.
@@ -44,6 +54,8 @@ class ControlServer {
   // Thread-safe; may be called before or after Start's connections arrive. A second
   // registration of the same command replaces the first.
   void Register(std::string command, Handler handler);
+  // The same, for a command whose answer depends on who asks.
+  void RegisterWithPeer(std::string command, PeerHandler handler);
   const std::string& path() const;
   ~ControlServer();  // stops accepting and unlinks the socket
 

@@ -46,37 +46,100 @@ DatasetPrefetcher::~DatasetPrefetcher() = default;
 // ---------------------------------------------------------------------------------------
 // Hints
 
-size_t DatasetPrefetcher::SetHints(std::vector<std::string> paths) {
+size_t DatasetPrefetcher::SetHints(std::vector<std::string> paths, HintSender sender) {
   // Built outside the lock: a list can hold millions of paths.
-  std::unordered_map<std::string, std::vector<size_t>> positions;
-  positions.reserve(paths.size());
-  for (size_t i = 0; i < paths.size(); ++i) positions[paths[i]].push_back(i);
-  std::vector<Hint> fresh(paths.size());
-  const size_t n = paths.size();
+  auto list = std::make_unique<HintList>();
+  list->positions.reserve(paths.size());
+  for (size_t i = 0; i < paths.size(); ++i) list->positions[paths[i]].push_back(i);
+  list->hints.resize(paths.size());
+  list->paths = std::move(paths);
+  list->sender = std::move(sender);
+  const size_t n = list->paths.size();
 
-  std::vector<Hint> old_hints;  // released after the lock (holds free buffers)
-  std::vector<std::string> old_paths;
-  std::unordered_map<std::string, std::vector<size_t>> old_positions;
+  std::vector<std::unique_ptr<HintList>> gone;  // freed after the lock (holds free buffers)
+  std::vector<std::shared_ptr<const void>> drop;
   {
     std::lock_guard lock(mu_);
     ++hint_generation_;
-    old_hints.swap(hints_);
-    old_paths.swap(hint_paths_);
-    old_positions.swap(hint_positions_);
-    hints_ = std::move(fresh);
-    hint_paths_ = std::move(paths);
-    hint_positions_ = std::move(positions);
-    hint_next_ = 0;
-    hint_read_frontier_ = 0;
-    hint_held_.clear();
-    hint_outstanding_files_ = 0;
-    hint_outstanding_bytes_ = 0;
+    list->generation = hint_generation_;
+    list->counters.pid = list->sender.pid;
+    // The sender's previous list, and the lists of senders that have exited, go.
+    auto replaced = [&](const std::unique_ptr<HintList>& l) {
+      if (l->sender.pid == list->sender.pid) return true;
+      return l->sender.alive && !l->sender.alive();
+    };
+    for (auto& l : hint_lists_) {
+      if (replaced(l)) gone.push_back(std::move(l));
+    }
+    hint_lists_.erase(std::remove(hint_lists_.begin(), hint_lists_.end(), nullptr),
+                      hint_lists_.end());
+    if (n > 0) {
+      while (hint_lists_.size() >= kMaxHintLists) {
+        gone.push_back(std::move(hint_lists_.front()));
+        hint_lists_.erase(hint_lists_.begin());
+      }
+      hint_lists_.push_back(std::move(list));
+    }
+    for (auto& l : gone) ReleaseHintListLocked(*l, drop);
     hint_budget_wait_ = false;
-    hint_counters_ = HintStatus{};
   }
-  old_hints.clear();
+  drop.clear();
+  gone.clear();
   Pump();
   return n;
+}
+
+void DatasetPrefetcher::ReleaseHintListLocked(HintList& list,
+                                              std::vector<std::shared_ptr<const void>>& drop) {
+  for (Hint& h : list.hints) {
+    if (h.hold) drop.push_back(std::move(h.hold));
+  }
+  list.held.clear();
+  list.outstanding_bytes = 0;
+}
+
+DatasetPrefetcher::HintList* DatasetPrefetcher::FindHintListLocked(uint64_t generation) {
+  for (auto& l : hint_lists_) {
+    if (l->generation == generation) return l.get();
+  }
+  return nullptr;
+}
+
+std::optional<size_t> DatasetPrefetcher::FirstUnreadLocked(const HintList& list,
+                                                           const std::string& path) {
+  auto it = list.positions.find(path);
+  if (it == list.positions.end()) return std::nullopt;
+  for (size_t pos : it->second) {
+    if (list.hints[pos].state != PosState::kRead) return pos;
+  }
+  return std::nullopt;
+}
+
+void DatasetPrefetcher::MarkHintReadLocked(HintList& list, size_t pos,
+                                           std::vector<std::shared_ptr<const void>>& drop) {
+  Hint& h = list.hints[pos];
+  if (h.state == PosState::kInFlight) --list.outstanding_files;
+  if (h.state == PosState::kHeld) {
+    --list.outstanding_files;
+    list.outstanding_bytes -= h.bytes;
+    list.held.erase(pos);
+    drop.push_back(std::move(h.hold));
+  }
+  h.state = PosState::kRead;
+  ++list.counters.read;
+  list.read_frontier = std::max(list.read_frontier, pos + 1);
+  // A held file far behind the furthest read was skipped by the reader: release it.
+  const size_t lag = kStaleFactor * std::max<size_t>(options_.hint_ahead_files, 1);
+  while (!list.held.empty() && list.held.begin()->first + lag < list.read_frontier) {
+    auto [old, bytes] = *list.held.begin();
+    list.held.erase(list.held.begin());
+    Hint& skipped = list.hints[old];
+    drop.push_back(std::move(skipped.hold));
+    skipped.state = PosState::kDone;
+    --list.outstanding_files;
+    list.outstanding_bytes -= bytes;
+    ++list.counters.released_unread;
+  }
 }
 
 void DatasetPrefetcher::OnRead(const std::string& path) {
@@ -95,35 +158,24 @@ void DatasetPrefetcher::OnRead(const std::string& path) {
       changed = true;
     }
     if (auto f = warm_in_flight_.find(path); f != warm_in_flight_.end()) f->second = true;
-    auto it = hint_positions_.find(path);
-    if (it != hint_positions_.end()) {
-      for (size_t pos : it->second) {
-        Hint& h = hints_[pos];
-        if (h.state == PosState::kRead) continue;
-        if (h.state == PosState::kInFlight) --hint_outstanding_files_;
-        if (h.state == PosState::kHeld) {
-          --hint_outstanding_files_;
-          hint_outstanding_bytes_ -= h.bytes;
-          hint_held_.erase(pos);
-          drop.push_back(std::move(h.hold));
-        }
-        h.state = PosState::kRead;
-        ++hint_counters_.read;
-        hint_read_frontier_ = std::max(hint_read_frontier_, pos + 1);
-        break;
+    // A path in several lists (a distributed sampler pads each rank's share with a few
+    // files of another's) is counted read in the list whose readers are nearest to it.
+    HintList* best = nullptr;
+    size_t best_pos = 0;
+    size_t best_distance = 0;
+    for (auto& l : hint_lists_) {
+      auto pos = FirstUnreadLocked(*l, path);
+      if (!pos) continue;
+      const size_t distance =
+          *pos >= l->read_frontier ? *pos - l->read_frontier : l->read_frontier - *pos;
+      if (best == nullptr || distance < best_distance) {
+        best = l.get();
+        best_pos = *pos;
+        best_distance = distance;
       }
-      // A held file far behind the furthest read was skipped by the reader: release it.
-      const size_t lag = kStaleFactor * std::max<size_t>(options_.hint_ahead_files, 1);
-      while (!hint_held_.empty() && hint_held_.begin()->first + lag < hint_read_frontier_) {
-        auto [pos, bytes] = *hint_held_.begin();
-        hint_held_.erase(hint_held_.begin());
-        Hint& h = hints_[pos];
-        drop.push_back(std::move(h.hold));
-        h.state = PosState::kDone;
-        --hint_outstanding_files_;
-        hint_outstanding_bytes_ -= bytes;
-        ++hint_counters_.released_unread;
-      }
+    }
+    if (best != nullptr) {
+      MarkHintReadLocked(*best, best_pos, drop);
       changed = true;
     }
     if (changed) hint_budget_wait_ = false;
@@ -137,14 +189,16 @@ void DatasetPrefetcher::OnHintDone(const Start& s, FetchResult r) {
   {
     std::lock_guard lock(mu_);
     --hint_in_flight_;
-    if (s.generation != hint_generation_) {
+    HintList* list = FindHintListLocked(s.generation);
+    if (list == nullptr) {
       drop = std::move(r.hold);  // a replaced list: nothing to account
     } else {
-      Hint& h = hints_[s.position];
+      --list->in_flight;
+      Hint& h = list->hints[s.position];
       const bool read = h.state == PosState::kRead;
-      if (r.outcome == FetchOutcome::kFetched) ++hint_counters_.fetched;
+      if (r.outcome == FetchOutcome::kFetched) ++list->counters.fetched;
       if (r.outcome == FetchOutcome::kFailed) {
-        ++hint_counters_.failed;
+        ++list->counters.failed;
         spdlog::debug("hint prefetch of '{}' failed: {}", s.item.path, r.error);
       }
       if (read) {
@@ -153,17 +207,17 @@ void DatasetPrefetcher::OnHintDone(const Start& s, FetchResult r) {
         h.state = PosState::kHeld;
         h.bytes = r.bytes;
         h.hold = std::move(r.hold);
-        hint_held_[s.position] = r.bytes;
-        hint_outstanding_bytes_ += r.bytes;
+        list->held[s.position] = r.bytes;
+        list->outstanding_bytes += r.bytes;
       } else if (r.outcome == FetchOutcome::kBudgetFull || r.outcome == FetchOutcome::kBusy) {
         // Not fetched: try this position again once reads free memory (or shortly).
         h.state = PosState::kPending;
-        hint_next_ = std::min(hint_next_, s.position);
-        --hint_outstanding_files_;
+        list->next = std::min(list->next, s.position);
+        --list->outstanding_files;
         if (r.outcome == FetchOutcome::kBudgetFull) hint_budget_wait_ = true;
       } else {
         h.state = PosState::kDone;
-        --hint_outstanding_files_;
+        --list->outstanding_files;
       }
     }
   }
@@ -411,32 +465,50 @@ void DatasetPrefetcher::Pump() {
   for (Start& s : starts) StartFetch(std::move(s));
 }
 
-void DatasetPrefetcher::CollectLocked(std::vector<Start>& starts) {
-  int total = hint_in_flight_ + job_in_flight_;
-  // Hints first: the reader needs them soonest.
+std::optional<size_t> DatasetPrefetcher::NextHintLocked(HintList& list, uint64_t bytes_share) {
   // The window reaches hint_ahead_files positions past the furthest read. Many workers
   // read a wide band of positions at once (16 workers x 2 batches x 32 = 1,024), so the
   // window is measured from the band's leading edge, not by files outstanding; a hard cap
-  // on outstanding files (the stale distance) and the byte limit bound what is held.
+  // on outstanding files (the stale distance) and the byte share bound what is held.
   const size_t max_outstanding = kStaleFactor * std::max<size_t>(options_.hint_ahead_files, 1);
-  while (!hint_budget_wait_ && total < options_.hint_concurrency && hint_next_ < hints_.size() &&
-         hint_next_ < hint_read_frontier_ + options_.hint_ahead_files &&
-         hint_outstanding_files_ < max_outstanding &&
-         hint_outstanding_bytes_ < options_.hint_ahead_bytes) {
-    const size_t pos = hint_next_++;
-    Hint& h = hints_[pos];
-    if (h.state != PosState::kPending) continue;
-    h.state = PosState::kInFlight;
-    ++hint_in_flight_;
-    ++hint_outstanding_files_;
-    ++total;
-    Start s;
-    s.item.path = hint_paths_[pos];
-    s.hold = true;
-    s.is_hint = true;
-    s.generation = hint_generation_;
-    s.position = pos;
-    starts.push_back(std::move(s));
+  while (list.next < list.hints.size() &&
+         list.next < list.read_frontier + options_.hint_ahead_files &&
+         list.outstanding_files < max_outstanding && list.outstanding_bytes < bytes_share) {
+    const size_t pos = list.next++;
+    if (list.hints[pos].state == PosState::kPending) return pos;
+  }
+  return std::nullopt;
+}
+
+void DatasetPrefetcher::CollectLocked(std::vector<Start>& starts) {
+  int total = hint_in_flight_ + job_in_flight_;
+  // Hints first: the reader needs them soonest. Each list gets a turn in rotation, so one
+  // sender's long window does not starve another's.
+  const size_t lists = hint_lists_.size();
+  const uint64_t bytes_share =
+      lists == 0 ? 0 : std::max<uint64_t>(options_.hint_ahead_bytes / lists, 1);
+  bool started = true;
+  while (!hint_budget_wait_ && started && total < options_.hint_concurrency) {
+    started = false;
+    for (size_t k = 0; k < lists && total < options_.hint_concurrency; ++k) {
+      HintList& list = *hint_lists_[(hint_turn_ + k) % lists];
+      auto pos = NextHintLocked(list, bytes_share);
+      if (!pos) continue;
+      list.hints[*pos].state = PosState::kInFlight;
+      ++list.in_flight;
+      ++list.outstanding_files;
+      ++hint_in_flight_;
+      ++total;
+      Start s;
+      s.item.path = list.paths[*pos];
+      s.hold = true;
+      s.is_hint = true;
+      s.generation = list.generation;
+      s.position = *pos;
+      starts.push_back(std::move(s));
+      started = true;
+    }
+    if (lists > 0) hint_turn_ = (hint_turn_ + 1) % lists;
   }
   const bool disk_mode = options_.disk_budget > 0;
   for (Job& job : jobs_) {
@@ -510,24 +582,45 @@ void DatasetPrefetcher::ScheduleRetry() {
 // ---------------------------------------------------------------------------------------
 // Status
 
+HintStatus DatasetPrefetcher::HintListStatusLocked(const HintList& list) const {
+  HintStatus st = list.counters;
+  st.generation = list.generation;
+  st.pid = list.sender.pid;
+  st.files = list.hints.size();
+  st.next = list.next;
+  st.outstanding_files = list.outstanding_files;
+  st.outstanding_bytes = list.outstanding_bytes;
+  st.in_flight = list.in_flight;
+  st.budget_wait = hint_budget_wait_;
+  return st;
+}
+
 PrefetchStatus DatasetPrefetcher::Status() const {
   PrefetchStatus out;
   std::lock_guard lock(mu_);
-  out.hints = hint_counters_;
-  out.hints.generation = hint_generation_;
-  out.hints.files = hints_.size();
-  out.hints.next = hint_next_;
-  out.hints.outstanding_files = hint_outstanding_files_;
-  out.hints.outstanding_bytes = hint_outstanding_bytes_;
-  out.hints.in_flight = hint_in_flight_;
-  out.hints.budget_wait = hint_budget_wait_;
+  HintStatus& sum = out.hints;
+  for (const auto& l : hint_lists_) {
+    HintStatus st = HintListStatusLocked(*l);
+    sum.files += st.files;
+    sum.next += st.next;
+    sum.read += st.read;
+    sum.fetched += st.fetched;
+    sum.failed += st.failed;
+    sum.released_unread += st.released_unread;
+    sum.outstanding_files += st.outstanding_files;
+    sum.outstanding_bytes += st.outstanding_bytes;
+    out.hint_lists.push_back(st);
+  }
+  sum.generation = hint_generation_;
+  sum.in_flight = hint_in_flight_;
+  sum.budget_wait = hint_budget_wait_;
   const auto now = Clock::now();
   for (const Job& job : jobs_) {
     WarmupJobStatus st = job.status;
     st.seconds = std::chrono::duration<double>(job.ended.value_or(now) - job.started).count();
     out.jobs.push_back(std::move(st));
   }
-  out.held_bytes = hint_outstanding_bytes_ + warm_held_bytes_;
+  out.held_bytes = sum.outstanding_bytes + warm_held_bytes_;
   out.in_flight = hint_in_flight_ + job_in_flight_;
   return out;
 }
@@ -545,30 +638,46 @@ std::string DatasetPrefetcher::StatusJson() const {
   w.Int(options_.concurrency);
   w.Key("hint_concurrency");
   w.Int(options_.hint_concurrency);
+  // The counters of one list, or of all of them summed.
+  auto hint_fields = [&w](const HintStatus& h) {
+    w.Key("files");
+    w.Uint64(h.files);
+    w.Key("next");
+    w.Uint64(h.next);
+    w.Key("read");
+    w.Uint64(h.read);
+    w.Key("fetched");
+    w.Uint64(h.fetched);
+    w.Key("failed");
+    w.Uint64(h.failed);
+    w.Key("released_unread");
+    w.Uint64(h.released_unread);
+    w.Key("outstanding_files");
+    w.Uint64(h.outstanding_files);
+    w.Key("outstanding_bytes");
+    w.Uint64(h.outstanding_bytes);
+    w.Key("in_flight");
+    w.Int(h.in_flight);
+  };
   w.Key("hints");
   w.StartObject();
   w.Key("lists");
   w.Uint64(st.hints.generation);
-  w.Key("files");
-  w.Uint64(st.hints.files);
-  w.Key("next");
-  w.Uint64(st.hints.next);
-  w.Key("read");
-  w.Uint64(st.hints.read);
-  w.Key("fetched");
-  w.Uint64(st.hints.fetched);
-  w.Key("failed");
-  w.Uint64(st.hints.failed);
-  w.Key("released_unread");
-  w.Uint64(st.hints.released_unread);
-  w.Key("outstanding_files");
-  w.Uint64(st.hints.outstanding_files);
-  w.Key("outstanding_bytes");
-  w.Uint64(st.hints.outstanding_bytes);
-  w.Key("in_flight");
-  w.Int(st.hints.in_flight);
+  hint_fields(st.hints);
   w.Key("budget_wait");
   w.Bool(st.hints.budget_wait);
+  w.Key("senders");
+  w.StartArray();
+  for (const HintStatus& h : st.hint_lists) {
+    w.StartObject();
+    w.Key("pid");
+    w.Int(h.pid);
+    w.Key("list");
+    w.Uint64(h.generation);
+    hint_fields(h);
+    w.EndObject();
+  }
+  w.EndArray();
   w.EndObject();
   w.Key("jobs");
   w.StartArray();

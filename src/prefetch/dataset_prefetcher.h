@@ -13,8 +13,14 @@
 //     about workers x prefetch_factor x batch_size positions): an unread file behind the
 //     furthest read is kept for the slower worker, never skipped; one that falls more than
 //     kStaleFactor * hint_ahead_files positions behind is released (the reader skipped
-//     it). A position read before its turn is not fetched. A new list replaces the old
-//     one and releases its holds.
+//     it). A position read before its turn is not fetched.
+//     One list per sender (HintSender: the sending process), so the ranks of a distributed
+//     job (one process per GPU, each reading its own share of the dataset) are each
+//     followed: a sender's new list replaces its own previous list and releases its holds;
+//     lists of senders that have exited are dropped when any new list arrives (the next
+//     epoch's, or the next job's); beyond kMaxHintLists lists the oldest is dropped. Each
+//     list has its own window of hint_ahead_files; hint_ahead_bytes is shared evenly
+//     among the lists, and fetch slots go round-robin among them.
 //   - Warm-up jobs (StartWarmup, EnqueueDirectory): every object under some paths, in
 //     listing order, one job after another. With a disk cache the bytes go to disk and
 //     nothing is held in memory; without one they are held in memory until first read.
@@ -124,9 +130,20 @@ struct WarmupJobStatus {
   std::string message;  // why it stopped (budget, error), "" otherwise
 };
 
+// Who sent a hint list. Lists are keyed by pid; all senders whose pid is unknown (0) share
+// one list.
+struct HintSender {
+  int pid = 0;
+  // False once the sender has exited. Called under the prefetcher's lock: it must be cheap,
+  // must not block and must not call the prefetcher. Empty: the sender counts as running.
+  std::function<bool()> alive;
+};
+
+// For one list, or (PrefetchStatus::hints) summed over the lists being followed.
 struct HintStatus {
-  uint64_t generation = 0;  // how many lists were received
-  uint64_t files = 0;       // in the current list
+  uint64_t generation = 0;  // one list: its number; the sum: how many lists were received
+  int pid = 0;              // one list: its sender (0: unknown)
+  uint64_t files = 0;       // in the list
   uint64_t next = 0;        // next position to consider
   uint64_t read = 0;        // positions read
   uint64_t fetched = 0;     // prefetched (including joined by a reader in flight)
@@ -139,9 +156,10 @@ struct HintStatus {
 };
 
 struct PrefetchStatus {
-  HintStatus hints;
-  std::vector<WarmupJobStatus> jobs;  // oldest first (the last kKeptJobs)
-  uint64_t held_bytes = 0;            // hints + warm-up, in memory
+  HintStatus hints;                    // summed over hint_lists
+  std::vector<HintStatus> hint_lists;  // one per sender, oldest first
+  std::vector<WarmupJobStatus> jobs;   // oldest first (the last kKeptJobs)
+  uint64_t held_bytes = 0;             // hints + warm-up, in memory
   int in_flight = 0;
 };
 
@@ -149,14 +167,17 @@ class DatasetPrefetcher : public std::enable_shared_from_this<DatasetPrefetcher>
  public:
   static constexpr size_t kStaleFactor = 8;
   static constexpr size_t kKeptJobs = 32;
+  // More concurrent senders than any one machine has GPUs; beyond, the oldest list goes.
+  static constexpr size_t kMaxHintLists = 64;
 
   // Create with std::make_shared. `fetch` and `list` must stay callable for its life.
   DatasetPrefetcher(boost::asio::io_context& io, DatasetPrefetchOptions options, Fetcher fetch,
                     Lister list);
   ~DatasetPrefetcher();
 
-  // Replaces the hint list (an empty list clears it). Returns the number of paths.
-  size_t SetHints(std::vector<std::string> paths);
+  // Replaces `sender`'s hint list (an empty list clears it) and drops the lists of senders
+  // that have exited. Returns the number of paths.
+  size_t SetHints(std::vector<std::string> paths, HintSender sender = {});
   // Starts a warm-up of everything under `paths` (relative to the mount; "" is the root).
   // concurrency 0 = the default. Returns the job id.
   uint64_t StartWarmup(std::vector<std::string> paths, int concurrency = 0);
@@ -180,6 +201,21 @@ class DatasetPrefetcher : public std::enable_shared_from_this<DatasetPrefetcher>
     uint64_t bytes = 0;
     std::shared_ptr<const void> hold;
   };
+  // One sender's list and its window.
+  struct HintList {
+    uint64_t generation = 0;  // unique among all lists ever received
+    HintSender sender;
+    std::vector<std::string> paths;
+    std::vector<Hint> hints;
+    std::unordered_map<std::string, std::vector<size_t>> positions;
+    size_t next = 0;
+    size_t read_frontier = 0;         // 1 + the furthest position read
+    std::map<size_t, uint64_t> held;  // position -> bytes, held and unread
+    size_t outstanding_files = 0;     // in flight + held, unread
+    uint64_t outstanding_bytes = 0;
+    int in_flight = 0;
+    HintStatus counters;
+  };
   struct Job {
     WarmupJobStatus status;
     int concurrency = 0;
@@ -201,6 +237,18 @@ class DatasetPrefetcher : public std::enable_shared_from_this<DatasetPrefetcher>
   void CollectLocked(std::vector<Start>& starts);
   void StartFetch(Start s);
   void OnHintDone(const Start& s, FetchResult r);
+  HintList* FindHintListLocked(uint64_t generation);
+  // The next position of `list` its window lets start now, if any (moves list.next past
+  // positions that need no fetch).
+  std::optional<size_t> NextHintLocked(HintList& list, uint64_t bytes_share);
+  // The first position of `path` in `list` not read yet.
+  static std::optional<size_t> FirstUnreadLocked(const HintList& list, const std::string& path);
+  // Marks position `pos` of `list` read, and releases what the reader left far behind.
+  void MarkHintReadLocked(HintList& list, size_t pos,
+                          std::vector<std::shared_ptr<const void>>& drop);
+  // Releases everything `list` holds (into `drop`) before the list goes.
+  static void ReleaseHintListLocked(HintList& list, std::vector<std::shared_ptr<const void>>& drop);
+  HintStatus HintListStatusLocked(const HintList& list) const;
   void OnJobDone(const Start& s, FetchResult r);
   void FinishJobLocked(Job& job, JobState state, std::string message);
   // Lists job `id`'s paths one after another into its pending queue.
@@ -217,18 +265,11 @@ class DatasetPrefetcher : public std::enable_shared_from_this<DatasetPrefetcher>
 
   mutable std::mutex mu_;  // guards everything below
   // Hints.
-  uint64_t hint_generation_ = 0;
-  std::vector<std::string> hint_paths_;
-  std::vector<Hint> hints_;
-  std::unordered_map<std::string, std::vector<size_t>> hint_positions_;
-  size_t hint_next_ = 0;
-  size_t hint_read_frontier_ = 0;         // 1 + the furthest position read
-  std::map<size_t, uint64_t> hint_held_;  // position -> bytes, held and unread
-  size_t hint_outstanding_files_ = 0;     // in flight + held, unread
-  uint64_t hint_outstanding_bytes_ = 0;
-  int hint_in_flight_ = 0;
-  bool hint_budget_wait_ = false;
-  HintStatus hint_counters_;
+  uint64_t hint_generation_ = 0;                       // lists received
+  std::vector<std::unique_ptr<HintList>> hint_lists_;  // oldest first
+  size_t hint_turn_ = 0;                               // round-robin among the lists
+  int hint_in_flight_ = 0;                             // all lists, and dropped lists' fetches
+  bool hint_budget_wait_ = false;  // the memory budget refused; waiting for a read
   // Warm-up.
   uint64_t next_job_id_ = 1;
   std::deque<Job> jobs_;  // queued, running and the last kKeptJobs ended

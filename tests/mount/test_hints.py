@@ -9,9 +9,13 @@ show that the files were prefetched (not read on demand). A DataLoader over Imag
 HintedSampler does the same. Malformed hint requests are refused with a clear error.
 """
 import concurrent.futures
+import json
 import os
 import random
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -19,6 +23,42 @@ import harness
 
 sys.path.insert(0, os.path.join(harness.SOURCE_DIR, "python"))
 import ossmount_hints  # noqa: E402
+
+
+# One rank of a distributed job: argv = python dir, dataset root, rank, a directory where
+# the ranks meet. It sends its order when its DataLoader starts, waits until the other
+# rank has sent too (so both lists are live at once), reads its share, and prints its pid,
+# how many paths it sent and the digest of each file it read.
+RANK_SCRIPT = r"""
+import hashlib, json, os, sys, time
+sys.path.insert(0, sys.argv[1])
+import torch, torchvision
+import ossmount_hints
+root, rank, meet = sys.argv[2], int(sys.argv[3]), sys.argv[4]
+
+def digest(path):  # the loader: each sample is its path and the digest of its bytes
+    with open(path, "rb") as f:
+        return path, hashlib.sha256(f.read()).hexdigest()
+
+dataset = torchvision.datasets.ImageFolder(root, loader=digest)
+shard = torch.utils.data.distributed.DistributedSampler(dataset, num_replicas=2, rank=rank,
+                                                        shuffle=True, seed=3)
+sampler = ossmount_hints.HintedSampler(shard, dataset)
+data = torch.utils.data.DataLoader(dataset, sampler=sampler, batch_size=4, num_workers=2,
+                                   collate_fn=lambda b: b)
+batches = iter(data)  # starts the workers, which draws the order: the hints are sent
+open(os.path.join(meet, "sent.%d" % rank), "w").close()
+deadline = time.time() + 120
+while not os.path.exists(os.path.join(meet, "sent.%d" % (1 - rank))):
+    if time.time() > deadline:
+        sys.exit("the other rank never sent its hints")
+    time.sleep(0.02)
+digests = {}
+for batch in batches:
+    for (path, d), _ in batch:
+        digests[os.path.relpath(path, os.path.dirname(root))] = d
+print(json.dumps({"pid": os.getpid(), "sent": sampler.sent, "digests": digests}))
+"""
 
 
 class HintsTest(unittest.TestCase):
@@ -139,6 +179,59 @@ class HintsTest(unittest.TestCase):
             self.assertGreaterEqual(hints["fetched"], len(self.manifest) // 2, hints)
         finally:
             os.chdir(cwd)
+            m.close()
+
+    def test_distributed_ranks_are_each_prefetched(self):
+        # Two ranks of a distributed job (one process each, as torchrun starts them), each
+        # with HintedSampler over a DistributedSampler: each rank's order is followed, not
+        # only the last one sent. Once both have exited, the next list anyone sends drops
+        # theirs.
+        m = self.mount()
+        work = tempfile.mkdtemp(prefix="ossmount-ranks-")
+        try:
+            torchvision_root = m.path("train")
+            self.server.reset_stats()
+            ranks = [subprocess.Popen(
+                [sys.executable, "-c", RANK_SCRIPT, os.path.join(harness.SOURCE_DIR, "python"),
+                 torchvision_root, str(rank), work],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                for rank in (0, 1)]
+            results = []
+            for p in ranks:
+                out, err = p.communicate(timeout=300)
+                self.assertEqual(p.returncode, 0, err)
+                results.append(json.loads(out))
+            digests = {}
+            for r in results:
+                self.assertEqual(r["sent"], len(self.manifest) // 2, r)
+                digests.update(r["digests"])
+            self.assertEqual(digests, {rel: digest for rel, (_, digest) in self.manifest.items()})
+            stats = self.server.stats()
+            self.assertEqual(stats.get("GET", 0), len(self.manifest), stats)
+            self.assertEqual(stats.get("HEAD", 0), 0, stats)
+            hints = self.status(m)["hints"]
+            senders = {s["pid"]: s for s in hints["senders"]}
+            self.assertEqual(set(senders), {r["pid"] for r in results}, hints)
+            for s in senders.values():
+                self.assertEqual(s["files"], len(self.manifest) // 2, hints)
+                self.assertEqual(s["read"], s["files"], hints)
+                # Most of each rank's files came from the prefetcher.
+                self.assertGreaterEqual(s["fetched"], s["files"] // 2, hints)
+                self.assertEqual(s["outstanding_bytes"], 0, hints)
+            # `ossmount warmup --status` shows each rank's list.
+            shown = subprocess.run([harness.OSSMOUNT, "warmup", "--status", m.mountpoint],
+                                   capture_output=True, text=True, timeout=30)
+            self.assertEqual(shown.returncode, 0, shown.stderr)
+            self.assertIn("hints, all lists: %d file(s)" % len(self.manifest), shown.stdout)
+            for r in results:
+                self.assertIn("from pid %d: %d file(s) in the list, %d read"
+                              % (r["pid"], r["sent"], r["sent"]), shown.stdout)
+            # Both ranks have exited: the next list (here an empty one) drops their lists.
+            self.assertEqual(ossmount_hints.send_hints([], m.mountpoint), 0)
+            self.assertEqual(self.status(m)["hints"]["senders"], [])
+            self.assertEqual(m.unmount(), 0, m.output())
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
             m.close()
 
     def test_bad_hint_requests_are_refused_clearly(self):

@@ -64,6 +64,22 @@ TEST_CASE("control: a registered command answers with ok and its fields") {
   CHECK(doc["value"].GetInt() == 42);
 }
 
+TEST_CASE("control: a command registered with the peer learns the client's pid and uid") {
+  Fixture f;
+  auto server = ControlServer::Start(f.io, f.Socket());
+  REQUIRE(server.ok());
+  (*server)->RegisterWithPeer(
+      "who", [](const rapidjson::Document&, const Peer& peer) -> Result<std::string> {
+        return R"({"pid":)" + std::to_string(peer.pid) + R"(,"uid":)" + std::to_string(peer.uid) +
+               "}";
+      });
+  auto reply = Call(f.Socket(), R"({"command":"who"})", 5s);
+  REQUIRE(reply.ok());
+  auto doc = ParseReply(*reply);
+  CHECK(doc["pid"].GetInt() == static_cast<int>(getpid()));  // from the kernel, not the client
+  CHECK(doc["uid"].GetUint() == geteuid());
+}
+
 TEST_CASE("control: an empty result object gives just ok") {
   Fixture f;
   auto server = ControlServer::Start(f.io, f.Socket());

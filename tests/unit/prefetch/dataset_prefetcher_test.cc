@@ -1,8 +1,11 @@
 // DatasetPrefetcher's scheduling (hint window and cursor, warm-up jobs, budgets) against a
 // scripted Fetcher and Lister: the test decides when each fetch completes and how.
+#include <rapidjson/document.h>
+
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
@@ -232,6 +235,168 @@ TEST_CASE("a new hint list replaces the old one and releases its holds", "[datas
   CHECK(st.hints.files == 2);
   CHECK(st.hints.generation == 2);
   CHECK(rig.fetcher.started() == std::vector<std::string>{"a", "b", "x", "y"});
+}
+
+HintSender Sender(int pid, std::shared_ptr<std::atomic<bool>> alive = nullptr) {
+  HintSender s;
+  s.pid = pid;
+  if (alive) s.alive = [alive] { return alive->load(); };
+  return s;
+}
+
+std::vector<std::string> Named(const std::string& prefix, int n) {
+  std::vector<std::string> v;
+  for (int i = 0; i < n; ++i) v.push_back(prefix + std::to_string(i));
+  return v;
+}
+
+TEST_CASE("each sender's list is followed, each with its own window", "[dataset_prefetcher]") {
+  // Two ranks of a distributed job, each reading its own share.
+  DatasetPrefetchOptions o;
+  o.hint_ahead_files = 2;
+  Rig rig(o);
+  rig.prefetcher->SetHints(Named("a", 10), Sender(101));
+  rig.prefetcher->SetHints(Named("b", 10), Sender(102));
+  CHECK(rig.fetcher.started() == std::vector<std::string>{"a0", "a1", "b0", "b1"});
+  rig.fetcher.Complete("a0");
+  auto hb0 = rig.fetcher.Complete("b0");
+  rig.prefetcher->OnRead("a0");  // moves a's window only
+  CHECK(rig.fetcher.started().back() == "a2");
+  CHECK_FALSE(hb0.expired());
+  rig.prefetcher->OnRead("b0");
+  CHECK(hb0.expired());
+  CHECK(rig.fetcher.started().back() == "b2");
+  auto st = rig.prefetcher->Status();
+  REQUIRE(st.hint_lists.size() == 2);
+  CHECK(st.hint_lists[0].pid == 101);
+  CHECK(st.hint_lists[0].read == 1);
+  CHECK(st.hint_lists[1].pid == 102);
+  CHECK(st.hint_lists[1].read == 1);
+  CHECK(st.hints.files == 20);
+  CHECK(st.hints.read == 2);
+  CHECK(st.hints.generation == 2);
+}
+
+TEST_CASE("a sender's new list replaces its own list only", "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.hint_ahead_files = 1;
+  Rig rig(o);
+  rig.prefetcher->SetHints(Named("a", 3), Sender(101));
+  rig.prefetcher->SetHints(Named("b", 3), Sender(102));
+  auto ha0 = rig.fetcher.Complete("a0");
+  auto hb0 = rig.fetcher.Complete("b0");
+  rig.prefetcher->SetHints(Named("c", 3), Sender(101));  // rank 101's next epoch
+  CHECK(ha0.expired());
+  CHECK_FALSE(hb0.expired());
+  auto st = rig.prefetcher->Status();
+  REQUIRE(st.hint_lists.size() == 2);
+  CHECK(st.hint_lists[0].pid == 102);
+  CHECK(st.hint_lists[1].pid == 101);
+  CHECK(st.hint_lists[1].files == 3);
+  CHECK(rig.fetcher.started().back() == "c0");
+  // An empty list clears the sender's list, and no other.
+  rig.prefetcher->SetHints({}, Sender(102));
+  CHECK(hb0.expired());
+  st = rig.prefetcher->Status();
+  REQUIRE(st.hint_lists.size() == 1);
+  CHECK(st.hint_lists[0].pid == 101);
+}
+
+TEST_CASE("the list of a sender that exited is followed until any new list arrives",
+          "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.hint_ahead_files = 1;
+  Rig rig(o);
+  auto one_shot = std::make_shared<std::atomic<bool>>(true);
+  rig.prefetcher->SetHints(Named("a", 4), Sender(101, one_shot));
+  *one_shot = false;  // a script that sent the order and exited
+  auto ha0 = rig.fetcher.Complete("a0");
+  rig.prefetcher->OnRead("a0");
+  CHECK(rig.fetcher.started().back() == "a1");  // still followed
+  auto ha1 = rig.fetcher.Complete("a1");
+  rig.prefetcher->SetHints(Named("b", 4), Sender(102, std::make_shared<std::atomic<bool>>(true)));
+  CHECK(ha1.expired());
+  auto st = rig.prefetcher->Status();
+  REQUIRE(st.hint_lists.size() == 1);
+  CHECK(st.hint_lists[0].pid == 102);
+  CHECK(st.hints.outstanding_files == 1);  // b0, in flight
+}
+
+TEST_CASE("hint_ahead_bytes is shared evenly among the lists", "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.hint_ahead_files = 100;
+  o.hint_ahead_bytes = 400;
+  o.hint_concurrency = 1;  // one fetch at a time: the bytes held decide what starts next
+  Rig rig(o);
+  rig.prefetcher->SetHints(Named("a", 10), Sender(101));
+  for (int i = 0; i < 4; ++i) rig.fetcher.Complete("a" + std::to_string(i));  // 100 bytes each
+  CHECK(rig.fetcher.pending() == 0);  // alone: all 400 bytes
+  rig.prefetcher->SetHints(Named("b", 10), Sender(102));
+  rig.fetcher.Complete("b0");
+  rig.fetcher.Complete("b1");
+  // Two lists: 200 bytes each. a holds 400 and starts nothing until its reader catches up.
+  CHECK(rig.fetcher.pending() == 0);
+  CHECK(rig.fetcher.started() == std::vector<std::string>{"a0", "a1", "a2", "a3", "b0", "b1"});
+  rig.prefetcher->OnRead("a0");
+  rig.prefetcher->OnRead("a1");
+  rig.prefetcher->OnRead("a2");  // a holds 100 now
+  CHECK(rig.fetcher.started().back() == "a4");
+  CHECK(rig.fetcher.started().size() == 7);
+}
+
+TEST_CASE("a file in two lists counts as read in the list whose reader is nearest",
+          "[dataset_prefetcher]") {
+  // A distributed sampler pads each rank's share with a few files of another rank's.
+  DatasetPrefetchOptions o;
+  o.hint_ahead_files = 2;
+  Rig rig(o);
+  rig.prefetcher->SetHints({"a0", "a1", "a2", "a3", "shared"}, Sender(101));
+  rig.prefetcher->SetHints({"shared", "b1", "b2"}, Sender(102));
+  rig.prefetcher->OnRead("shared");  // rank 102 reads its first file
+  auto st = rig.prefetcher->Status();
+  REQUIRE(st.hint_lists.size() == 2);
+  CHECK(st.hint_lists[0].read == 0);
+  CHECK(st.hint_lists[1].read == 1);
+  rig.prefetcher->OnRead("a0");
+  rig.prefetcher->OnRead("a1");
+  rig.prefetcher->OnRead("a2");
+  rig.prefetcher->OnRead("a3");
+  rig.prefetcher->OnRead("shared");  // now rank 101 reads it
+  st = rig.prefetcher->Status();
+  CHECK(st.hint_lists[0].read == 5);
+}
+
+TEST_CASE("beyond kMaxHintLists senders the oldest list goes", "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.hint_ahead_files = 1;
+  Rig rig(o);
+  const int n = static_cast<int>(DatasetPrefetcher::kMaxHintLists) + 1;
+  for (int pid = 1; pid <= n; ++pid)
+    rig.prefetcher->SetHints({"f" + std::to_string(pid)}, Sender(pid));
+  auto st = rig.prefetcher->Status();
+  REQUIRE(st.hint_lists.size() == DatasetPrefetcher::kMaxHintLists);
+  CHECK(st.hint_lists.front().pid == 2);
+  CHECK(st.hint_lists.back().pid == n);
+}
+
+TEST_CASE("the status JSON names each sender's list", "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.hint_ahead_files = 1;
+  Rig rig(o);
+  rig.prefetcher->SetHints(Named("a", 3), Sender(101));
+  rig.prefetcher->SetHints(Named("b", 2), Sender(102));
+  rapidjson::Document doc;
+  doc.Parse(rig.prefetcher->StatusJson().c_str());
+  REQUIRE(doc.IsObject());
+  const auto& hints = doc["hints"];
+  CHECK(hints["files"].GetUint64() == 5);
+  CHECK(hints["lists"].GetUint64() == 2);
+  REQUIRE(hints["senders"].IsArray());
+  REQUIRE(hints["senders"].Size() == 2);
+  CHECK(hints["senders"][0]["pid"].GetInt() == 101);
+  CHECK(hints["senders"][0]["files"].GetUint64() == 3);
+  CHECK(hints["senders"][1]["pid"].GetInt() == 102);
+  CHECK(hints["senders"][1]["in_flight"].GetInt() == 1);
 }
 
 TEST_CASE("hints wait when the memory budget refuses and resume after a read",
