@@ -251,9 +251,7 @@ int Status(const std::string& mountpoint) {
     if (U64(h, "files") > 0) print(several ? "hints, all lists: " : "hints: ", h);
     if (several) {
       for (const auto& l : h["senders"].GetArray()) {
-        const std::string label =
-            "    from pid " +
-            std::to_string(l.HasMember("pid") && l["pid"].IsInt() ? l["pid"].GetInt() : 0) + ": ";
+        const std::string label = "    from pid " + std::to_string(U64(l, "pid")) + ": ";
         print(label.c_str(), l);
       }
     }

@@ -62,7 +62,6 @@ size_t DatasetPrefetcher::SetHints(std::vector<std::string> paths, HintSender se
     std::lock_guard lock(mu_);
     ++hint_generation_;
     list->generation = hint_generation_;
-    list->counters.pid = list->sender.pid;
     // The sender's previous list, and the lists of senders that have exited, go.
     auto replaced = [&](const std::unique_ptr<HintList>& l) {
       if (l->sender.pid == list->sender.pid) return true;
@@ -91,9 +90,8 @@ size_t DatasetPrefetcher::SetHints(std::vector<std::string> paths, HintSender se
 
 void DatasetPrefetcher::ReleaseHintListLocked(HintList& list,
                                               std::vector<std::shared_ptr<const void>>& drop) {
-  for (Hint& h : list.hints) {
-    if (h.hold) drop.push_back(std::move(h.hold));
-  }
+  // Only held positions have bytes: walk those, not a list of maybe millions, under mu_.
+  for (const auto& held : list.held) drop.push_back(std::move(list.hints[held.first].hold));
   list.held.clear();
   list.outstanding_bytes = 0;
 }
