@@ -168,6 +168,11 @@ std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* bef
   out += Line(
       "  page-cache opens       %s",
       Ratio(Get(s, "ossmount_page_cache_opens_total"), Get(s, "ossmount_opens_total")).c_str());
+  out += Line("  page-cache reopen hits %s",
+              Ratio(Get(s, "ossmount_page_cache_reopens_total{result=hit}"),
+                    Get(s, "ossmount_page_cache_reopens_total{result=hit}") +
+                        Get(s, "ossmount_page_cache_reopens_total{result=miss}"))
+                  .c_str());
   out += Line(
       "  passthrough opens      %s",
       Ratio(Get(s, "ossmount_passthrough_opens_total"), Get(s, "ossmount_opens_total")).c_str());

@@ -239,10 +239,14 @@ int Status(const std::string& mountpoint) {
   if (status.HasMember("hints") && status["hints"].IsObject()) {
     const auto& h = status["hints"];
     auto print = [](const char* label, const rapidjson::Value& v) {
-      std::printf("%s%llu file(s) in the list, %llu read, %llu prefetched, %llu ahead (%s)\n",
+      // Files the kernel's page cache held were not fetched: said only when there are some.
+      const uint64_t page_cached = U64(v, "page_cached");
+      const std::string held =
+          page_cached > 0 ? ", " + std::to_string(page_cached) + " held by the page cache" : "";
+      std::printf("%s%llu file(s) in the list, %llu read, %llu prefetched%s, %llu ahead (%s)\n",
                   label, static_cast<unsigned long long>(U64(v, "files")),
                   static_cast<unsigned long long>(U64(v, "read")),
-                  static_cast<unsigned long long>(U64(v, "fetched")),
+                  static_cast<unsigned long long>(U64(v, "fetched")), held.c_str(),
                   static_cast<unsigned long long>(U64(v, "outstanding_files")),
                   FormatBytes(static_cast<double>(U64(v, "outstanding_bytes"))).c_str());
     };

@@ -34,10 +34,17 @@ int64_t NowUnixSeconds() {
       .count();
 }
 
+constexpr const char* kPageCacheReopens = "ossmount_page_cache_reopens_total";
+constexpr const char* kPageCacheReopensHelp =
+    "Reopens (keep_cache) of files whose bytes the kernel was given: hit = released without a "
+    "READ (its page cache served them), miss = a READ reached the daemon.";
+
 // Metrics of opened files (common/metrics.h), looked up once.
 struct FileMetrics {
   metrics::Counter& opens;
   metrics::Counter& page_cache_opens;
+  metrics::Counter& page_cache_reopen_hits;
+  metrics::Counter& page_cache_reopen_misses;
   metrics::Gauge& open_handles;
   metrics::Counter& read_bytes;
 };
@@ -48,6 +55,10 @@ FileMetrics& Files() {
       metrics::Registry::Global().GetCounter(
           "ossmount_page_cache_opens_total",
           "Opens answered with keep_cache: the kernel page cache of earlier opens stays valid."),
+      metrics::Registry::Global().GetCounter(kPageCacheReopens, kPageCacheReopensHelp,
+                                             {{"result", "hit"}}),
+      metrics::Registry::Global().GetCounter(kPageCacheReopens, kPageCacheReopensHelp,
+                                             {{"result", "miss"}}),
       metrics::Registry::Global().GetGauge("ossmount_open_handles", "Files open now."),
       metrics::Registry::Global().GetCounter("ossmount_read_bytes_total",
                                              "Bytes replied to reads of files."),
@@ -338,6 +349,7 @@ void ObjectFilesystem::OpenAs(InodeId ino, int flags, const Caller& caller,
     if (!handle->small) {
       handle->reader = self->NewLargeFileReader(handle->key, attr.size, attr.etag);
       self->NotifyRead(path);  // hints skip large files; their position still moves on
+      handle->read_notified = true;
     }
     handle->caller = caller;
     handle->opened = std::chrono::system_clock::now();
@@ -356,8 +368,12 @@ void ObjectFilesystem::OpenAs(InodeId ino, int flags, const Caller& caller,
               data::BlockId{handle->key, handle->etag, data::kWholeObject}, handle->size)) {
         reply.backing_file = std::make_shared<UniqueFd>(std::move(*fd));
         self->NotifyRead(path);  // no READ will tell the hint prefetcher
+        handle->read_notified = true;
       }
     }
+    handle->keep_cache = reply.keep_cache;
+    handle->page_cache_reopen =
+        handle->small && handle->size > 0 && reply.keep_cache && page_cached && !reply.backing_file;
     Files().opens.Add();
     if (reply.keep_cache && !reply.backing_file) Files().page_cache_opens.Add();
     Files().open_handles.Add(1);
@@ -418,32 +434,32 @@ void ObjectFilesystem::ReadSmall(const std::shared_ptr<FileHandle>& handle, uint
     CountRead(*handle, reply.size);
     return done(std::move(reply));
   }
-  whole_objects_.Fetch(
-      handle->key, handle->etag, handle->size,
-      [self = shared_from_this(), handle, offset, size, slice,
-       done = std::move(done)](Result<std::shared_ptr<const Blob>> r) {
-        if (!r.ok()) {
-          if (r.status().code() == ErrorCode::kPreconditionFailed) {
-            self->cache_.Invalidate(handle->path);
-          }
-          return done(r.status());
-        }
-        std::shared_ptr<const Blob> previous;  // released after the lock
-        {
-          std::lock_guard lock(self->handles_mu_);
-          previous = std::move(handle->blob);
-          handle->blob = *r;
-        }
-        // Once per handle (its first read fetches the blob), and only
-        // when OpenAs may hand out backing files: it is what decides.
-        if (!previous && self->backing_files_wanted_.load(std::memory_order_relaxed)) {
-          self->inodes_.MarkPageCached(handle->ino);
-        }
-        self->NotifyRead(handle->path);
-        ReadReply reply = slice(*r, offset, size);
-        CountRead(*handle, reply.size);
-        done(std::move(reply));
-      });
+  whole_objects_.Fetch(handle->key, handle->etag, handle->size,
+                       [self = shared_from_this(), handle, offset, size, slice,
+                        done = std::move(done)](Result<std::shared_ptr<const Blob>> r) {
+                         if (!r.ok()) {
+                           if (r.status().code() == ErrorCode::kPreconditionFailed) {
+                             self->cache_.Invalidate(handle->path);
+                           }
+                           return done(r.status());
+                         }
+                         std::shared_ptr<const Blob> previous;  // released after the lock
+                         {
+                           std::lock_guard lock(self->handles_mu_);
+                           previous = std::move(handle->blob);
+                           handle->blob = *r;
+                         }
+                         // Once per handle (its first read fetches the blob), when the kernel keeps
+                         // the pages past the handle: OpenAs (backing files) and hinted prefetch
+                         // ask it.
+                         if (!previous && handle->keep_cache) {
+                           self->inodes_.MarkPageCached(handle->ino);
+                         }
+                         self->NotifyRead(handle->path);
+                         ReadReply reply = slice(*r, offset, size);
+                         CountRead(*handle, reply.size);
+                         done(std::move(reply));
+                       });
 }
 
 void ObjectFilesystem::Release(InodeId /*ino*/, uint64_t fh) {
@@ -457,6 +473,16 @@ void ObjectFilesystem::Release(InodeId /*ino*/, uint64_t fh) {
   }
   // Cancels readahead still in flight and frees the parts (and their budget) at once.
   if (handle->reader) handle->reader->Close();
+  const bool read = handle->bytes_read.load(std::memory_order_relaxed) > 0;
+  // No READ came: the kernel's page cache served the file (or it was not read). The hint
+  // prefetcher's reader has passed it all the same, and must not wait for it.
+  if (handle->small && !handle->read_notified && !read) NotifyRead(handle->path);
+  if (handle->page_cache_reopen) {
+    (read ? Files().page_cache_reopen_misses : Files().page_cache_reopen_hits).Add();
+    if (page_cache_trust_.Record(!read)) {
+      if (auto* p = prefetcher_raw_.load(std::memory_order_acquire)) p->RefetchPageCached();
+    }
+  }
   Files().open_handles.Add(-1);
   if (options_.audit) {
     AuditRecord record;
@@ -542,6 +568,16 @@ void ObjectFilesystem::PrefetchOne(const prefetch::PrefetchItem& item, bool hold
       out.outcome = prefetch::FetchOutcome::kSkipped;
       out.error = "not a file";
       return done(std::move(out));
+    }
+    // The kernel holds the bytes it was given, so the reader will not ask for them: a GET
+    // would be fetched for nobody. (Warm-up fetches them all the same: it fills the disk.)
+    if (self->cache_.ttl().indefinite() && self->inodes_.PageCached(path) &&
+        self->page_cache_trust_.trusted()) {
+      out.outcome = prefetch::FetchOutcome::kPageCached;
+      out.bytes = (*r)->size;
+      return boost::asio::post(self->io_, [done = std::move(done), out = std::move(out)]() mutable {
+        done(std::move(out));
+      });
     }
     const meta::NodeAttr& attr = **r;
     self->PrefetchObject(meta::FileKey(self->options_.prefix, path), attr.size, attr.etag, hold,

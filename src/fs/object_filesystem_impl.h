@@ -31,6 +31,7 @@
 #include "data/memory_budget.h"
 #include "fs/dir_lister.h"
 #include "fs/object_filesystem.h"
+#include "fs/page_cache_trust.h"
 #include "fs/single_flight.h"
 #include "fs/whole_object_cache.h"
 #include "meta/inode_table.h"
@@ -98,6 +99,12 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
     uint64_t size = 0;
     std::string etag;  // pinned at open
     bool small = false;
+    bool keep_cache = false;  // the open's reply: the kernel's page cache outlives the handle
+    // The hint prefetcher was told at open (large file, backing file): no READ will tell it.
+    bool read_notified = false;
+    // A reopen of a file whose bytes the kernel was given (page_cached, keep_cache, no
+    // backing file): its release says whether the page cache still held them.
+    bool page_cache_reopen = false;
     std::shared_ptr<const Blob> blob;                    // small files, after the first read
     std::shared_ptr<prefetch::SequentialReader> reader;  // large files; Close()d on Release
     // For the audit log and metrics.
@@ -170,6 +177,9 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   std::shared_ptr<prefetch::DatasetPrefetcher> prefetcher_;
   std::atomic<prefetch::DatasetPrefetcher*> prefetcher_raw_{nullptr};
   std::atomic<bool> backing_files_wanted_{false};
+  // Whether files the kernel was given are still in its page cache (hinted prefetch skips
+  // them while it is).
+  PageCacheTrust page_cache_trust_;
 
   // handles_mu_ guards the two handle maps, next_fh_, DirHandle::snapshot, ::pinned and
   // ::released, and FileHandle::blob of every handle.

@@ -71,6 +71,14 @@ void InodeTable::MarkPageCached(InodeId ino) {
   if (it != by_ino_.end()) it->second.page_cached = true;
 }
 
+bool InodeTable::PageCached(const std::string& path) const {
+  std::lock_guard lock(mu_);
+  auto it = by_path_.find(path);
+  if (it == by_path_.end()) return false;
+  auto node = by_ino_.find(it->second);
+  return node != by_ino_.end() && node->second.page_cached;
+}
+
 bool InodeTable::Forget(InodeId ino, uint64_t n) {
   std::lock_guard lock(mu_);
   auto it = by_ino_.find(ino);

@@ -54,6 +54,8 @@ class InodeTable {
   std::optional<Node> Get(InodeId ino) const;
   // Sets the inode's page_cached (no-op for an unknown inode).
   void MarkPageCached(InodeId ino);
+  // The page_cached of the current inode of `path` (false when it has none).
+  bool PageCached(const std::string& path) const;
   // The current inode of a path, if any (for tests and diagnostics).
   std::optional<InodeId> Find(const std::string& path) const;
   size_t size() const;

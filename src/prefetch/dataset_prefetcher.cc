@@ -182,6 +182,32 @@ void DatasetPrefetcher::OnRead(const std::string& path) {
   if (changed) Pump();
 }
 
+void DatasetPrefetcher::RefetchPageCached() {
+  size_t requeued = 0;
+  {
+    std::lock_guard lock(mu_);
+    // Unread positions lie at or after the furthest read, or behind it within the stale
+    // distance (a slower worker's); further behind, the reader skipped them.
+    const size_t lag = kStaleFactor * std::max<size_t>(options_.hint_ahead_files, 1);
+    for (auto& l : hint_lists_) {
+      HintList& list = *l;
+      const size_t from = list.read_frontier > lag ? list.read_frontier - lag : 0;
+      const size_t end = list.next;
+      for (size_t pos = from; pos < end; ++pos) {
+        if (list.hints[pos].state != PosState::kPageCached) continue;
+        list.hints[pos].state = PosState::kPending;
+        list.next = std::min(list.next, pos);
+        --list.counters.page_cached;  // counts what stays unfetched for the page cache
+        ++requeued;
+      }
+    }
+  }
+  if (requeued == 0) return;
+  spdlog::debug("hints: the page cache no longer holds what it held; refetching {} file(s)",
+                requeued);
+  Pump();
+}
+
 void DatasetPrefetcher::OnHintDone(const Start& s, FetchResult r) {
   std::shared_ptr<const void> drop;  // released after the lock
   {
@@ -195,6 +221,7 @@ void DatasetPrefetcher::OnHintDone(const Start& s, FetchResult r) {
       Hint& h = list->hints[s.position];
       const bool read = h.state == PosState::kRead;
       if (r.outcome == FetchOutcome::kFetched) ++list->counters.fetched;
+      if (r.outcome == FetchOutcome::kPageCached) ++list->counters.page_cached;
       if (r.outcome == FetchOutcome::kFailed) {
         ++list->counters.failed;
         spdlog::debug("hint prefetch of '{}' failed: {}", s.item.path, r.error);
@@ -213,6 +240,9 @@ void DatasetPrefetcher::OnHintDone(const Start& s, FetchResult r) {
         list->next = std::min(list->next, s.position);
         --list->outstanding_files;
         if (r.outcome == FetchOutcome::kBudgetFull) hint_budget_wait_ = true;
+      } else if (r.outcome == FetchOutcome::kPageCached) {
+        h.state = PosState::kPageCached;  // RefetchPageCached may want it yet
+        --list->outstanding_files;
       } else {
         h.state = PosState::kDone;
         --list->outstanding_files;
@@ -379,6 +409,7 @@ void DatasetPrefetcher::OnJobDone(const Start& s, FetchResult r) {
           st.bytes_done += r.bytes;
           break;
         case FetchOutcome::kSkipped:
+        case FetchOutcome::kPageCached:  // (hints only: warm-up fills the disk cache)
           ++st.files_skipped;
           ++st.files_done;
           break;
@@ -604,6 +635,7 @@ PrefetchStatus DatasetPrefetcher::Status() const {
     sum.read += st.read;
     sum.fetched += st.fetched;
     sum.failed += st.failed;
+    sum.page_cached += st.page_cached;
     sum.released_unread += st.released_unread;
     sum.outstanding_files += st.outstanding_files;
     sum.outstanding_bytes += st.outstanding_bytes;
@@ -648,6 +680,8 @@ std::string DatasetPrefetcher::StatusJson() const {
     w.Uint64(h.fetched);
     w.Key("failed");
     w.Uint64(h.failed);
+    w.Key("page_cached");
+    w.Uint64(h.page_cached);
     w.Key("released_unread");
     w.Uint64(h.released_unread);
     w.Key("outstanding_files");

@@ -13,7 +13,10 @@
 //     about workers x prefetch_factor x batch_size positions): an unread file behind the
 //     furthest read is kept for the slower worker, never skipped; one that falls more than
 //     kStaleFactor * hint_ahead_files positions behind is released (the reader skipped
-//     it). A position read before its turn is not fetched.
+//     it). A position read before its turn is not fetched. A file the fetcher reports in
+//     the kernel's page cache (kPageCached: the reader will not ask the daemon for it) is
+//     not fetched, and not waited for: a handle of it released without a READ counts as its
+//     read; RefetchPageCached() fetches the unread ones after all.
 //     One list per sender (HintSender: the sending process), so the ranks of a distributed
 //     job (one process per GPU, each reading its own share of the dataset) are each
 //     followed: a sender's new list replaces its own previous list and releases its holds;
@@ -72,10 +75,13 @@ struct PrefetchItem {
 enum class FetchOutcome {
   kFetched,        // bytes fetched (and written to disk / held)
   kAlreadyCached,  // the disk cache already has it: no GET
-  kSkipped,        // not fetchable this way (a directory, a large file in memory mode)
-  kBudgetFull,     // the memory budget refused the buffer
-  kBusy,           // the disk cache's write queue is full: try again a little later
-  kFailed,         // the GET failed (the reader will see its own error, if any)
+  // Hints: the kernel's page cache holds it, so the reader will not ask the daemon: no GET.
+  // The position is fetched after all if RefetchPageCached() comes before it is read.
+  kPageCached,
+  kSkipped,     // not fetchable this way (a directory, a large file in memory mode)
+  kBudgetFull,  // the memory budget refused the buffer
+  kBusy,        // the disk cache's write queue is full: try again a little later
+  kFailed,      // the GET failed (the reader will see its own error, if any)
 };
 
 struct FetchResult {
@@ -148,6 +154,7 @@ struct HintStatus {
   uint64_t read = 0;        // positions read
   uint64_t fetched = 0;     // prefetched (including joined by a reader in flight)
   uint64_t failed = 0;
+  uint64_t page_cached = 0;      // not fetched (and not refetched): the page cache held it
   uint64_t released_unread = 0;  // held, then released because the reader moved far past
   uint64_t outstanding_files = 0;
   uint64_t outstanding_bytes = 0;
@@ -186,8 +193,13 @@ class DatasetPrefetcher : public std::enable_shared_from_this<DatasetPrefetcher>
   uint64_t EnqueueFiles(std::string label, std::vector<PrefetchItem> items);
   // Cancels every queued and running job (in-flight fetches finish). Returns how many.
   size_t CancelWarmups();
-  // The filesystem read `path` (a handle now holds its bytes).
+  // The filesystem read `path` (a handle now holds its bytes), or a handle of it was
+  // released without a READ (the kernel's page cache served it).
   void OnRead(const std::string& path);
+  // The kernel's page cache stopped holding what kPageCached said it held: every position
+  // skipped for that and not read yet is fetched after all (behind the furthest read only
+  // within the stale distance, like any unread file).
+  void RefetchPageCached();
 
   PrefetchStatus Status() const;
   // JSON object text of Status(), for the control socket.
@@ -195,7 +207,9 @@ class DatasetPrefetcher : public std::enable_shared_from_this<DatasetPrefetcher>
   const DatasetPrefetchOptions& options() const { return options_; }
 
  private:
-  enum class PosState : uint8_t { kPending, kInFlight, kHeld, kRead, kDone };
+  // kPageCached: not fetched because the kernel held it; kDone: fetched to disk, failed, or
+  // released unread.
+  enum class PosState : uint8_t { kPending, kInFlight, kHeld, kRead, kDone, kPageCached };
   struct Hint {
     PosState state = PosState::kPending;
     uint64_t bytes = 0;

@@ -234,6 +234,75 @@ class HintsTest(unittest.TestCase):
             shutil.rmtree(work, ignore_errors=True)
             m.close()
 
+    def hinted_epoch(self, m, seed):
+        """Sends a shuffled order as hints and reads it with 4 threads, checking every byte.
+        Returns the GETs the server saw, the daemon's page-cache reopen misses (a READ of a
+        file the kernel was given reached the daemon) and the hint status, once the kernel
+        has released every handle and no hinted fetch is in flight."""
+        order = sorted(self.manifest)
+        random.Random(seed).shuffle(order)
+        before = json.loads(harness.stats_json(m.mountpoint).stdout)
+        self.server.reset_stats()
+        sent = ossmount_hints.send_hints([m.path(rel) for rel in order], m.mountpoint)
+        self.assertEqual(sent, len(order))
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            for rel, digest in pool.map(lambda rel: (rel, harness.sha256_file(m.path(rel))),
+                                        order):
+                self.assertEqual(digest, self.manifest[rel][1], rel)
+        deadline = time.time() + 10
+        hints = self.status(m)["hints"]
+        while (hints["read"] < len(order) or hints["in_flight"] > 0) and time.time() < deadline:
+            time.sleep(0.05)  # releases reach the daemon after close() returns
+            hints = self.status(m)["hints"]
+        after = json.loads(harness.stats_json(m.mountpoint).stdout)
+        name = "ossmount_page_cache_reopens_total"
+        misses = (harness.metric(after, "counters", name, result="miss") -
+                  harness.metric(before, "counters", name, result="miss"))
+        return self.server.stats().get("GET", 0), misses, hints
+
+    def test_epochs_on_one_mount_fetch_only_what_the_page_cache_dropped(self):
+        # With an indefinite TTL the kernel keeps the pages of every file read (keep_cache),
+        # so the reads of a second epoch on the same mount mostly never reach the daemon.
+        # Its hinted order must not fetch those files again (GETs nobody would read), and
+        # the list must still follow the reader to its end. Once the pages are gone (dropped
+        # here with POSIX_FADV_DONTNEED, as memory pressure would), the reopens' misses end
+        # the daemon's trust in the page cache and the rest of the list is prefetched.
+        m = self.mount()
+        try:
+            self.list_like_imagefolder(m)
+            files = len(self.manifest)
+            gets, misses, hints = self.hinted_epoch(m, seed=1)
+            self.assertEqual(gets, files)
+            self.assertEqual(misses, 0)  # nothing was in the page cache yet
+
+            gets, misses, hints = self.hinted_epoch(m, seed=2)
+            self.assertLess(misses, files // 4, hints)  # the page cache held (nearly) all
+            self.assertEqual(gets, misses, hints)  # a GET only for what it no longer held
+            self.assertEqual(hints["read"], files, hints)
+            self.assertEqual(hints["fetched"], 0, hints)
+            self.assertEqual(hints["page_cached"], files, hints)
+            self.assertEqual(hints["outstanding_files"], 0, hints)
+            shown = subprocess.run([harness.OSSMOUNT, "warmup", "--status", m.mountpoint],
+                                   capture_output=True, text=True, timeout=30)
+            self.assertIn("%d read, 0 prefetched, %d held by the page cache" % (files, files),
+                          shown.stdout)
+
+            for rel in self.manifest:
+                fd = os.open(m.path(rel), os.O_RDONLY)
+                try:
+                    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+                finally:
+                    os.close(fd)
+            gets, misses, hints = self.hinted_epoch(m, seed=3)
+            self.assertEqual(misses, files, hints)
+            self.assertEqual(gets, files, hints)  # once each: on demand or prefetched
+            self.assertEqual(hints["read"], files, hints)
+            self.assertGreaterEqual(hints["fetched"], files // 2, hints)
+            self.assertEqual(hints["outstanding_bytes"], 0, hints)
+            self.assertEqual(m.unmount(), 0, m.output())
+        finally:
+            m.close()
+
     def test_bad_hint_requests_are_refused_clearly(self):
         m = self.mount()
         try:

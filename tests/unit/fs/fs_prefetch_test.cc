@@ -185,3 +185,63 @@ TEST_CASE("Warm-up into a disk cache stores a large file's parts, then reading i
   CHECK(job_state(again).files_cached == 1);
   CHECK(h.fake->count(Op::kGet) == 0);
 }
+
+TEST_CASE(
+    "A hinted file the kernel was given is not fetched again, and its reopen moves the "
+    "list") {
+  FsOptions o = Harness::DefaultOptions();  // indefinite TTL: opens keep the page cache
+  o.dataset_prefetch.hint_ahead_files = 100;
+  Harness h(o);
+  MakeDataset(h, 10);
+  for (int i = 0; i < 5; ++i) ReadFile(h, FileName(i));  // the kernel now holds these
+  h.fake->ResetCounters();
+  auto prefetcher = h.fs->dataset_prefetcher();
+  prefetcher->SetHints(Names(10));
+  REQUIRE(Eventually([&] {
+    auto st = prefetcher->Status().hints;
+    return st.next == 10 && st.in_flight == 0;
+  }));
+  CHECK(h.fake->count(Op::kGet) == 5);  // files 5 to 9 only
+  CHECK(prefetcher->Status().hints.page_cached == 5);
+  CHECK(prefetcher->Status().hints.fetched == 5);
+  // The kernel serves file 0 from its page cache: an open and a release, no READ. The
+  // list counts it read all the same.
+  auto d = h.Lookup(kRootInode, "d");
+  REQUIRE(d.ok());
+  auto f0 = h.Lookup(d->attr.ino, FileName(0).substr(2));
+  REQUIRE(f0.ok());
+  auto open = h.Open(f0->attr.ino);
+  REQUIRE(open.ok());
+  h.fs->Release(f0->attr.ino, open->fh);
+  CHECK(prefetcher->Status().hints.read == 1);
+}
+
+TEST_CASE(
+    "Reopens that miss the page cache end the trust: skipped files are fetched after "
+    "all") {
+  FsOptions o = Harness::DefaultOptions();
+  o.dataset_prefetch.hint_ahead_files = 100;
+  Harness h(o);
+  MakeDataset(h, 40);
+  for (int i = 0; i < 40; ++i) ReadFile(h, FileName(i));
+  h.fake->ResetCounters();
+  auto prefetcher = h.fs->dataset_prefetcher();
+  prefetcher->SetHints(Names(40));
+  REQUIRE(Eventually([&] {
+    auto st = prefetcher->Status().hints;
+    return st.next == 40 && st.in_flight == 0;
+  }));
+  CHECK(h.fake->count(Op::kGet) == 0);
+  CHECK(prefetcher->Status().hints.page_cached == 40);
+  // The kernel dropped them all: every reopen's READ reaches the filesystem. The eighth
+  // miss in a row ends the trust, and the 32 files not read yet are prefetched after all.
+  for (int i = 0; i < 8; ++i) CHECK(ReadFile(h, FileName(i)) == Content(kFileSize, i));
+  REQUIRE(Eventually([&] {
+    auto st = prefetcher->Status().hints;
+    return st.fetched == 32 && st.in_flight == 0;
+  }));
+  CHECK(prefetcher->Status().hints.page_cached == 8);  // skipped, then read on demand
+  for (int i = 8; i < 40; ++i) CHECK(ReadFile(h, FileName(i)) == Content(kFileSize, i));
+  CHECK(h.fake->count(Op::kGet) == 40);  // one per file: 8 on demand, 32 prefetched
+  CHECK(prefetcher->Status().hints.read == 40);
+}

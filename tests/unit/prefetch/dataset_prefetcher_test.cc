@@ -608,3 +608,37 @@ TEST_CASE("cancelling warm-up stops queued work", "[dataset_prefetcher]") {
   CHECK(Job(rig.prefetcher->Status(), id).state == JobState::kCancelled);
   CHECK(rig.prefetcher->StatusJson().find("\"cancelled\"") != std::string::npos);
 }
+
+TEST_CASE(
+    "a hinted file in the page cache is not fetched, and RefetchPageCached fetches "
+    "the unread ones",
+    "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.hint_ahead_files = 3;
+  Rig rig(o);
+  rig.prefetcher->SetHints(Paths(8));
+  for (const char* p : {"f0", "f1", "f2"}) rig.fetcher.Complete(p, FetchOutcome::kPageCached);
+  // Nothing to hold or wait for, but the window is measured from the furthest read: it
+  // moves only as the reader goes (a release without a READ counts as a read).
+  auto st = rig.prefetcher->Status().hints;
+  CHECK(st.page_cached == 3);
+  CHECK(st.outstanding_files == 0);
+  CHECK(rig.fetcher.started().size() == 3);
+  rig.prefetcher->OnRead("f0");
+  CHECK(rig.fetcher.started().back() == "f3");
+  rig.fetcher.Complete("f3", FetchOutcome::kPageCached);
+  CHECK(rig.prefetcher->Status().hints.page_cached == 4);
+
+  // The page cache no longer holds them: the unread ones (not f0) are fetched after all.
+  rig.prefetcher->RefetchPageCached();
+  CHECK(rig.fetcher.started() ==
+        std::vector<std::string>{"f0", "f1", "f2", "f3", "f1", "f2", "f3"});
+  CHECK(rig.prefetcher->Status().hints.page_cached == 1);
+  auto h1 = rig.fetcher.Complete("f1");
+  CHECK_FALSE(h1.expired());  // held for the reader like any hinted file
+  rig.prefetcher->OnRead("f1");
+  CHECK(h1.expired());
+  CHECK(rig.fetcher.started().back() == "f4");  // the window moved on
+  rig.prefetcher->RefetchPageCached();          // nothing left to refetch
+  CHECK(rig.fetcher.started().size() == 8);
+}
