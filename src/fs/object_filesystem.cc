@@ -449,9 +449,8 @@ void ObjectFilesystem::ReadSmall(const std::shared_ptr<FileHandle>& handle, uint
                            previous = std::move(handle->blob);
                            handle->blob = *r;
                          }
-                         // Once per handle (its first read fetches the blob), when the kernel keeps
-                         // the pages past the handle: OpenAs (backing files) and hinted prefetch
-                         // ask it.
+                         // Once per handle (its first read fetches the blob), and only
+                         // when the kernel keeps the pages (keep_cache).
                          if (!previous && handle->keep_cache) {
                            self->inodes_.MarkPageCached(handle->ino);
                          }
