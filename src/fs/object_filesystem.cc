@@ -371,7 +371,6 @@ void ObjectFilesystem::OpenAs(InodeId ino, int flags, const Caller& caller,
         handle->read_notified = true;
       }
     }
-    handle->keep_cache = reply.keep_cache;
     handle->page_cache_reopen =
         handle->small && handle->size > 0 && reply.keep_cache && page_cached && !reply.backing_file;
     Files().opens.Add();
@@ -451,7 +450,7 @@ void ObjectFilesystem::ReadSmall(const std::shared_ptr<FileHandle>& handle, uint
                          }
                          // Once per handle (its first read fetches the blob), and only
                          // when the kernel keeps the pages (keep_cache).
-                         if (!previous && handle->keep_cache) {
+                         if (!previous && self->cache_.ttl().indefinite()) {
                            self->inodes_.MarkPageCached(handle->ino);
                          }
                          self->NotifyRead(handle->path);
@@ -568,17 +567,17 @@ void ObjectFilesystem::PrefetchOne(const prefetch::PrefetchItem& item, bool hold
       out.error = "not a file";
       return done(std::move(out));
     }
+    const meta::NodeAttr& attr = **r;
     // The kernel holds the bytes it was given, so the reader will not ask for them: a GET
     // would be fetched for nobody. (Warm-up fetches them all the same: it fills the disk.)
     if (self->cache_.ttl().indefinite() && self->inodes_.PageCached(path) &&
         self->page_cache_trust_.trusted()) {
       out.outcome = prefetch::FetchOutcome::kPageCached;
-      out.bytes = (*r)->size;
+      out.bytes = attr.size;
       return boost::asio::post(self->io_, [done = std::move(done), out = std::move(out)]() mutable {
         done(std::move(out));
       });
     }
-    const meta::NodeAttr& attr = **r;
     self->PrefetchObject(meta::FileKey(self->options_.prefix, path), attr.size, attr.etag, hold,
                          std::move(done));
   });

@@ -99,7 +99,6 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
     uint64_t size = 0;
     std::string etag;  // pinned at open
     bool small = false;
-    bool keep_cache = false;  // the open's reply: the kernel's page cache outlives the handle
     // The hint prefetcher was told at open (large file, backing file): no READ will tell it.
     bool read_notified = false;
     // A reopen of a file whose bytes the kernel was given (page_cached, keep_cache, no

@@ -127,7 +127,7 @@ void DatasetPrefetcher::MarkHintReadLocked(HintList& list, size_t pos,
   ++list.counters.read;
   list.read_frontier = std::max(list.read_frontier, pos + 1);
   // A held file far behind the furthest read was skipped by the reader: release it.
-  const size_t lag = kStaleFactor * std::max<size_t>(options_.hint_ahead_files, 1);
+  const size_t lag = StaleDistance();
   while (!list.held.empty() && list.held.begin()->first + lag < list.read_frontier) {
     auto [old, bytes] = *list.held.begin();
     list.held.erase(list.held.begin());
@@ -188,7 +188,7 @@ void DatasetPrefetcher::RefetchPageCached() {
     std::lock_guard lock(mu_);
     // Unread positions lie at or after the furthest read, or behind it within the stale
     // distance (a slower worker's); further behind, the reader skipped them.
-    const size_t lag = kStaleFactor * std::max<size_t>(options_.hint_ahead_files, 1);
+    const size_t lag = StaleDistance();
     for (auto& l : hint_lists_) {
       HintList& list = *l;
       const size_t from = list.read_frontier > lag ? list.read_frontier - lag : 0;
@@ -499,7 +499,7 @@ std::optional<size_t> DatasetPrefetcher::NextHintLocked(HintList& list, uint64_t
   // read a wide band of positions at once (16 workers x 2 batches x 32 = 1,024), so the
   // window is measured from the band's leading edge, not by files outstanding; a hard cap
   // on outstanding files (the stale distance) and the byte share bound what is held.
-  const size_t max_outstanding = kStaleFactor * std::max<size_t>(options_.hint_ahead_files, 1);
+  const size_t max_outstanding = StaleDistance();
   while (list.next < list.hints.size() &&
          list.next < list.read_frontier + options_.hint_ahead_files &&
          list.outstanding_files < max_outstanding && list.outstanding_bytes < bytes_share) {

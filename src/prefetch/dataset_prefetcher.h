@@ -45,6 +45,7 @@
 // fetches are started, holds released and callbacks run outside it.
 #pragma once
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
@@ -255,6 +256,12 @@ class DatasetPrefetcher : public std::enable_shared_from_this<DatasetPrefetcher>
   // The next position of `list` its window lets start now, if any (moves list.next past
   // positions that need no fetch).
   std::optional<size_t> NextHintLocked(HintList& list, uint64_t bytes_share);
+  // kStaleFactor * hint_ahead_files: how far behind the furthest read an unread position
+  // still counts as a slower worker's (further behind, the reader skipped it), and the cap
+  // on a list's files outstanding.
+  size_t StaleDistance() const {
+    return kStaleFactor * std::max<size_t>(options_.hint_ahead_files, 1);
+  }
   // The first position of `path` in `list` not read yet.
   static std::optional<size_t> FirstUnreadLocked(const HintList& list, const std::string& path);
   // Marks position `pos` of `list` read, and releases what the reader left far behind.

@@ -118,11 +118,13 @@ struct Rig {
   std::thread thread;
 };
 
-std::vector<std::string> Paths(int n) {
+std::vector<std::string> Named(const std::string& prefix, int n) {
   std::vector<std::string> v;
-  for (int i = 0; i < n; ++i) v.push_back("f" + std::to_string(i));
+  for (int i = 0; i < n; ++i) v.push_back(prefix + std::to_string(i));
   return v;
 }
+
+std::vector<std::string> Paths(int n) { return Named("f", n); }
 
 std::vector<PrefetchItem> Items(int n, uint64_t size) {
   std::vector<PrefetchItem> v;
@@ -242,12 +244,6 @@ HintSender Sender(int pid, std::shared_ptr<std::atomic<bool>> alive = nullptr) {
   s.pid = pid;
   if (alive) s.alive = [alive] { return alive->load(); };
   return s;
-}
-
-std::vector<std::string> Named(const std::string& prefix, int n) {
-  std::vector<std::string> v;
-  for (int i = 0; i < n; ++i) v.push_back(prefix + std::to_string(i));
-  return v;
 }
 
 TEST_CASE("each sender's list is followed, each with its own window", "[dataset_prefetcher]") {
