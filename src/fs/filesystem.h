@@ -76,6 +76,10 @@ struct Caller {
 struct OpenReply {
   uint64_t fh = 0;
   bool keep_cache = false;  // FOPEN_KEEP_CACHE: page cache from earlier opens is still valid
+  // The object is another version than the kernel was last given attributes of (it changed
+  // on the server): the adapter tells the kernel to drop the attributes it holds, before
+  // replying, so that the opener's fstat and reads see the new size. keep_cache is false.
+  bool attributes_changed = false;
   // Only when SetBackingFilesWanted(true): a read-only local file holding exactly this
   // file's bytes from offset 0, verified just now, which the kernel may read instead of
   // sending READs (FUSE passthrough). The handle still needs its Release.

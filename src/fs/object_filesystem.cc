@@ -28,6 +28,13 @@ Status BadHandle(uint64_t fh) {
   return Status(ErrorCode::kInvalidArgument, "handle " + std::to_string(fh) + " is not open");
 }
 
+// A fingerprint of the object version whose attributes the kernel is handed (InodeTable's
+// shown_version): its etag and size. Never 0, which the table reads as "none yet".
+uint64_t VersionOf(const meta::NodeAttr& attr) {
+  const uint64_t h = std::hash<std::string_view>{}(attr.etag) ^ (attr.size * 0x9E3779B97F4A7C15ull);
+  return h == 0 ? 1 : h;
+}
+
 int64_t NowUnixSeconds() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch())
@@ -170,7 +177,7 @@ void ObjectFilesystem::Lookup(InodeId parent, std::string name, Callback<Entry> 
     if (!r.ok()) return done(r.status());
     if (!r->has_value()) return done(Status(ErrorCode::kNotFound, "no such file: " + path));
     const meta::NodeAttr& attr = **r;
-    InodeId ino = self->inodes_.Ensure(path, attr.is_dir(), 1);
+    InodeId ino = self->inodes_.Ensure(path, attr.is_dir(), 1, VersionOf(attr));
     done(self->MakeEntry(ino, attr));
   });
 }
@@ -192,6 +199,7 @@ void ObjectFilesystem::GetAttr(InodeId ino, Callback<AttrReply> done) {
     if (!r->has_value() || (*r)->is_dir() != is_dir) {
       return done(Status(ErrorCode::kNotFound, "'" + path + "' no longer exists as it was"));
     }
+    self->inodes_.ShowVersion(ino, VersionOf(**r));  // this reply updates the kernel
     done(AttrReply{self->MakeAttributes(ino, **r), self->cache_.ttl().KernelTimeout()});
   });
 }
@@ -281,7 +289,8 @@ void ObjectFilesystem::ServeDir(const std::shared_ptr<DirHandle>& handle,
   const size_t begin = static_cast<size_t>(offset);
   for (size_t i = begin; i < n && i < begin + kReadDirBatch; ++i) {
     const meta::DirChild& child = snap->children[i];
-    InodeId ino = inodes_.Pin(meta::JoinPath(handle->path, child.name), child.attr.is_dir());
+    InodeId ino = inodes_.Pin(meta::JoinPath(handle->path, child.name), child.attr.is_dir(),
+                              VersionOf(child.attr));
     pinned.push_back(ino);
     entries.push_back(DirEntry{child.name, MakeEntry(ino, child.attr), static_cast<off_t>(i + 1)});
   }
@@ -339,6 +348,15 @@ void ObjectFilesystem::OpenAs(InodeId ino, int flags, const Caller& caller,
       return done(Status(ErrorCode::kNotFound, "'" + path + "' is no longer a file"));
     }
     const meta::NodeAttr& attr = **r;
+    // Another version than the kernel was last handed (it changed on the server and the
+    // metadata expired, or a read found it changed): the kernel may still hold the old
+    // size, which would cut the new bytes at it, and old pages. Tell it to drop both (no
+    // keep_cache, so page_cached below does not count either).
+    const bool changed = self->inodes_.ShowVersion(ino, VersionOf(attr));
+    if (changed) {
+      spdlog::debug("'{}' changed since the kernel got its attributes (now {} bytes, etag {})",
+                    path, attr.size, attr.etag);
+    }
     auto handle = std::make_shared<FileHandle>();
     handle->ino = ino;
     handle->path = path;
@@ -355,7 +373,8 @@ void ObjectFilesystem::OpenAs(InodeId ino, int flags, const Caller& caller,
     handle->opened = std::chrono::system_clock::now();
     handle->opened_steady = std::chrono::steady_clock::now();
     OpenReply reply;
-    reply.keep_cache = self->cache_.ttl().indefinite();
+    reply.keep_cache = self->cache_.ttl().indefinite() && !changed;
+    reply.attributes_changed = changed;
     // A backing file, unless the kernel's page cache of this inode may already hold the
     // bytes and stays valid (keep_cache): reading those costs nothing, while a backing
     // file costs a verification here. The page cache goes with the kernel's inode, which

@@ -193,14 +193,26 @@ void OpReleaseDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 // ---- files -------------------------------------------------------------------------------
 
+// Tells the kernel to drop the attributes it holds for `ino`, so that its next fstat or read
+// asks for them (offset -1: the attributes only, no page locks taken). The kernel handles
+// the notification within this write; ENOENT means it holds no such inode.
+void DropKernelAttributes(fuse_session* session, fuse_ino_t ino) {
+  if (session == nullptr) return;  // no kernel (unit tests)
+  const int rc = fuse_lowlevel_notify_inval_inode(session, ino, -1, 0);
+  if (rc != 0 && rc != -ENOENT) {
+    spdlog::warn("fuse open ino {}: dropping the kernel's attributes failed: {}", ino,
+                 std::strerror(-rc));
+  }
+}
+
 void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   auto reply = Start(req, "open");
   if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & (O_TRUNC | O_CREAT)) != 0) {
     reply->Err(EROFS);
     return;
   }
-  std::shared_ptr<fs::Filesystem> fs = Ctx(req)->fs;
-  Passthrough* passthrough = Ctx(req)->passthrough;
+  AdapterContext* ctx = Ctx(req);
+  std::shared_ptr<fs::Filesystem> fs = ctx->fs;
   fuse_file_info info = *fi;
   fs::Caller caller;  // for the audit log
   if (const fuse_ctx* c = fuse_req_ctx(req)) {
@@ -208,28 +220,29 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     caller.uid = c->uid;
     caller.gid = c->gid;
   }
-  fs->OpenAs(
-      ino, fi->flags, caller, [reply, fs, ino, info, passthrough](Result<fs::OpenReply> r) mutable {
-        if (!r.ok()) {
-          LogFailure("open", ino, r.status());
-          reply->Err(ErrnoOf(r.status()));
-          return;
-        }
-        info.fh = r->fh;
-        info.keep_cache = r->keep_cache;
-        int32_t backing_id = 0;
-        if (passthrough != nullptr) {
-          backing_id =
-              passthrough->BeginOpen(ino, info.fh, r->backing_file ? r->backing_file->get() : -1);
-        }
-        r->backing_file.reset();  // the kernel holds its own reference now
-        const int sent =
-            backing_id > 0 ? reply->OpenPassthrough(info, backing_id) : reply->Open(info);
-        if (sent != 0) {  // nobody will release it
-          if (passthrough != nullptr) passthrough->EndOpen(ino, info.fh);
-          fs->Release(ino, info.fh);
-        }
-      });
+  fs->OpenAs(ino, fi->flags, caller, [reply, fs, ino, info, ctx](Result<fs::OpenReply> r) mutable {
+    if (!r.ok()) {
+      LogFailure("open", ino, r.status());
+      reply->Err(ErrnoOf(r.status()));
+      return;
+    }
+    // Before the reply: the opener must not see the size of another version.
+    if (r->attributes_changed) DropKernelAttributes(ctx->session, ino);
+    Passthrough* passthrough = ctx->passthrough;
+    info.fh = r->fh;
+    info.keep_cache = r->keep_cache;
+    int32_t backing_id = 0;
+    if (passthrough != nullptr) {
+      backing_id =
+          passthrough->BeginOpen(ino, info.fh, r->backing_file ? r->backing_file->get() : -1);
+    }
+    r->backing_file.reset();  // the kernel holds its own reference now
+    const int sent = backing_id > 0 ? reply->OpenPassthrough(info, backing_id) : reply->Open(info);
+    if (sent != 0) {  // nobody will release it
+      if (passthrough != nullptr) passthrough->EndOpen(ino, info.fh);
+      fs->Release(ino, info.fh);
+    }
+  });
 }
 
 void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {

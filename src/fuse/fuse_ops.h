@@ -32,6 +32,8 @@ struct AdapterContext {
   // FUSE passthrough for cached files; null when the adapter runs without a kernel mount
   // (unit tests). Owned by the FuseServer.
   Passthrough* passthrough = nullptr;
+  // The session, for notifications to the kernel; null without a kernel mount (unit tests).
+  fuse_session* session = nullptr;
 };
 
 // The table; userdata passed to fuse_session_new must be an AdapterContext*.

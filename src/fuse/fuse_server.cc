@@ -195,6 +195,7 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(std::shared_ptr<fs::Filesy
     return Status(ErrorCode::kInternal, "mounting on '" + options.mountpoint + "' failed: " + hint);
   }
   impl->mounted = true;
+  impl->ctx->session = impl->se;
   impl->passthrough->Install(impl->se);  // before the loop reads INIT
   impl->connection = FindConnection(options.mountpoint);
   if (pipe2(impl->exit_pipe, O_CLOEXEC) != 0) {

@@ -7,24 +7,26 @@ InodeTable::InodeTable() {
   by_path_[""] = kRootInodeId;
 }
 
-InodeId InodeTable::Ensure(const std::string& path, bool is_dir, uint64_t lookups) {
+InodeId InodeTable::Ensure(const std::string& path, bool is_dir, uint64_t lookups,
+                           uint64_t shown_version) {
   std::lock_guard lock(mu_);
-  return EnsureLocked(path, is_dir, lookups, 0);
+  return EnsureLocked(path, is_dir, lookups, 0, shown_version);
 }
 
-InodeId InodeTable::Pin(const std::string& path, bool is_dir) {
+InodeId InodeTable::Pin(const std::string& path, bool is_dir, uint64_t shown_version) {
   std::lock_guard lock(mu_);
-  return EnsureLocked(path, is_dir, 0, 1);
+  return EnsureLocked(path, is_dir, 0, 1, shown_version);
 }
 
 InodeId InodeTable::EnsureLocked(const std::string& path, bool is_dir, uint64_t lookups,
-                                 uint64_t pins) {
+                                 uint64_t pins, uint64_t shown_version) {
   auto it = by_path_.find(path);
   if (it != by_path_.end()) {
     Node& node = by_ino_.at(it->second);
     if (node.is_dir == is_dir || it->second == kRootInodeId) {
       node.nlookup += lookups;
       node.pins += pins;
+      if (shown_version != 0) node.shown_version = shown_version;
       return it->second;
     }
     // Kind changed: detach the old inode (it stays until forgotten and unpinned, or goes
@@ -33,7 +35,9 @@ InodeId InodeTable::EnsureLocked(const std::string& path, bool is_dir, uint64_t 
     by_path_.erase(it);
   }
   InodeId ino = next_++;
-  by_ino_[ino] = Node{path, is_dir, lookups, pins};
+  Node& node = by_ino_[ino];
+  node = Node{path, is_dir, lookups, pins};
+  node.shown_version = shown_version;
   by_path_[path] = ino;
   return ino;
 }
@@ -69,6 +73,17 @@ void InodeTable::MarkPageCached(InodeId ino) {
   std::lock_guard lock(mu_);
   auto it = by_ino_.find(ino);
   if (it != by_ino_.end()) it->second.page_cached = true;
+}
+
+bool InodeTable::ShowVersion(InodeId ino, uint64_t version) {
+  std::lock_guard lock(mu_);
+  auto it = by_ino_.find(ino);
+  if (it == by_ino_.end()) return false;
+  Node& node = it->second;
+  const bool changed = node.shown_version != 0 && node.shown_version != version;
+  node.shown_version = version;
+  if (changed) node.page_cached = false;
+  return changed;
 }
 
 bool InodeTable::PageCached(const std::string& path) const {

@@ -36,15 +36,22 @@ class InodeTable {
     // Bytes of this inode were replied to a READ: the kernel's page cache of the inode,
     // which lives as long as the kernel references it, may hold them.
     bool page_cached = false;
+    // A fingerprint of the object version whose attributes the kernel was last handed for
+    // this inode (by a lookup, getattr, readdirplus or open); 0 when none yet. The kernel
+    // keeps those attributes (the file's size above all) until its attribute timeout, so
+    // an open that finds another version must tell it to drop them (ShowVersion).
+    uint64_t shown_version = 0;
   };
 
   InodeTable();
 
   // The inode of `path` with kind `is_dir`, created if needed; adds `lookups` to its count.
-  InodeId Ensure(const std::string& path, bool is_dir, uint64_t lookups);
-  // The inode of `path` like Ensure(path, is_dir, 0), pinned once more: it is not dropped
-  // before the matching Unpin, whatever the kernel's count.
-  InodeId Pin(const std::string& path, bool is_dir);
+  // A nonzero `shown_version` is recorded as the version the kernel is being handed.
+  InodeId Ensure(const std::string& path, bool is_dir, uint64_t lookups,
+                 uint64_t shown_version = 0);
+  // The inode of `path` like Ensure(path, is_dir, 0, shown_version), pinned once more: it
+  // is not dropped before the matching Unpin, whatever the kernel's count.
+  InodeId Pin(const std::string& path, bool is_dir, uint64_t shown_version = 0);
   // Releases one Pin. Returns true when the inode was dropped (no pin and no reference).
   bool Unpin(InodeId ino);
   // Adds one kernel reference. False when the inode is unknown.
@@ -54,6 +61,11 @@ class InodeTable {
   std::optional<Node> Get(InodeId ino) const;
   // Sets the inode's page_cached (no-op for an unknown inode).
   void MarkPageCached(InodeId ino);
+  // Records that the kernel is being handed the attributes of `version` (nonzero) of the
+  // inode's object. Returns true when it was handed another version before: the size and
+  // pages it may still hold are of that one. page_cached is cleared then. False for an
+  // unknown inode or the same version.
+  bool ShowVersion(InodeId ino, uint64_t version);
   // The page_cached of the current inode of `path` (false when it has none).
   bool PageCached(const std::string& path) const;
   // The current inode of a path, if any (for tests and diagnostics).
@@ -61,7 +73,8 @@ class InodeTable {
   size_t size() const;
 
  private:
-  InodeId EnsureLocked(const std::string& path, bool is_dir, uint64_t lookups, uint64_t pins);
+  InodeId EnsureLocked(const std::string& path, bool is_dir, uint64_t lookups, uint64_t pins,
+                       uint64_t shown_version);
   // Drops `ino` if it has no kernel reference and no pin (never the root).
   bool DropIfUnusedLocked(InodeId ino);
 

@@ -8,7 +8,8 @@ is a new file renamed over the old one (a new etag), followed by a listing resca
 - Large file (ranged reads, If-Match on every part): the reader gets old bytes up to some
   point and then an error (ESTALE or EIO), never a byte of the new version.
 - New opens see the new object once --metadata-ttl (1 s here) has passed; before that a new
-  open reads the old object or gets ESTALE.
+  open reads the old object or gets ESTALE; after it, the whole new object, never its bytes
+  cut at an old size the kernel still holds (KernelAttributesTest makes the kernel hold it).
 - Over s3rver, which ignores If-Match: a small file opened before it was replaced gets ESTALE
   on its first read whether the object grew, shrank or kept its size (the reply is checked
   against the size and etag pinned at open), never EIO and never the new bytes.
@@ -16,6 +17,7 @@ is a new file renamed over the old one (a new etag), followed by a listing resca
 import errno
 import os
 import tempfile
+import time
 import unittest
 import urllib.request
 
@@ -35,7 +37,23 @@ def pattern(tag, size):
     return b"".join(cells)[:size]
 
 
-class ReplaceTest(unittest.TestCase):
+class ObjectsOnDisk:
+    """Objects in cls.bucket of the project's server, replaced as the server sees them."""
+
+    @classmethod
+    def write(cls, name, data):
+        tmp = os.path.join(cls.bucket, ".tmp-" + name.replace("/", "-"))
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.rename(tmp, os.path.join(cls.bucket, name))  # new inode: a new etag
+
+    def replace(self, name, data):
+        self.write(name, data)
+        req = urllib.request.Request(self.server.endpoint + "/_ossmount/rescan", method="POST")
+        urllib.request.urlopen(req, timeout=10).read()
+
+
+class ReplaceTest(unittest.TestCase, ObjectsOnDisk):
     @classmethod
     def setUpClass(cls):
         cls.root = tempfile.mkdtemp(prefix="replace-data-")
@@ -54,18 +72,6 @@ class ReplaceTest(unittest.TestCase):
         cls.mount.close()
         cls.server.stop()
 
-    @classmethod
-    def write(cls, name, data):
-        tmp = os.path.join(cls.bucket, ".tmp-" + name)
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.rename(tmp, os.path.join(cls.bucket, name))  # new inode: a new etag
-
-    def replace(self, name, data):
-        self.write(name, data)
-        req = urllib.request.Request(self.server.endpoint + "/_ossmount/rescan", method="POST")
-        urllib.request.urlopen(req, timeout=10).read()
-
     def assert_new_opens_see_new(self, name, new):
         def sees_new():
             # Within the TTL a new open still uses the old attributes: its read gets ESTALE
@@ -76,11 +82,10 @@ class ReplaceTest(unittest.TestCase):
             except OSError as e:
                 self.assertEqual(e.errno, errno.ESTALE)
                 return False
-            # Never a mix: all bytes of one version. (Found here: for up to the kernel's
-            # attribute timeout a new open may still see the old size, so the new bytes come
-            # cut at it; see SEMANTICS.md.)
-            one_version = got == new[:len(got)] or got == pattern("O", SMALL_SIZE)[:len(got)] \
-                or got == pattern("O", LARGE_SIZE)[:len(got)]
+            # One whole version: never a mix, and never the new bytes cut at the old size
+            # the kernel may still hold (the daemon tells it to drop that size at the open;
+            # KernelAttributesTest below catches the window for certain).
+            one_version = got in (new, pattern("O", SMALL_SIZE), pattern("O", LARGE_SIZE))
             if not one_version:
                 first = next((i for i in range(min(len(got), len(new))) if got[i] != new[i]),
                              min(len(got), len(new)))
@@ -200,6 +205,68 @@ class ReplaceOverS3rverTest(unittest.TestCase):
     def test_same_size_object_is_estale(self):
         # Only the etag tells.
         self.check_estale("same-size", pattern("N", SMALL_SIZE))
+
+class KernelAttributesTest(unittest.TestCase, ObjectsOnDisk):
+    """An object that grew on the server while the kernel still holds its old size.
+
+    The kernel keeps a file's attributes for the attribute timeout (--metadata-ttl) from
+    when it got them, and the daemon keeps its metadata for the same time from when it
+    listed. A listing served from the daemon's still-fresh cache hands the kernel the old
+    size again, for a whole new timeout; once the daemon's metadata expires, an open finds
+    the new object while the kernel still holds the old size, which would cut the new bytes
+    at it. The daemon tells the kernel to drop those attributes before it answers the open.
+    """
+    TTL_S = 4
+    ATTEMPTS = 3
+
+    @classmethod
+    def setUpClass(cls):
+        cls.root = tempfile.mkdtemp(prefix="replace-attrs-")
+        cls.bucket = os.path.join(cls.root, "bucket")
+        os.makedirs(os.path.join(cls.bucket, "d"))
+        for i in range(cls.ATTEMPTS):
+            cls.write("d/grows-%d" % i, pattern("O", SMALL_SIZE))
+        cls.server = harness.TestServer(cls.root, bucket="bucket")
+        cls.mount = harness.Mount(cls.server, args=[
+            "--metadata-ttl", str(cls.TTL_S), "--small-file-threshold", "1MiB"])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.mount.close()
+        cls.server.stop()
+
+    def test_grown_object_is_read_whole_while_the_kernel_held_its_old_size(self):
+        new = pattern("N", 3 * SMALL_SIZE)
+        # Timing decides whether an attempt reaches the window (the daemon's metadata
+        # expired, the kernel's attributes not); one that misses it proves nothing, so a
+        # loaded machine gets another file.
+        for i in range(self.ATTEMPTS):
+            name = "d/grows-%d" % i
+            path = self.mount.path(name)
+            listed = time.monotonic()
+            self.assertIn("grows-%d" % i, os.listdir(self.mount.path("d")))
+            self.replace(name, new)
+            time.sleep(self.TTL_S * 0.6)
+            relisted = time.monotonic()
+            os.listdir(self.mount.path("d"))  # from the daemon's fresh cache: the old size
+            time.sleep(max(0.0, listed + self.TTL_S + 0.5 - time.monotonic()))
+            kernel_size = os.stat(path).st_size
+            with open(path, "rb") as f:
+                got = f.read()
+                fstat_size = os.fstat(f.fileno()).st_size
+            opened = time.monotonic()
+            in_window = relisted - listed < self.TTL_S - 0.2 and \
+                opened - relisted < self.TTL_S - 0.2
+            print("\n%s: attempt %d, kernel size before the open %d, read %d bytes (new %d), "
+                  "in the window: %s" % (name, i, kernel_size, len(got), len(new), in_window))
+            if not in_window or kernel_size != len(pattern("O", SMALL_SIZE)):
+                continue  # the kernel did not hold the old size: nothing was tested
+            self.assertEqual(fstat_size, len(new))
+            self.assertEqual(len(got), len(new), "the new bytes were cut at the old size")
+            self.assertEqual(got, new)
+            return
+        self.fail("no attempt reached the window in which the kernel held the old size")
+
 
 if __name__ == "__main__":
     harness.main()

@@ -266,8 +266,60 @@ TEST_CASE("After ESTALE the next open revalidates, even under an indefinite list
   auto reopened = h.Open(f.attr.ino);
   REQUIRE(reopened.ok());
   CHECK(h.fake->count(Op::kList) == 1);  // revalidated by one probe
+  // The kernel holds version one's size and pages: it is told to drop them.
+  CHECK(reopened->attributes_changed);
+  CHECK(!reopened->keep_cache);
   CHECK(*h.ReadAll(f.attr.ino, reopened->fh) == "version two!");
   auto attr = h.GetAttr(f.attr.ino);
   CHECK(attr->attr.size == 12);
   h.fs->Release(f.attr.ino, reopened->fh);
+}
+
+TEST_CASE("An open that finds another version than the kernel was handed tells it to drop it") {
+  FsOptions options = Harness::DefaultOptions();
+  options.metadata_ttl = std::chrono::seconds(1);
+  Harness h(options);
+  h.fake->PutObject("f", "version one");
+  REQUIRE(h.ListPlus(kRootInode).ok());  // the kernel gets size 11 with the listing
+  auto f = MustLookup(h, "f");
+  auto first = h.Open(f.attr.ino);
+  REQUIRE(first.ok());
+  CHECK(!first->attributes_changed);  // the version the kernel was handed
+  h.fs->Release(f.attr.ino, first->fh);
+
+  h.fake->PutObject("f", "version two, which is longer");
+  auto same = h.Open(f.attr.ino);  // metadata still fresh: the old version, nothing to tell
+  REQUIRE(same.ok());
+  CHECK(!same->attributes_changed);
+  h.fs->Release(f.attr.ino, same->fh);
+
+  h.Advance(std::chrono::seconds(2));
+  SECTION("an open is the first to see the new version") {
+    auto changed = h.Open(f.attr.ino);
+    REQUIRE(changed.ok());
+    CHECK(changed->attributes_changed);
+    CHECK(!changed->keep_cache);
+    CHECK(*h.ReadAll(f.attr.ino, changed->fh) == "version two, which is longer");
+    h.fs->Release(f.attr.ino, changed->fh);
+    auto again = h.Open(f.attr.ino);  // told once
+    REQUIRE(again.ok());
+    CHECK(!again->attributes_changed);
+    h.fs->Release(f.attr.ino, again->fh);
+  }
+  SECTION("a getattr handed the kernel the new version first") {
+    auto attr = h.GetAttr(f.attr.ino);
+    REQUIRE(attr.ok());
+    CHECK(attr->attr.size == 28);
+    auto open = h.Open(f.attr.ino);
+    REQUIRE(open.ok());
+    CHECK(!open->attributes_changed);
+    h.fs->Release(f.attr.ino, open->fh);
+  }
+  SECTION("a lookup handed the kernel the new version first") {
+    CHECK(MustLookup(h, "f").attr.size == 28);
+    auto open = h.Open(f.attr.ino);
+    REQUIRE(open.ok());
+    CHECK(!open->attributes_changed);
+    h.fs->Release(f.attr.ino, open->fh);
+  }
 }

@@ -103,3 +103,26 @@ TEST_CASE("InodeTable: a pinned inode detached by a kind change lives until unpi
   CHECK(!t.Get(file));
   CHECK(*t.Find("k") == dir);  // unpinning the detached inode leaves the path's new one
 }
+
+TEST_CASE("InodeTable: ShowVersion reports a version other than the one last shown, once") {
+  InodeTable t;
+  InodeId a = t.Ensure("a", false, 1, 11);
+  CHECK(t.Get(a)->shown_version == 11);
+  CHECK(!t.ShowVersion(a, 11));  // the same version: nothing to drop
+  t.MarkPageCached(a);
+  CHECK(t.ShowVersion(a, 12));  // another one: the kernel may hold version 11's size and pages
+  CHECK(!t.Get(a)->page_cached);
+  CHECK(t.Get(a)->shown_version == 12);
+  CHECK(!t.ShowVersion(a, 12));  // told once
+  // A lookup or a readdirplus entry handing the kernel another version records it.
+  CHECK(t.Ensure("a", false, 1, 13) == a);
+  CHECK(!t.ShowVersion(a, 13));
+  CHECK(t.Pin("a", false, 14) == a);
+  CHECK(t.ShowVersion(a, 13));
+  // 0 leaves the record alone; an inode never shown has nothing to drop.
+  CHECK(t.Ensure("a", false, 1) == a);
+  CHECK(t.Get(a)->shown_version == 13);
+  InodeId b = t.Ensure("b", false, 1);
+  CHECK(!t.ShowVersion(b, 5));
+  CHECK(!t.ShowVersion(999, 5));
+}
