@@ -8,6 +8,8 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
+#include <functional>
+#include <string_view>
 
 #include "common/metrics.h"
 #include "fs/dir_lister.h"

@@ -26,7 +26,11 @@ InodeId InodeTable::EnsureLocked(const std::string& path, bool is_dir, uint64_t 
     if (node.is_dir == is_dir || it->second == kRootInodeId) {
       node.nlookup += lookups;
       node.pins += pins;
-      if (shown_version != 0) node.shown_version = shown_version;
+      if (shown_version != 0) {
+        // The pages page_cached speaks of are of the version shown before.
+        if (node.shown_version != shown_version) node.page_cached = false;
+        node.shown_version = shown_version;
+      }
       return it->second;
     }
     // Kind changed: detach the old inode (it stays until forgotten and unpinned, or goes

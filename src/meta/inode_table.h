@@ -46,7 +46,8 @@ class InodeTable {
   InodeTable();
 
   // The inode of `path` with kind `is_dir`, created if needed; adds `lookups` to its count.
-  // A nonzero `shown_version` is recorded as the version the kernel is being handed.
+  // A nonzero `shown_version` is recorded as the version the kernel is being handed (another
+  // one than before clears page_cached, as ShowVersion does).
   InodeId Ensure(const std::string& path, bool is_dir, uint64_t lookups,
                  uint64_t shown_version = 0);
   // The inode of `path` like Ensure(path, is_dir, 0, shown_version), pinned once more: it

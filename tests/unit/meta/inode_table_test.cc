@@ -117,7 +117,9 @@ TEST_CASE("InodeTable: ShowVersion reports a version other than the one last sho
   // A lookup or a readdirplus entry handing the kernel another version records it.
   CHECK(t.Ensure("a", false, 1, 13) == a);
   CHECK(!t.ShowVersion(a, 13));
+  t.MarkPageCached(a);
   CHECK(t.Pin("a", false, 14) == a);
+  CHECK(!t.Get(a)->page_cached);
   CHECK(t.ShowVersion(a, 13));
   // 0 leaves the record alone; an inode never shown has nothing to drop.
   CHECK(t.Ensure("a", false, 1) == a);
