@@ -11,13 +11,18 @@
 #       OSS_ACCESS_KEY_ID=... OSS_ACCESS_KEY_SECRET=... scripts/demo.sh my-bucket:/imagenet \
 #           --endpoint oss-cn-beijing-internal.aliyuncs.com --region cn-beijing
 #       ImageFolder reads <mount>/train (set DEMO_SUBDIR to change it).
+# Environment: DEMO_DIR (work directory, default /tmp/ossmount-demo), BUILD_DIR (default
+# build; an existing build directory keeps its configuration).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 scripts/install-deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" --target ossmount ossmount-testserver ossmount-client
+BUILD_DIR=${BUILD_DIR:-build}
+if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+  cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
+cmake --build "$BUILD_DIR" -j"$(nproc)" --target ossmount ossmount-testserver ossmount-client
 
 WORK=${DEMO_DIR:-/tmp/ossmount-demo}
 MNT=$WORK/mnt
@@ -37,7 +42,7 @@ if [ $# -eq 0 ]; then
     /usr/bin/python3 scripts/gen_dataset.py imagefolder "$DATA/sample" --classes 20 --per-class 50
   fi
   export OSS_ACCESS_KEY_ID=demo-access-key OSS_ACCESS_KEY_SECRET=demo-access-secret
-  build/tests/server/ossmount-testserver --root "$DATA" --bucket sample --port 0 \
+  "$BUILD_DIR"/tests/server/ossmount-testserver --root "$DATA" --bucket sample --port 0 \
     --region cn-demo --access-key-id "$OSS_ACCESS_KEY_ID" \
     --access-key-secret "$OSS_ACCESS_KEY_SECRET" --ttfb-ms 35 > "$WORK/server.out" 2>"$WORK/server.log" &
   server_pid=$!
@@ -45,16 +50,22 @@ if [ $# -eq 0 ]; then
   ENDPOINT="http://$(sed -n 's/.*listening on //p' "$WORK/server.out" | head -1)"
   echo "demo: object server (OSS API, V4 signatures, 35 ms TTFB) at $ENDPOINT"
   echo "demo: the object client lists and fetches from it:"
-  build/tools/ossmount-client --endpoint "$ENDPOINT" --bucket sample --region cn-demo --path-style ls train/ | head -3
-  first=$(build/tools/ossmount-client --endpoint "$ENDPOINT" --bucket sample --region cn-demo --path-style ls -r train/ | head -1 | cut -f2)
-  build/tools/ossmount-client --endpoint "$ENDPOINT" --bucket sample --region cn-demo --path-style head "$first"
+  client=("$BUILD_DIR"/tools/ossmount-client --endpoint "$ENDPOINT" --bucket sample --region cn-demo
+    --path-style)
+  # Into files, not straight into `head`: under pipefail the client's SIGPIPE, when head
+  # stops reading, would end the demo.
+  "${client[@]}" ls train/ > "$WORK/ls.out"
+  head -3 "$WORK/ls.out"
+  "${client[@]}" ls -r train/ > "$WORK/ls-r.out"
+  first=$(head -1 "$WORK/ls-r.out" | cut -f2)
+  "${client[@]}" head "$first"
   set -- sample "--endpoint" "$ENDPOINT" "--region" "cn-demo" "--path-style"
 fi
 
 SPEC=$1
 shift
 echo "demo: ossmount $SPEC $MNT --metadata-ttl indefinite $*"
-build/daemon/ossmount "$SPEC" "$MNT" --metadata-ttl indefinite "$@"
+"$BUILD_DIR"/daemon/ossmount "$SPEC" "$MNT" --metadata-ttl indefinite "$@"
 echo "demo: mounted; $(find "$MNT/${DEMO_SUBDIR:-train}" -type f | wc -l) files under ${DEMO_SUBDIR:-train}/"
 /usr/bin/python3 scripts/imagefolder_epoch.py "$MNT/${DEMO_SUBDIR:-train}" --workers 8 --epochs 2
 echo "demo: decoding one epoch with PIL as a training pipeline would:"
