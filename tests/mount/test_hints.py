@@ -6,12 +6,14 @@ listings, the epoch's order is sent to the daemon; readers then read in that ord
 several workers. Every byte must match the source, the server must see exactly one GET per
 file (a read of a file whose prefetch is in flight joins it), and the daemon's status must
 show that the files were prefetched (not read on demand). A DataLoader over ImageFolder with
-HintedSampler does the same. Malformed hint requests are refused with a clear error.
+HintedSampler does the same, and so does examples/train_imagefolder.py, run as a user runs
+it. Malformed hint requests are refused with a clear error.
 """
 import concurrent.futures
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -143,6 +145,35 @@ class HintsTest(unittest.TestCase):
             self.assertEqual(stats.get("GET", 0), len(self.manifest), stats)
             hints = self.status(m)["hints"]
             self.assertGreaterEqual(hints["fetched"], len(self.manifest) // 2, hints)
+        finally:
+            m.close()
+
+    def test_example_training_loop_runs_over_the_mount(self):
+        # examples/train_imagefolder.py, which the README points users to: a real training
+        # loop (decode, augment, forward, backward) with HintedSampler, as a user runs it.
+        m = self.mount()
+        try:
+            self.server.reset_stats()
+            r = subprocess.run(
+                ["/usr/bin/python3",
+                 os.path.join(harness.SOURCE_DIR, "examples", "train_imagefolder.py"),
+                 m.path("train"), "--epochs", "2", "--workers", "2", "--batch-size", "16",
+                 "--image-size", "32"],
+                capture_output=True, text=True, timeout=600)
+            print("\n" + r.stdout + r.stderr[-2000:])
+            self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+            n = len(self.manifest)
+            epochs = re.findall(r"(?m)^epoch (\d): (\d+) images in .*, loss ([0-9.]+), "
+                                r"hints sent: (\d+)$", r.stdout)
+            self.assertEqual([(e, int(k), int(h)) for e, k, _, h in epochs],
+                             [("1", n, n), ("2", n, n)], r.stdout)
+            # Each epoch's order reached the daemon and was read to its end; the second
+            # epoch came from the kernel's page cache (--metadata-ttl indefinite): one GET
+            # per file in all.
+            hints = self.status(m)["hints"]
+            self.assertEqual(hints["files"], n, hints)
+            self.assertEqual(hints["read"], n, hints)
+            self.assertEqual(self.server.stats().get("GET", 0), n)
         finally:
             m.close()
 
