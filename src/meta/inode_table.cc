@@ -26,11 +26,7 @@ InodeId InodeTable::EnsureLocked(const std::string& path, bool is_dir, uint64_t 
     if (node.is_dir == is_dir || it->second == kRootInodeId) {
       node.nlookup += lookups;
       node.pins += pins;
-      if (shown_version != 0) {
-        // The pages page_cached speaks of are of the version shown before.
-        if (node.shown_version != shown_version) node.page_cached = false;
-        node.shown_version = shown_version;
-      }
+      if (shown_version != 0) ShowVersionLocked(node, shown_version);
       return it->second;
     }
     // Kind changed: detach the old inode (it stays until forgotten and unpinned, or goes
@@ -82,11 +78,13 @@ void InodeTable::MarkPageCached(InodeId ino) {
 bool InodeTable::ShowVersion(InodeId ino, uint64_t version) {
   std::lock_guard lock(mu_);
   auto it = by_ino_.find(ino);
-  if (it == by_ino_.end()) return false;
-  Node& node = it->second;
+  return it != by_ino_.end() && ShowVersionLocked(it->second, version);
+}
+
+bool InodeTable::ShowVersionLocked(Node& node, uint64_t version) {
   const bool changed = node.shown_version != 0 && node.shown_version != version;
   node.shown_version = version;
-  if (changed) node.page_cached = false;
+  if (changed) node.page_cached = false;  // those pages are of the version shown before
   return changed;
 }
 

@@ -76,6 +76,8 @@ class InodeTable {
  private:
   InodeId EnsureLocked(const std::string& path, bool is_dir, uint64_t lookups, uint64_t pins,
                        uint64_t shown_version);
+  // ShowVersion for a node found under mu_.
+  static bool ShowVersionLocked(Node& node, uint64_t version);
   // Drops `ino` if it has no kernel reference and no pin (never the root).
   bool DropIfUnusedLocked(InodeId ino);
 

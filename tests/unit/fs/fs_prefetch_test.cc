@@ -38,6 +38,18 @@ std::vector<std::string> Names(int n) {
   return v;
 }
 
+// Hints the n files in order and waits until the prefetcher has dealt with every position
+// (fetched, or skipped for the page cache) and has nothing in flight.
+std::shared_ptr<ossmount::prefetch::DatasetPrefetcher> HintAllAndSettle(Harness& h, int n) {
+  auto prefetcher = h.fs->dataset_prefetcher();
+  prefetcher->SetHints(Names(n));
+  REQUIRE(Eventually([&] {
+    auto st = prefetcher->Status().hints;
+    return st.next == static_cast<uint64_t>(n) && st.in_flight == 0;
+  }));
+  return prefetcher;
+}
+
 }  // namespace
 
 TEST_CASE("Hinted files are prefetched at prefetch priority and read with no second GET") {
@@ -195,12 +207,7 @@ TEST_CASE(
   MakeDataset(h, 10);
   for (int i = 0; i < 5; ++i) ReadFile(h, FileName(i));  // the kernel now holds these
   h.fake->ResetCounters();
-  auto prefetcher = h.fs->dataset_prefetcher();
-  prefetcher->SetHints(Names(10));
-  REQUIRE(Eventually([&] {
-    auto st = prefetcher->Status().hints;
-    return st.next == 10 && st.in_flight == 0;
-  }));
+  auto prefetcher = HintAllAndSettle(h, 10);
   CHECK(h.fake->count(Op::kGet) == 5);  // files 5 to 9 only
   CHECK(prefetcher->Status().hints.page_cached == 5);
   CHECK(prefetcher->Status().hints.fetched == 5);
@@ -225,12 +232,7 @@ TEST_CASE(
   MakeDataset(h, 40);
   for (int i = 0; i < 40; ++i) ReadFile(h, FileName(i));
   h.fake->ResetCounters();
-  auto prefetcher = h.fs->dataset_prefetcher();
-  prefetcher->SetHints(Names(40));
-  REQUIRE(Eventually([&] {
-    auto st = prefetcher->Status().hints;
-    return st.next == 40 && st.in_flight == 0;
-  }));
+  auto prefetcher = HintAllAndSettle(h, 40);
   CHECK(h.fake->count(Op::kGet) == 0);
   CHECK(prefetcher->Status().hints.page_cached == 40);
   // The kernel dropped them all: every reopen's READ reaches the filesystem. The eighth
