@@ -31,6 +31,7 @@
 #include <unordered_set>
 
 #include "data/block_file.h"
+#include "data/directory_lock.h"
 #include "data/disk_block_cache.h"
 
 namespace ossmount::data {
@@ -517,6 +518,12 @@ Result<std::shared_ptr<DiskBlockCache>> DiskBlockCache::Open(const DiskCacheOpti
     ::close(fd);
     return Status(ErrorCode::kAccessDenied,
                   "cache directory '" + options.dir + "' is not writable by this user");
+  }
+  // Before anything is written or swept: a second process must not delete the first one's
+  // temporary files.
+  if (Status locked = LockDirectory(fd, options.dir, options.lock_wait); !locked.ok()) {
+    ::close(fd);
+    return locked;
   }
   const bool xattrs = TakesBlockXattr(fd);
   BlockLayout layout = options.layout;

@@ -21,6 +21,7 @@
 // background thread (a full write queue drops the block rather than blocking readers).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -64,6 +65,11 @@ struct DiskCacheOptions {
   // thread did at a few hundred small blocks a second here, so a fast epoch dropped most of
   // them). Blocks are independent files, so writers need no ordering.
   int writer_threads = 4;
+  // How long Open waits for another process to let go of the directory: one process uses a
+  // cache directory at a time (directory_lock.h). A daemon unmounted just before is still
+  // writing its queued blocks for a moment; a second live mount on the same directory is a
+  // mistake, refused once this has passed.
+  std::chrono::milliseconds lock_wait{10000};
   // Tests only: runs on the writer thread before each block is written (to hold it).
   std::function<void()> before_write_for_test;
 };
@@ -84,8 +90,10 @@ class DiskBlockCache {
  public:
   virtual ~DiskBlockCache() = default;
 
-  // Creates or reopens the cache directory (refusing one that others may write to), indexes
-  // existing blocks and evicts down to max_size. Errors say what to fix.
+  // Creates or reopens the cache directory (refusing one that others may write to, or that
+  // another process has open as its cache: see lock_wait), indexes existing blocks and
+  // evicts down to max_size. Errors say what to fix. The directory stays locked until the
+  // cache is destroyed.
   static Result<std::shared_ptr<DiskBlockCache>> Open(const DiskCacheOptions& options);
 
   // The block's bytes if present, exactly expected_length long and intact; nullopt otherwise.

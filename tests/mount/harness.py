@@ -235,6 +235,7 @@ class Mount:
             self.close()
             raise
         if self.proc.poll() is not None:
+            self.close()  # removes the unused mount point
             raise AssertionError("ossmount exited %s before mounting: %s" %
                                  (self.proc.returncode, self.output()))
 

@@ -4,7 +4,8 @@ Mounts the bundled test server with --cache DIR --metadata-ttl indefinite, reads
 of an ImageFolder-like tree, unmounts, remounts with the same DIR and reads everything
 again: the second mount costs zero GETs at the server and every byte matches the source.
 A block file corrupted between mounts is detected and refetched with one GET. The cache
-directory is 0700 and its files 0600; a directory others can write to fails the start.
+directory is 0700 and its files 0600; a directory others can write to fails the start, and
+so does one that another live mount uses as its cache.
 """
 import os
 import stat
@@ -85,6 +86,48 @@ class DiskCacheTest(harness.ImageCacheTestCase):
         message = str(ctx.exception)
         self.assertIn("exited 1", message)
         self.assertIn("chmod 700", message)
+
+    def test_a_second_mount_on_the_same_cache_is_refused(self):
+        """Two live mounts cannot share DIR (each would keep its own index and budget, and
+        sweep the other's temporary files). The second waits its 10 s for the first to let
+        go, then fails naming the holder and mounts nothing; the first keeps serving. Once
+        the first has exited, a mount on the same DIR starts without waiting."""
+        first = self.mount()
+        try:
+            rel = sorted(self.manifest)[0]
+            self.assertEqual(harness.sha256_file(first.path(rel)), self.manifest[rel][1])
+            try:
+                second = self.mount()
+            except AssertionError as e:
+                message = str(e)
+            else:
+                second.close()
+                self.fail("a second mount on the same cache directory started")
+            self.assertIn("exited 1", message)
+            self.assertIn("'%s' is in use by pid %d, ossmount" % (self.cache, first.proc.pid),
+                          message)
+            self.assertIn("give each mount its own --cache", message)
+            self.read_everything(first)
+            self.assertEqual(first.unmount(), 0, first.output())
+        finally:
+            first.close()
+        stats, log = self.one_mount_pass()
+        self.assertEqual(stats.get("GET", 0), 0, stats)
+        self.assertNotIn("in use by", log)
+
+    def test_a_killed_daemon_leaves_no_lock_behind(self):
+        """kill -9 releases the cache directory with the process: a new mount on it starts
+        at once and reads every byte right."""
+        first = self.mount()
+        try:
+            self.read_everything(first)
+            first.proc.kill()
+            first.proc.wait(10)
+        finally:
+            first.close()  # detaches the dead mount
+        stats, log = self.one_mount_pass()
+        self.assertNotIn("in use by", log)
+        self.assertLessEqual(stats.get("GET", 0), len(self.manifest), stats)
 
 
 if __name__ == "__main__":

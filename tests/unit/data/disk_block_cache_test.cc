@@ -727,3 +727,50 @@ TEST_CASE("disk cache: the automatic layout puts the header in an attribute wher
   CHECK(cache->layout() == BlockLayout::kHeaderInXattr);
   CHECK(ListDir(tmp.Sub("c")).empty());
 }
+
+TEST_CASE("disk cache: a directory another cache has open is refused, naming the holder") {
+  TempDir tmp;
+  const std::string dir = tmp.Sub("c");
+  auto first = OpenCache(dir);
+  first->Put(Id("a"), MakeBytes(100, 30));
+  first->Flush();
+
+  DiskCacheOptions o;
+  o.dir = dir;
+  o.lock_wait = std::chrono::milliseconds(0);
+  auto second = DiskBlockCache::Open(o);
+  REQUIRE_FALSE(second.ok());
+  const std::string message = second.status().message();
+  CHECK(message.find("'" + dir + "' is in use by pid " + std::to_string(::getpid())) !=
+        std::string::npos);
+  CHECK(message.find("give each mount its own --cache") != std::string::npos);
+  // The refused Open swept nothing: the first cache's block is still there and readable.
+  CHECK(ListDir(dir).size() == 1);
+  CHECK(first->Get(Id("a"), 100).has_value());
+
+  first.reset();  // lets go of the directory
+  auto third = DiskBlockCache::Open(o);
+  REQUIRE(third.ok());
+  CHECK((*third)->Contains(Id("a")));
+}
+
+TEST_CASE("disk cache: Open waits for a cache that is finishing its writes to let go") {
+  TempDir tmp;
+  const std::string dir = tmp.Sub("c");
+  auto block = MakeBytes(3000, 31);
+  auto first = OpenCache(dir);
+  first->Put(Id("late"), block);
+  // As after an unmount: the old cache goes away (writing what is queued) a little after
+  // the new one starts to open.
+  std::thread old_daemon([&first] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    first.reset();
+  });
+  DiskCacheOptions o;
+  o.dir = dir;
+  o.lock_wait = std::chrono::seconds(60);
+  auto second = DiskBlockCache::Open(o);
+  old_daemon.join();
+  REQUIRE(second.ok());
+  CHECK(Same((*second)->Get(Id("late"), 3000), block));
+}
