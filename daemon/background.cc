@@ -5,10 +5,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <utility>
 
 #include "notify.h"
@@ -16,7 +18,10 @@
 namespace ossmount::daemon {
 namespace {
 
-// The parent side: read the child's verdict ("OK\n" or "ERR <message>") and exit.
+constexpr std::string_view kNotePrefix = "NOTE ";
+
+// The parent side: print the child's notes ("NOTE <message>\n", any number) as they come,
+// then read its verdict ("OK\n" or "ERR <message>") and exit.
 [[noreturn]] void WaitForChild(int fd, pid_t child) {
   std::string got;
   char buf[4096];
@@ -25,6 +30,12 @@ namespace {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got.append(buf, static_cast<size_t>(n));
+    size_t end;
+    while (got.rfind(kNotePrefix, 0) == 0 && (end = got.find('\n')) != std::string::npos) {
+      std::fprintf(stderr, "ossmount: %s\n",
+                   got.substr(kNotePrefix.size(), end - kNotePrefix.size()).c_str());
+      got.erase(0, end + 1);
+    }
   }
   close(fd);
   if (got.rfind("OK", 0) == 0) std::exit(0);
@@ -49,10 +60,9 @@ StartupReporter::~StartupReporter() {
   if (fd_ >= 0) close(fd_);
 }
 
-void StartupReporter::Send(const std::string& line) {
-  int fd = fd_;
-  if (fd < 0) return;
-  fd_ = -1;  // only the first verdict counts
+namespace {
+
+void WriteAll(int fd, const std::string& line) {
   size_t off = 0;
   while (off < line.size()) {
     ssize_t n = write(fd, line.data() + off, line.size() - off);
@@ -60,7 +70,24 @@ void StartupReporter::Send(const std::string& line) {
     if (n <= 0) break;
     off += static_cast<size_t>(n);
   }
+}
+
+}  // namespace
+
+void StartupReporter::Send(const std::string& line) {
+  int fd = fd_;
+  if (fd < 0) return;
+  fd_ = -1;  // only the first verdict counts
+  WriteAll(fd, line);
   close(fd);
+}
+
+void StartupReporter::Note(const std::string& message) {
+  if (reported_) return;
+  std::string line = message;
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  if (fd_ >= 0) WriteAll(fd_, std::string(kNotePrefix) + line + "\n");
+  (void)NotifySystemd("STATUS=" + line);
 }
 
 void StartupReporter::Ready() {

@@ -38,10 +38,16 @@ class StartupReporter {
   // (main thread before the FUSE loop starts, then the readiness thread).
   void Ready();
   void Fail(const std::string& message);
+  // Something slow the user should know about while the start goes on (before a verdict):
+  // the waiting parent prints it at once as "ossmount: MESSAGE" (newlines become spaces),
+  // and under systemd it is the STATUS= line. In the foreground it only goes to systemd:
+  // the log on stderr already said it.
+  void Note(const std::string& message);
   // The daemon begins to unmount and exit (after a verdict).
   void Stopping();
 
  private:
+  // Writes the verdict line and closes the pipe: only the first verdict counts.
   void Send(const std::string& line);
   int fd_ = -1;
   bool reported_ = false;

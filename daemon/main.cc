@@ -149,7 +149,11 @@ int Mount(const std::vector<std::string>& args) {
   // The disk cache starts its writer thread, so it opens after the fork; a cache that cannot
   // be used fails the start (a user who asked for --cache expects it to work).
   if (!cfg.cache.dir.empty()) {
+    // A wait for another process to let go of the directory is shown to a user waiting on
+    // a background start too, not only logged.
+    cfg.cache.on_lock_wait = [&reporter](const std::string& note) { reporter.Note(note); };
     auto cache = ossmount::data::DiskBlockCache::Open(cfg.cache);
+    cfg.cache.on_lock_wait = nullptr;
     if (!cache.ok()) {
       std::string message = "disk cache: " + cache.status().message();
       spdlog::error("{}", message);

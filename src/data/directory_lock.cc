@@ -69,7 +69,8 @@ std::optional<pid_t> FlockHolder(std::string_view proc_locks, dev_t dev, ino_t i
   return std::nullopt;
 }
 
-Status LockDirectory(int dir_fd, const std::string& dir, std::chrono::milliseconds wait) {
+Status LockDirectory(int dir_fd, const std::string& dir, std::chrono::milliseconds wait,
+                     const std::function<void(const std::string&)>& on_wait) {
   const auto deadline = std::chrono::steady_clock::now() + wait;
   bool announced = false;
   for (;;) {
@@ -97,8 +98,10 @@ Status LockDirectory(int dir_fd, const std::string& dir, std::chrono::millisecon
                         "--cache (or stop the other one first)");
     }
     if (!announced) {
-      spdlog::warn("disk cache: '{}' is in use by {}; waiting up to {} for it to let go", dir,
-                   holder, DescribeWait(wait));
+      const std::string note = "disk cache: '" + dir + "' is in use by " + holder +
+                               "; waiting up to " + DescribeWait(wait) + " for it to let go";
+      spdlog::warn("{}", note);
+      if (on_wait) on_wait(note);
       announced = true;
     }
     std::this_thread::sleep_for(kPollInterval);

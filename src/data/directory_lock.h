@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,11 +26,13 @@ namespace ossmount::data {
 // the lock lives as long as that open file description). When another process holds it,
 // waits up to `wait`, checking every 100 ms: a daemon that was just unmounted still writes
 // its queued blocks before it exits, and a remount right after should not fail for that.
-// The wait is logged once when it starts. If the lock is still held after `wait`, fails
-// (kInvalidArgument: a configuration to fix) with a message naming the directory, the holder (pid
-// and command, when /proc/locks tells) and what to do. A file system without flock support (some
-// network file systems) is not refused: a warning says that sharing would go undetected.
-Status LockDirectory(int dir_fd, const std::string& dir, std::chrono::milliseconds wait);
+// The wait is logged once when it starts, and the same message goes to `on_wait` (if set). If the
+// lock is still held after `wait`, fails (kInvalidArgument: a configuration to fix) with a message
+// naming the directory, the holder (pid and command, when /proc/locks tells) and what to do. A file
+// system without flock support (some network file systems) is not refused: a warning says that
+// sharing would go undetected.
+Status LockDirectory(int dir_fd, const std::string& dir, std::chrono::milliseconds wait,
+                     const std::function<void(const std::string&)>& on_wait = {});
 
 // The pid holding a flock on the inode (dev, ino), from the text of /proc/locks; nullopt when
 // none is listed. Lines of processes waiting for a lock ("->") are skipped.

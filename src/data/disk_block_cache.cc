@@ -521,7 +521,8 @@ Result<std::shared_ptr<DiskBlockCache>> DiskBlockCache::Open(const DiskCacheOpti
   }
   // Before anything is written or swept: a second process must not delete the first one's
   // temporary files.
-  if (Status locked = LockDirectory(fd, options.dir, options.lock_wait); !locked.ok()) {
+  if (Status locked = LockDirectory(fd, options.dir, options.lock_wait, options.on_lock_wait);
+      !locked.ok()) {
     ::close(fd);
     return locked;
   }
@@ -535,7 +536,9 @@ Result<std::shared_ptr<DiskBlockCache>> DiskBlockCache::Open(const DiskCacheOpti
                   "cache directory '" + options.dir +
                       "' is on a file system without user extended attributes");
   }
-  auto cache = std::make_shared<DiskBlockCacheImpl>(options, fd, layout);
+  DiskCacheOptions kept = options;
+  kept.on_lock_wait = nullptr;  // for Open only: it may refer to the caller's stack
+  auto cache = std::make_shared<DiskBlockCacheImpl>(std::move(kept), fd, layout);
   if (Status s = cache->Scan(); !s.ok()) return s;
   cache->Start();
   return std::shared_ptr<DiskBlockCache>(std::move(cache));

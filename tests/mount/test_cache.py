@@ -9,6 +9,8 @@ so does one that another live mount uses as its cache.
 """
 import os
 import stat
+import subprocess
+import tempfile
 
 import harness
 
@@ -89,24 +91,31 @@ class DiskCacheTest(harness.ImageCacheTestCase):
 
     def test_a_second_mount_on_the_same_cache_is_refused(self):
         """Two live mounts cannot share DIR (each would keep its own index and budget, and
-        sweep the other's temporary files). The second waits its 10 s for the first to let
-        go, then fails naming the holder and mounts nothing; the first keeps serving. Once
-        the first has exited, a mount on the same DIR starts without waiting."""
+        sweep the other's temporary files). The second start, here in the background as a
+        user types it, says at once that it waits for the holder, waits its 10 s for the
+        first to let go, then fails naming the holder and mounts nothing; the first keeps
+        serving. Once the first has exited, a mount on the same DIR starts without waiting."""
         first = self.mount()
         try:
             rel = sorted(self.manifest)[0]
             self.assertEqual(harness.sha256_file(first.path(rel)), self.manifest[rel][1])
+            mnt = tempfile.mkdtemp(prefix="ossmount-second-")
+            cmd = [harness.OSSMOUNT, self.server.bucket, mnt] + self.server.client_args()[4:] + \
+                ["--endpoint", self.server.endpoint, "--cache", self.cache,
+                 "--metadata-ttl", "indefinite"]
             try:
-                second = self.mount()
-            except AssertionError as e:
-                message = str(e)
-            else:
-                second.close()
-                self.fail("a second mount on the same cache directory started")
-            self.assertIn("exited 1", message)
-            self.assertIn("'%s' is in use by pid %d, ossmount" % (self.cache, first.proc.pid),
-                          message)
-            self.assertIn("give each mount its own --cache", message)
+                r = subprocess.run(cmd, env=self.server.env(), capture_output=True, text=True,
+                                   timeout=120)
+            finally:
+                harness.force_unmount(mnt)
+            holder = "'%s' is in use by pid %d, ossmount" % (self.cache, first.proc.pid)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertFalse(harness.is_mounted(mnt))
+            lines = r.stderr.splitlines()
+            self.assertEqual(len(lines), 2, r.stderr)
+            self.assertIn(holder + "; waiting up to 10 s for it to let go", lines[0])
+            self.assertIn(holder + " and was not released within 10 s", lines[1])
+            self.assertIn("give each mount its own --cache", lines[1])
             self.read_everything(first)
             self.assertEqual(first.unmount(), 0, first.output())
         finally:

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <vector>
 
 #include "common/unique_fd.h"
 #include "data/directory_lock.h"
@@ -50,7 +51,15 @@ TEST_CASE("LockDirectory: one holder at a time, named in the refusal, free once 
   REQUIRE(LockDirectory(first.get(), dir, std::chrono::milliseconds(0)).ok());
 
   auto second = OpenDir(dir);  // another open file description, as another process has
-  ossmount::Status refused = LockDirectory(second.get(), dir, std::chrono::milliseconds(250));
+  std::vector<std::string> notes;
+  ossmount::Status refused =
+      LockDirectory(second.get(), dir, std::chrono::milliseconds(250),
+                    [&notes](const std::string& note) { notes.push_back(note); });
+  // The wait was announced once, with the holder, before the refusal.
+  REQUIRE(notes.size() == 1);
+  CHECK(notes[0].find("'" + dir + "' is in use by pid " + std::to_string(::getpid()) +
+                      ", data_test") != std::string::npos);
+  CHECK(notes[0].find("waiting up to 250 ms") != std::string::npos);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.code() == ossmount::ErrorCode::kInvalidArgument);
   const std::string pid = std::to_string(::getpid());
