@@ -151,6 +151,26 @@ void ObjectFilesystem::Resolve(const std::string& path, ResolveCallback done) {
   if (answer.state == meta::MetadataCache::Answer::kAbsent) {
     return done(std::optional<meta::NodeAttr>());
   }
+  const std::string parent(meta::SplitPath(path).first);
+  if (!cache_.WorthRelisting(parent)) return ProbePath(path, std::move(done));
+  // One listing answers this name and its siblings until it expires again.
+  GetListing(parent, [self = shared_from_this(), path, done = std::move(done)](
+                         Result<std::shared_ptr<const meta::DirSnapshot>> r) mutable {
+    if (r.ok()) {
+      meta::MetadataCache::Answer again = self->cache_.Find(path);
+      if (again.state == meta::MetadataCache::Answer::kPresent) {
+        return done(std::optional(again.attr));
+      }
+      if (again.state == meta::MetadataCache::Answer::kAbsent) {
+        return done(std::optional<meta::NodeAttr>());
+      }
+    }
+    // The listing failed, or something newer said "unknown" (an invalidation meanwhile).
+    self->ProbePath(path, std::move(done));
+  });
+}
+
+void ObjectFilesystem::ProbePath(const std::string& path, ResolveCallback done) {
   if (!probes_.Join(path, [done = std::move(done)](const ProbeResult& r) { done(r); })) return;
   ProbeName(client_, meta::FileKey(options_.prefix, path),
             [self = shared_from_this(), path](ProbeResult r) {

@@ -115,10 +115,13 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   static void CountRead(FileHandle& handle, uint64_t bytes);
   using ResolveCallback = std::function<void(Result<std::optional<meta::NodeAttr>>)>;
 
-  // What is known about `path`: from the cache while fresh, else from a probe (shared by
-  // concurrent callers). Caches the probe's answer unless it is an error. A cached answer
-  // is given on the calling thread.
+  // What is known about `path`: from the cache while fresh; else from a new listing of its
+  // directory when the expired one was in demand (MetadataCache::WorthRelisting), else from
+  // a probe of the one name (each shared by concurrent callers). Caches what the server
+  // said unless it is an error. A cached answer is given on the calling thread.
   void Resolve(const std::string& path, ResolveCallback done);
+  // The probe half of Resolve: asks the server about the one name.
+  void ProbePath(const std::string& path, ResolveCallback done);
   // The listing of a directory: the fresh cached one, or a new one (single-flight) that is
   // then cached. A fresh cached listing is given on the calling thread.
   void GetListing(const std::string& path, ListingCallback done);

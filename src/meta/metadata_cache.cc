@@ -36,6 +36,7 @@ MetadataCache::Answer MetadataCache::Find(const std::string& path) const {
     answer.attr = e->second.attr;
     best_seq = e->second.seq;
   }
+  if (auto l = listings_.find(std::string(parent)); l != listings_.end()) ++l->second.finds;
   // Knowledge newer than the path's own entry, or null: a fresh listing of `dir`, a fresh
   // entry for `p`.
   auto newer_listing = [&](std::string_view dir) -> const DirSnapshot* {
@@ -117,6 +118,18 @@ std::shared_ptr<const DirSnapshot> MetadataCache::FreshListing(const std::string
   auto l = listings_.find(dir_path);
   if (l == listings_.end() || !TtlPolicy::Fresh(l->second.expiry, now)) return nullptr;
   return l->second.snapshot;
+}
+
+bool MetadataCache::WorthRelisting(const std::string& dir_path) const {
+  if (ttl_.indefinite() || ttl_.zero()) return false;
+  const TimePoint now = ttl_.Now();
+  std::lock_guard lock(mu_);
+  auto l = listings_.find(dir_path);
+  if (l == listings_.end() || TtlPolicy::Fresh(l->second.expiry, now)) return false;
+  const size_t entries = l->second.snapshot->children.size();
+  if (entries > kRelistMaxEntries) return false;
+  const uint64_t pages = std::max<uint64_t>(1, (entries + 999) / 1000);
+  return l->second.finds > kRelistFindsPerPage * pages;
 }
 
 size_t MetadataCache::entry_count() const {

@@ -61,6 +61,19 @@ class MetadataCache {
   // The cached listing of dir_path if still fresh, else null.
   std::shared_ptr<const DirSnapshot> FreshListing(const std::string& dir_path) const;
 
+  // Whether a lookup in `dir_path` that nothing fresh answers is better served by listing the
+  // directory again than by asking the server about the one name. Under a finite TTL a
+  // training epoch that outlasts it would otherwise send one request per file opened (a
+  // probe before the GET, doubling the wait per file), where one listing answers a whole
+  // class directory until it expires again. True when the directory has a listing that has
+  // expired, under a positive TTL (never under 0: every question goes to the server), of at
+  // most kRelistMaxEntries names, and names in it were looked up (Find, the asking lookup
+  // included) more than kRelistFindsPerPage times per listing page since it was taken:
+  // demand that, if it holds, repays the pages with probes saved. A directory that went quiet is probed name by name.
+  bool WorthRelisting(const std::string& dir_path) const;
+  static constexpr size_t kRelistMaxEntries = 10'000;  // 10 pages of 1,000 keys
+  static constexpr uint64_t kRelistFindsPerPage = 2;
+
   const TtlPolicy& ttl() const { return ttl_; }
   size_t entry_count() const;
   size_t listing_count() const;
@@ -76,6 +89,9 @@ class MetadataCache {
     std::shared_ptr<const DirSnapshot> snapshot;
     TimePoint expiry;
     uint64_t seq = 0;
+    // Find calls for names in this directory since the listing was taken, whatever answered
+    // them: the demand WorthRelisting weighs. Counted under mu_.
+    mutable uint64_t finds = 0;
   };
 
   const TtlPolicy ttl_;

@@ -38,6 +38,8 @@ class TtlPolicy {
   static bool Fresh(TimePoint expiry, TimePoint now) { return now < expiry; }
 
   bool indefinite() const { return !ttl_.has_value(); }
+  // TTL 0: nothing is ever fresh.
+  bool zero() const { return ttl_.has_value() && ttl_->count() <= 0; }
   // Seconds for fuse_entry_param entry_timeout / attr_timeout.
   double KernelTimeout() const {
     if (!ttl_) return kIndefiniteKernelTimeout;

@@ -4,10 +4,12 @@ Runs with Debian's /usr/bin/python3 (python3-torch, python3-torchvision). Checks
 ImageFolder + DataLoader(shuffle=True, num_workers=4) over the mount sees the same classes,
 the same number of samples and the same bytes per file as the source tree, that every image
 decodes, and (request accounting, metadata TTL indefinite) that the whole pass costs no HEAD
-and exactly one GET per file at the server.
+and exactly one GET per file at the server. An epoch that outlasts a finite --metadata-ttl
+lists each class directory again about once per TTL instead of probing every file.
 """
 import hashlib
 import os
+import time
 import unittest
 
 import harness
@@ -82,6 +84,44 @@ class ImageFolderTest(unittest.TestCase):
                 with Image.open(os.path.join(train, cls, name)) as im:
                     im.load()
                     self.assertGreater(im.size[0], 100)
+
+
+class FiniteTtlEpochTest(unittest.TestCase):
+    """An epoch that outlasts --metadata-ttl (1 s here, as a long epoch outlasts the default
+    60 s): once a class directory's listing expires, the next lookup in it lists it again and
+    that listing answers its siblings, instead of one probe LIST per file before its GET."""
+
+    def test_epoch_longer_than_the_ttl_lists_directories_not_files(self):
+        src = harness.ensure_dataset("imagefolder", "images", "--classes", "10",
+                                     "--per-class", "50")
+        server = harness.TestServer(os.path.dirname(src), bucket="images",
+                                    args=["--ttfb-ms", "20"])
+        try:
+            mount = harness.Mount(server, args=["--metadata-ttl", "1"])
+            try:
+                server.reset_stats()
+                started = time.monotonic()
+                classes, seen = epoch(mount.path("train"))
+                seconds = time.monotonic() - started
+                stats = server.stats()
+            finally:
+                mount.close()
+        finally:
+            server.stop()
+        src_classes, src_seen = epoch(os.path.join(src, "train"))
+        self.assertEqual(classes, src_classes)
+        self.assertEqual(seen, src_seen)
+        print("\nepoch of %.1f s at TTL 1 s: %s" % (seconds, stats))
+        self.assertGreater(seconds, 2, "the epoch must outlast the TTL to test anything")
+        self.assertEqual(stats.get("GET", 0), 500, stats)
+        self.assertEqual(stats.get("HEAD", 0), 0, stats)
+        # The scan lists 12 directories (root, train, 10 classes); then each is listed again
+        # at most once per TTL (the kernel revalidates train/ and the class directories on
+        # the path too), where probing would cost one LIST per file opened after the first
+        # second.
+        bound = 12 + 12 * (int(seconds) + 2)
+        self.assertLess(bound, 500)
+        self.assertLessEqual(stats.get("LIST", 0), bound, stats)
 
 
 if __name__ == "__main__":

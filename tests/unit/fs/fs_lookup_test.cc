@@ -386,3 +386,91 @@ TEST_CASE("A probe steps over siblings that sort between the name and its direct
   SECTION("nothing") { CHECK(h.Lookup(kRootInode, "a").status().ToErrno() == ENOENT); }
   CHECK(h.fake->count(Op::kHead) == 0);
 }
+
+namespace {
+
+// LIST requests for the directory `prefix` itself (a listing) and for names in it (probes).
+std::pair<int, int> ListingsAndProbes(const Harness& h, const std::string& prefix) {
+  int listings = 0, probes = 0;
+  for (const auto& r : h.fake->requests()) {
+    if (r.op != Op::kList) continue;
+    if (r.key == prefix) {
+      ++listings;
+    } else if (r.key.rfind(prefix, 0) == 0) {
+      ++probes;
+    }
+  }
+  return {listings, probes};
+}
+
+}  // namespace
+
+TEST_CASE(
+    "Under a finite TTL an expired directory in demand is listed again instead of probed name by "
+    "name") {
+  FsOptions options = Harness::DefaultOptions();
+  options.metadata_ttl = 30s;
+  Harness h(options);
+  for (int i = 0; i < 50; ++i) h.fake->PutObject("d/f" + std::to_string(1000 + i), "data");
+  h.fake->PutObject("quiet/a", "1");
+  h.fake->PutObject("quiet/b", "2");
+  auto d = h.Lookup(kRootInode, "d");
+  auto quiet = h.Lookup(kRootInode, "quiet");
+  REQUIRE(d.ok());
+  REQUIRE(quiet.ok());
+  REQUIRE(h.List(d->attr.ino)->size() == 50);  // as ImageFolder's scan does
+  REQUIRE(h.List(quiet->attr.ino)->size() == 2);
+  // An epoch within the TTL: every open is answered by the listing.
+  for (int i = 0; i < 50; ++i) {
+    auto f = h.Lookup(d->attr.ino, "f" + std::to_string(1000 + i));
+    REQUIRE(f.ok());
+    auto open = h.Open(f->attr.ino);
+    REQUIRE(open.ok());
+    h.fs->Release(f->attr.ino, open->fh);
+  }
+  REQUIRE(h.Lookup(quiet->attr.ino, "a").ok());
+  CHECK(ListingsAndProbes(h, "d/") == std::pair(1, 0));
+
+  // The next epoch outlasts the TTL. The server changed meanwhile.
+  h.fake->PutObject("d/f9999", "new");
+  h.fake->DeleteObject("d/f1000");
+  h.fake->PutObject("d/f1001", "grown data");
+  h.Advance(30s);
+  for (int i = 1; i < 50; ++i) {
+    auto f = h.Lookup(d->attr.ino, "f" + std::to_string(1000 + i));
+    REQUIRE(f.ok());
+    CHECK(f->attr.size == (i == 1 ? 10u : 4u));
+    auto open = h.Open(f->attr.ino);
+    REQUIRE(open.ok());
+    h.fs->Release(f->attr.ino, open->fh);
+  }
+  REQUIRE(h.Lookup(d->attr.ino, "f9999").ok());
+  CHECK(h.Lookup(d->attr.ino, "f1000").status().ToErrno() == ENOENT);
+  // One listing answered all of it (a name missing from it is absent without a probe).
+  CHECK(ListingsAndProbes(h, "d/") == std::pair(2, 0));
+  CHECK(h.fake->count(Op::kHead) == 0);
+
+  // A directory with one lookup in its last listing's life is probed name by name.
+  REQUIRE(h.Lookup(quiet->attr.ino, "b").ok());
+  CHECK(ListingsAndProbes(h, "quiet/") == std::pair(1, 1));
+}
+
+TEST_CASE("A failed listing again falls back to probing the name") {
+  FsOptions options = Harness::DefaultOptions();
+  options.metadata_ttl = 30s;
+  Harness h(options, /*failing=*/true);
+  h.fake->PutObject("d/a", "1");
+  h.fake->PutObject("d/b", "2");
+  auto d = h.Lookup(kRootInode, "d");
+  REQUIRE(d.ok());
+  REQUIRE(h.List(d->attr.ino)->size() == 2);
+  REQUIRE(h.Lookup(d->attr.ino, "a").ok());
+  REQUIRE(h.Lookup(d->attr.ino, "b").ok());
+  h.Advance(30s);
+  // The listing of "d/" fails (before it reaches the server); the probe of "d/a" does not.
+  h.fail->FailKey("d/");
+  auto a = h.Lookup(d->attr.ino, "a");
+  REQUIRE(a.ok());
+  CHECK(h.fail->failures() == 1);
+  CHECK(ListingsAndProbes(h, "d/") == std::pair(1, 1));
+}

@@ -148,3 +148,64 @@ TEST_CASE("MetadataCache: below an ancestor known absent, or a file, nothing exi
   clock.Advance(5s);  // the listing expired too
   CHECK(cache.Find("mnt/x").state == MetadataCache::Answer::kUnknown);
 }
+
+TEST_CASE(
+    "MetadataCache: an expired listing in demand is worth listing again, a quiet one is not") {
+  FakeClock clock;
+  MetadataCache cache(TtlPolicy(10s, 2s, clock.fn()));
+  CHECK_FALSE(cache.WorthRelisting("d"));  // never listed
+  cache.PutListing("d", Listing({"a", "b", "c"}));
+  cache.PutListing("quiet", Listing({"a", "b", "c"}));
+  CHECK(cache.Find("d/a").state == MetadataCache::Answer::kPresent);
+  CHECK_FALSE(cache.WorthRelisting("d"));  // fresh: it answers by itself
+  CHECK(cache.Find("d/b").state == MetadataCache::Answer::kPresent);
+  CHECK(cache.Find("quiet/a").state == MetadataCache::Answer::kPresent);
+  CHECK(cache.Find("d/c").state == MetadataCache::Answer::kPresent);
+  clock.Advance(10s);
+  // d had 3 lookups for its 1 page: listing it again costs less than the probes it saves.
+  CHECK(cache.WorthRelisting("d"));
+  CHECK_FALSE(cache.WorthRelisting("quiet"));  // 1 lookup: probe names one by one
+  // Lookups after expiry count too (a directory that became busy again).
+  CHECK(cache.Find("quiet/b").state == MetadataCache::Answer::kUnknown);
+  CHECK_FALSE(cache.WorthRelisting("quiet"));
+  CHECK(cache.Find("quiet/c").state == MetadataCache::Answer::kUnknown);
+  CHECK(cache.WorthRelisting("quiet"));
+  // A new listing starts counting afresh.
+  cache.PutListing("d", Listing({"a", "b", "c"}));
+  clock.Advance(10s);
+  CHECK_FALSE(cache.WorthRelisting("d"));
+  // Lookups deeper down are not lookups in d.
+  CHECK(cache.Find("d/x/y").state == MetadataCache::Answer::kUnknown);
+  CHECK(cache.Find("d/x/z").state == MetadataCache::Answer::kUnknown);
+  CHECK_FALSE(cache.WorthRelisting("d"));
+}
+
+TEST_CASE(
+    "MetadataCache: listing again is weighed by pages, capped, and off for TTL 0 and indefinite") {
+  FakeClock clock;
+  MetadataCache cache(TtlPolicy(10s, 2s, clock.fn()));
+  std::vector<std::string> names;
+  for (int i = 0; i < 2500; ++i) names.push_back("f" + std::to_string(10000 + i));
+  cache.PutListing("three_pages", Listing(names));
+  for (int i = 0; i < 6; ++i) cache.Find("three_pages/" + names[i]);
+  clock.Advance(10s);
+  CHECK_FALSE(cache.WorthRelisting("three_pages"));  // 6 lookups for 3 pages
+  cache.Find("three_pages/" + names[6]);
+  CHECK(cache.WorthRelisting("three_pages"));  // 7: more than 2 per page
+
+  names.resize(MetadataCache::kRelistMaxEntries + 1, "x");
+  for (size_t i = 2500; i < names.size(); ++i) names[i] = "g" + std::to_string(100000 + i);
+  cache.PutListing("huge", Listing(names));
+  for (int i = 0; i < 1000; ++i) cache.Find("huge/" + names[i]);
+  clock.Advance(10s);
+  CHECK_FALSE(cache.WorthRelisting("huge"));  // one lookup would wait for 11 pages
+
+  for (auto ttl : {std::optional<std::chrono::milliseconds>(0ms),
+                   std::optional<std::chrono::milliseconds>()}) {
+    MetadataCache other(TtlPolicy(ttl, 2s, clock.fn()));
+    other.PutListing("d", Listing({"a"}));
+    for (int i = 0; i < 10; ++i) other.Find("d/a");
+    clock.Advance(1000h);
+    CHECK_FALSE(other.WorthRelisting("d"));
+  }
+}
