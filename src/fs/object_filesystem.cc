@@ -145,11 +145,16 @@ Entry ObjectFilesystem::MakeEntry(InodeId ino, const meta::NodeAttr& attr) const
 
 void ObjectFilesystem::Resolve(const std::string& path, ResolveCallback done) {
   meta::MetadataCache::Answer answer = cache_.Find(path);
-  if (answer.state == meta::MetadataCache::Answer::kPresent) {
+  const bool finite_ttl = !cache_.ttl().indefinite() && !cache_.ttl().zero();
+  if (answer.state != meta::MetadataCache::Answer::kUnknown) {
+    if (finite_ttl) {
+      const std::string parent(meta::SplitPath(path).first);
+      if (cache_.ClaimRefreshAhead(parent)) RefreshListingAhead(parent);
+    }
+    if (answer.state == meta::MetadataCache::Answer::kAbsent) {
+      return done(std::optional<meta::NodeAttr>());
+    }
     return done(std::optional(answer.attr));
-  }
-  if (answer.state == meta::MetadataCache::Answer::kAbsent) {
-    return done(std::optional<meta::NodeAttr>());
   }
   const std::string parent(meta::SplitPath(path).first);
   if (!cache_.WorthRelisting(parent)) return ProbePath(path, std::move(done));
@@ -251,6 +256,14 @@ void ObjectFilesystem::GetListing(const std::string& path, ListingCallback done)
   if (auto fresh = cache_.FreshListing(path)) {
     return done(std::move(fresh));
   }
+  FetchListing(path, std::move(done));
+}
+
+void ObjectFilesystem::RefreshListingAhead(const std::string& path) {
+  FetchListing(path, [](const Result<std::shared_ptr<const meta::DirSnapshot>>&) {});
+}
+
+void ObjectFilesystem::FetchListing(const std::string& path, ListingCallback done) {
   if (!listings_.Join(
           path, [done = std::move(done)](
                     const Result<std::shared_ptr<const meta::DirSnapshot>>& r) { done(r); })) {

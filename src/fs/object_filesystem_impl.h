@@ -125,6 +125,11 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   // The listing of a directory: the fresh cached one, or a new one (single-flight) that is
   // then cached. A fresh cached listing is given on the calling thread.
   void GetListing(const std::string& path, ListingCallback done);
+  // Lists the directory from the server (joining a listing in flight) and caches it.
+  void FetchListing(const std::string& path, ListingCallback done);
+  // Starts a listing of the directory whose cached one is about to expire, if none is in
+  // flight (MetadataCache::ClaimRefreshAhead); nobody waits for it.
+  void RefreshListingAhead(const std::string& path);
   // Replies with the entries from `offset`; each entry's inode stays pinned by the handle
   // until ReleaseDir (or, if the handle was released meanwhile, until the reply is sent).
   void ServeDir(const std::shared_ptr<DirHandle>& handle,

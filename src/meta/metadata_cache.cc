@@ -126,10 +126,27 @@ bool MetadataCache::WorthRelisting(const std::string& dir_path) const {
   std::lock_guard lock(mu_);
   auto l = listings_.find(dir_path);
   if (l == listings_.end() || TtlPolicy::Fresh(l->second.expiry, now)) return false;
-  const size_t entries = l->second.snapshot->children.size();
+  return InDemand(l->second);
+}
+
+bool MetadataCache::ClaimRefreshAhead(const std::string& dir_path) const {
+  if (ttl_.indefinite() || ttl_.zero()) return false;
+  const TimePoint now = ttl_.Now();
+  std::lock_guard lock(mu_);
+  auto l = listings_.find(dir_path);
+  if (l == listings_.end() || l->second.refresh_claimed) return false;
+  const TimePoint expiry = l->second.expiry;
+  if (!TtlPolicy::Fresh(expiry, now) || expiry - now > ttl_.Positive() / 4) return false;
+  if (!InDemand(l->second)) return false;
+  l->second.refresh_claimed = true;
+  return true;
+}
+
+bool MetadataCache::InDemand(const Listing& listing) {
+  const size_t entries = listing.snapshot->children.size();
   if (entries > kRelistMaxEntries) return false;
   const uint64_t pages = std::max<uint64_t>(1, (entries + 999) / 1000);
-  return l->second.finds > kRelistFindsPerPage * pages;
+  return listing.finds > kRelistFindsPerPage * pages;
 }
 
 size_t MetadataCache::entry_count() const {

@@ -69,8 +69,14 @@ class MetadataCache {
   // expired, under a positive TTL (never under 0: every question goes to the server), of at
   // most kRelistMaxEntries names, and names in it were looked up (Find, the asking lookup
   // included) more than kRelistFindsPerPage times per listing page since it was taken:
-  // demand that, if it holds, repays the pages with probes saved. A directory that went quiet is probed name by name.
+  // demand that, if it holds, repays the pages with probes saved. A directory that went quiet is
+  // probed name by name.
   bool WorthRelisting(const std::string& dir_path) const;
+  // Whether a lookup in `dir_path` that the directory's fresh listing answered should start
+  // listing it again now, in the background, so that no later lookup waits for the new
+  // listing: the listing is in the last quarter of its TTL and in the demand WorthRelisting
+  // asks for. True at most once per listing (the caller starts the one refresh).
+  bool ClaimRefreshAhead(const std::string& dir_path) const;
   static constexpr size_t kRelistMaxEntries = 10'000;  // 10 pages of 1,000 keys
   static constexpr uint64_t kRelistFindsPerPage = 2;
 
@@ -92,7 +98,10 @@ class MetadataCache {
     // Find calls for names in this directory since the listing was taken, whatever answered
     // them: the demand WorthRelisting weighs. Counted under mu_.
     mutable uint64_t finds = 0;
+    mutable bool refresh_claimed = false;  // ClaimRefreshAhead said yes. Under mu_.
   };
+  // The demand and size tests of WorthRelisting. REQUIRES mu_ held.
+  static bool InDemand(const Listing& listing);
 
   const TtlPolicy ttl_;
   // mu_ guards entries_, listings_ and seq_.

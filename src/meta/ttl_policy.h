@@ -38,6 +38,8 @@ class TtlPolicy {
   static bool Fresh(TimePoint expiry, TimePoint now) { return now < expiry; }
 
   bool indefinite() const { return !ttl_.has_value(); }
+  // The finite TTL of positive entries (REQUIRES !indefinite()).
+  std::chrono::milliseconds Positive() const { return *ttl_; }
   // TTL 0: nothing is ever fresh.
   bool zero() const { return ttl_.has_value() && ttl_->count() <= 0; }
   // Seconds for fuse_entry_param entry_timeout / attr_timeout.

@@ -455,6 +455,33 @@ TEST_CASE(
   CHECK(ListingsAndProbes(h, "quiet/") == std::pair(1, 1));
 }
 
+TEST_CASE("A busy directory's listing is refreshed ahead of its expiry: no lookup waits for it") {
+  FsOptions options = Harness::DefaultOptions();
+  options.metadata_ttl = 20s;
+  Harness h(options);
+  for (int i = 0; i < 10; ++i) h.fake->PutObject("d/f" + std::to_string(i), "data");
+  auto d = h.Lookup(kRootInode, "d");
+  REQUIRE(d.ok());
+  REQUIRE(h.List(d->attr.ino)->size() == 10);
+  for (int i = 0; i < 5; ++i) REQUIRE(h.Lookup(d->attr.ino, "f" + std::to_string(i)).ok());
+  CHECK(ListingsAndProbes(h, "d/") == std::pair(1, 0));
+  h.fake->PutObject("d/new", "x");
+  h.Advance(16s);  // the last quarter of the listing's life
+  // Answered at once from the listing still fresh; a new listing starts behind it.
+  h.fake->Pause();
+  auto f5 = h.Lookup(d->attr.ino, "f5");
+  REQUIRE(f5.ok());
+  REQUIRE(h.Lookup(d->attr.ino, "f6").ok());  // the refresh is started only once
+  CHECK(h.Lookup(d->attr.ino, "new").status().ToErrno() == ENOENT);
+  h.fake->Resume();
+  CHECK(Eventually([&] { return ListingsAndProbes(h, "d/") == std::pair(2, 0); }));
+  CHECK(Eventually([&] { return h.Lookup(d->attr.ino, "new").ok(); }));
+  // Past the first listing's expiry the refreshed one answers everything, with no request.
+  h.Advance(8s);
+  for (int i = 0; i < 10; ++i) REQUIRE(h.Lookup(d->attr.ino, "f" + std::to_string(i)).ok());
+  CHECK(ListingsAndProbes(h, "d/") == std::pair(2, 0));
+}
+
 TEST_CASE("A failed listing again falls back to probing the name") {
   FsOptions options = Harness::DefaultOptions();
   options.metadata_ttl = 30s;

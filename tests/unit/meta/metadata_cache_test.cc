@@ -209,3 +209,33 @@ TEST_CASE(
     CHECK_FALSE(other.WorthRelisting("d"));
   }
 }
+
+TEST_CASE("MetadataCache: a listing in demand is claimed for refresh once, in its last quarter") {
+  FakeClock clock;
+  MetadataCache cache(TtlPolicy(20s, 2s, clock.fn()));
+  cache.PutListing("d", Listing({"a", "b", "c"}));
+  cache.PutListing("quiet", Listing({"a"}));
+  for (const char* name : {"d/a", "d/b", "d/c", "quiet/a"}) cache.Find(name);
+  clock.Advance(14s);
+  CHECK_FALSE(cache.ClaimRefreshAhead("d"));  // 6 s left: more than a quarter
+  clock.Advance(1s);
+  CHECK(cache.ClaimRefreshAhead("d"));            // 5 s left
+  CHECK_FALSE(cache.ClaimRefreshAhead("d"));      // once per listing
+  CHECK_FALSE(cache.ClaimRefreshAhead("quiet"));  // not in demand
+  CHECK_FALSE(cache.ClaimRefreshAhead("never_listed"));
+  clock.Advance(5s);
+  CHECK_FALSE(cache.ClaimRefreshAhead("d"));  // expired: WorthRelisting's case
+  // The new listing can be claimed again, in its own last quarter.
+  cache.PutListing("d", Listing({"a", "b", "c"}));
+  for (const char* name : {"d/a", "d/b", "d/c"}) cache.Find(name);
+  clock.Advance(15s);
+  CHECK(cache.ClaimRefreshAhead("d"));
+
+  for (auto ttl : {std::optional<std::chrono::milliseconds>(0ms),
+                   std::optional<std::chrono::milliseconds>()}) {
+    MetadataCache other(TtlPolicy(ttl, 2s, clock.fn()));
+    other.PutListing("d", Listing({"a"}));
+    for (int i = 0; i < 10; ++i) other.Find("d/a");
+    CHECK_FALSE(other.ClaimRefreshAhead("d"));
+  }
+}
