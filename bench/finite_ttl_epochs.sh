@@ -27,50 +27,16 @@ while [ $# -gt 0 ]; do
   esac
 done
 src=$(cd "$(dirname "$0")/.." && pwd)
-build=$(cd "$build" && pwd)
-for bin in daemon/ossmount tests/server/ossmount-testserver; do
-  [ -x "$build/$bin" ] || { echo "finite_ttl_epochs.sh: $build/$bin is not built" >&2; exit 2; }
-done
 [ -z "$old" ] || [ -x "$old" ] || { echo "finite_ttl_epochs.sh: --old $old is not executable" >&2; exit 2; }
-data=$src/bench/data/root
-/usr/bin/python3 -c "import sys; sys.path.insert(0, '$src/bench')
-from ossbench import datasets; datasets.ensure('$src', '$data', print)"
-
-work=$(mktemp -d /tmp/ossmount-finite-ttl-XXXXXX)
-server_pid=""
-daemon_pid=""
-cleanup() {
-  if mountpoint -q "$work/mnt" 2>/dev/null; then umount "$work/mnt" || umount -l "$work/mnt"; fi
-  [ -z "$daemon_pid" ] || kill "$daemon_pid" 2>/dev/null || true
-  [ -z "$server_pid" ] || kill "$server_pid" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT INT TERM
-mkdir -p "$work/mnt"
-
-"$build/tests/server/ossmount-testserver" --root "$data" --port 0 --auth off --threads 2 \
-  --memory-cache-mb 2048 --ttfb-ms 35 > "$work/server.out" 2> "$work/server.log" &
-server_pid=$!
-port=""
-for _ in $(seq 100); do
-  port=$(grep -so 'listening on 127.0.0.1:[0-9]*' "$work/server.out" | cut -d: -f2 || true)
-  [ -n "$port" ] && break
-  sleep 0.1
-done
-[ -n "$port" ] || { echo "finite_ttl_epochs.sh: the object server did not start" >&2; exit 1; }
+me=finite_ttl_epochs
+. "$src/bench/epoch_rig.sh"
+rig_start
 
 run() {  # run LABEL BINARY TTL
-  OSS_ACCESS_KEY_ID=bench OSS_ACCESS_KEY_SECRET=bench "$2" img "$work/mnt" \
-    --endpoint "http://127.0.0.1:$port" --path-style --region cn-bench \
-    --metadata-ttl "$3" -f > "$work/daemon.log" 2>&1 &
-  daemon_pid=$!
-  for _ in $(seq 100); do mountpoint -q "$work/mnt" && break; sleep 0.1; done
-  mountpoint -q "$work/mnt" || { echo "finite_ttl_epochs.sh: mount failed:" >&2; cat "$work/daemon.log" >&2; exit 1; }
+  rig_mount "$2" --metadata-ttl "$3"
   /usr/bin/python3 "$src/bench/epoch_runner.py" "$work/mnt/train" --workers 16 --epochs 2 \
     --stats-url "http://127.0.0.1:$port" > "$work/epochs.json"
-  umount "$work/mnt"
-  wait "$daemon_pid" || true
-  daemon_pid=""
+  rig_unmount
   /usr/bin/python3 - "$1" "$3" "$work/epochs.json" <<'PY'
 import json, sys
 label, ttl, path = sys.argv[1], sys.argv[2], sys.argv[3]
