@@ -36,14 +36,16 @@ MetadataCache::Answer MetadataCache::Find(const std::string& path) const {
     answer.attr = e->second.attr;
     best_seq = e->second.seq;
   }
-  if (auto l = listings_.find(std::string(parent)); l != listings_.end()) ++l->second.finds;
-  // Knowledge newer than the path's own entry, or null: a fresh listing of `dir`, a fresh
-  // entry for `p`.
-  auto newer_listing = [&](std::string_view dir) -> const DirSnapshot* {
-    auto it = listings_.find(std::string(dir));
-    bool newer = it != listings_.end() && TtlPolicy::Fresh(it->second.expiry, now) &&
-                 it->second.seq > best_seq;
-    return newer ? it->second.snapshot.get() : nullptr;
+  // Knowledge newer than the path's own entry, or null: a fresh listing (`it` into
+  // listings_, or that of `dir`), a fresh entry for `p`.
+  auto newer =
+      [&](std::unordered_map<std::string, Listing>::const_iterator it) -> const DirSnapshot* {
+    bool fresh_and_newer = it != listings_.end() && TtlPolicy::Fresh(it->second.expiry, now) &&
+                           it->second.seq > best_seq;
+    return fresh_and_newer ? it->second.snapshot.get() : nullptr;
+  };
+  auto newer_listing = [&](std::string_view dir) {
+    return newer(listings_.find(std::string(dir)));
   };
   auto newer_entry = [&](std::string_view p) -> const Entry* {
     auto it = entries_.find(std::string(p));
@@ -55,7 +57,9 @@ MetadataCache::Answer MetadataCache::Find(const std::string& path) const {
     answer.state = Answer::kAbsent;
     answer.attr = NodeAttr();
   };
-  if (const DirSnapshot* listing = newer_listing(parent)) {
+  auto parent_listing = listings_.find(std::string(parent));
+  if (parent_listing != listings_.end()) ++parent_listing->second.finds;  // WorthRelisting
+  if (const DirSnapshot* listing = newer(parent_listing)) {
     if (const DirChild* child = listing->Find(name)) {
       answer.state = Answer::kPresent;
       answer.attr = child->attr;
