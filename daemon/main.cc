@@ -151,9 +151,9 @@ int Mount(const std::vector<std::string>& args) {
   if (!cfg.cache.dir.empty()) {
     // A wait for another process to let go of the directory is shown to a user waiting on
     // a background start too, not only logged.
-    cfg.cache.on_lock_wait = [&reporter](const std::string& note) { reporter.Note(note); };
-    auto cache = ossmount::data::DiskBlockCache::Open(cfg.cache);
-    cfg.cache.on_lock_wait = nullptr;
+    ossmount::data::DiskCacheOptions options = cfg.cache;
+    options.on_lock_wait = [&reporter](const std::string& note) { reporter.Note(note); };
+    auto cache = ossmount::data::DiskBlockCache::Open(options);
     if (!cache.ok()) {
       std::string message = "disk cache: " + cache.status().message();
       spdlog::error("{}", message);

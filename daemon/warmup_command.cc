@@ -9,11 +9,11 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
 #include "common/format_bytes.h"
+#include "common/read_file.h"
 #include "control/control_server.h"
 #include "ossmount/status.h"
 
@@ -58,12 +58,7 @@ std::string Unescape(const std::string& s) {
   return out;
 }
 
-std::string ReadMountinfo() {
-  std::ifstream in("/proc/self/mountinfo");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string ReadMountinfo() { return ReadFileOrEmpty("/proc/self/mountinfo"); }
 
 std::string RealPath(const std::string& path) {
   char buf[PATH_MAX];

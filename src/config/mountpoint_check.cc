@@ -10,10 +10,10 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <string_view>
 #include <vector>
+
+#include "common/read_file.h"
 
 extern char** environ;
 
@@ -148,10 +148,7 @@ bool IsOssmountEntry(const MountEntry& entry) {
 
 Result<std::string> RecoverDeadMount(const std::string& path, const std::string& mountinfo_path) {
   if (!StatGivesEnotconn(path)) return std::string();
-  std::ifstream in(mountinfo_path);
-  std::stringstream text;
-  text << in.rdbuf();
-  auto entry = FindMountEntry(text.str(), path);
+  auto entry = FindMountEntry(ReadFileOrEmpty(mountinfo_path), path);
   const std::string fix = "run 'fusermount3 -u -z " + path + "' (or, as root, 'umount -l " + path +
                           "') and mount again";
   if (!entry) {

@@ -9,11 +9,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
 #include <spdlog/spdlog.h>
+
+#include "common/read_file.h"
 
 namespace ossmount::data {
 
@@ -21,19 +22,15 @@ namespace {
 
 constexpr std::chrono::milliseconds kPollInterval{100};
 
-std::string ReadAll(const char* path) {
-  std::ifstream in(path);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-// "pid 1234, ossmount" when /proc tells who holds the lock, else "another process".
-std::string DescribeHolder(dev_t dev, ino_t ino) {
-  auto pid = FlockHolder(ReadAll("/proc/locks"), dev, ino);
+// "pid 1234, ossmount" when /proc tells who holds the lock on the directory `dir_fd`, else
+// "another process".
+std::string DescribeHolder(int dir_fd) {
+  struct stat st {};
+  if (::fstat(dir_fd, &st) != 0) return "another process";
+  auto pid = FlockHolder(ReadFileOrEmpty("/proc/locks"), st.st_dev, st.st_ino);
   if (!pid) return "another process";
   std::string text = "pid " + std::to_string(*pid);
-  std::string comm = ReadAll(("/proc/" + std::to_string(*pid) + "/comm").c_str());
+  std::string comm = ReadFileOrEmpty("/proc/" + std::to_string(*pid) + "/comm");
   while (!comm.empty() && (comm.back() == '\n' || comm.back() == ' ')) comm.pop_back();
   if (!comm.empty()) text += ", " + comm;
   if (*pid == ::getpid()) text += ", this very process";
@@ -87,23 +84,25 @@ Status LockDirectory(int dir_fd, const std::string& dir, std::chrono::millisecon
           dir, std::strerror(err));
       return Status::Ok();
     }
-    struct stat st {};
-    const bool known = ::fstat(dir_fd, &st) == 0;
-    const std::string holder = known ? DescribeHolder(st.st_dev, st.st_ino) : "another process";
-    if (std::chrono::steady_clock::now() >= deadline) {
+    const bool out_of_time = std::chrono::steady_clock::now() >= deadline;
+    if (announced && !out_of_time) {
+      std::this_thread::sleep_for(kPollInterval);
+      continue;
+    }
+    // Only for the two messages: not a read of /proc/locks per poll.
+    const std::string holder = DescribeHolder(dir_fd);
+    if (out_of_time) {
       return Status(ErrorCode::kInvalidArgument,
                     "cache directory '" + dir + "' is in use by " + holder +
                         (announced ? " and was not released within " + DescribeWait(wait) : "") +
                         "; two mounts cannot share a cache directory: give each mount its own "
                         "--cache (or stop the other one first)");
     }
-    if (!announced) {
-      const std::string note = "disk cache: '" + dir + "' is in use by " + holder +
-                               "; waiting up to " + DescribeWait(wait) + " for it to let go";
-      spdlog::warn("{}", note);
-      if (on_wait) on_wait(note);
-      announced = true;
-    }
+    const std::string note = "disk cache: '" + dir + "' is in use by " + holder +
+                             "; waiting up to " + DescribeWait(wait) + " for it to let go";
+    spdlog::warn("{}", note);
+    if (on_wait) on_wait(note);
+    announced = true;
     std::this_thread::sleep_for(kPollInterval);
   }
 }

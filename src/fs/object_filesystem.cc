@@ -143,33 +143,43 @@ Entry ObjectFilesystem::MakeEntry(InodeId ino, const meta::NodeAttr& attr) const
 // ---------------------------------------------------------------------------------------
 // Metadata
 
+namespace {
+
+// Gives `done` what the cache knows about a path; false (and `done` untouched) when it
+// knows nothing.
+bool AnswerFromCache(const meta::MetadataCache::Answer& answer,
+                     std::function<void(Result<std::optional<meta::NodeAttr>>)>& done) {
+  switch (answer.state) {
+    case meta::MetadataCache::Answer::kPresent:
+      done(std::optional(answer.attr));
+      return true;
+    case meta::MetadataCache::Answer::kAbsent:
+      done(std::optional<meta::NodeAttr>());
+      return true;
+    case meta::MetadataCache::Answer::kUnknown:
+      break;
+  }
+  return false;
+}
+
+}  // namespace
+
 void ObjectFilesystem::Resolve(const std::string& path, ResolveCallback done) {
   meta::MetadataCache::Answer answer = cache_.Find(path);
-  const bool finite_ttl = !cache_.ttl().indefinite() && !cache_.ttl().zero();
   if (answer.state != meta::MetadataCache::Answer::kUnknown) {
-    if (finite_ttl) {
+    if (cache_.ttl().revalidates()) {
       const std::string parent(meta::SplitPath(path).first);
       if (cache_.ClaimRefreshAhead(parent)) RefreshListingAhead(parent);
     }
-    if (answer.state == meta::MetadataCache::Answer::kAbsent) {
-      return done(std::optional<meta::NodeAttr>());
-    }
-    return done(std::optional(answer.attr));
+    AnswerFromCache(answer, done);
+    return;
   }
   const std::string parent(meta::SplitPath(path).first);
   if (!cache_.WorthRelisting(parent)) return ProbePath(path, std::move(done));
   // One listing answers this name and its siblings until it expires again.
   GetListing(parent, [self = shared_from_this(), path, done = std::move(done)](
                          Result<std::shared_ptr<const meta::DirSnapshot>> r) mutable {
-    if (r.ok()) {
-      meta::MetadataCache::Answer again = self->cache_.Find(path);
-      if (again.state == meta::MetadataCache::Answer::kPresent) {
-        return done(std::optional(again.attr));
-      }
-      if (again.state == meta::MetadataCache::Answer::kAbsent) {
-        return done(std::optional<meta::NodeAttr>());
-      }
-    }
+    if (r.ok() && AnswerFromCache(self->cache_.Find(path), done)) return;
     // The listing failed, or something newer said "unknown" (an invalidation meanwhile).
     self->ProbePath(path, std::move(done));
   });

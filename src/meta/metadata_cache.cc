@@ -125,7 +125,7 @@ std::shared_ptr<const DirSnapshot> MetadataCache::FreshListing(const std::string
 }
 
 bool MetadataCache::WorthRelisting(const std::string& dir_path) const {
-  if (ttl_.indefinite() || ttl_.zero()) return false;
+  if (!ttl_.revalidates()) return false;
   const TimePoint now = ttl_.Now();
   std::lock_guard lock(mu_);
   auto l = listings_.find(dir_path);
@@ -134,7 +134,7 @@ bool MetadataCache::WorthRelisting(const std::string& dir_path) const {
 }
 
 bool MetadataCache::ClaimRefreshAhead(const std::string& dir_path) const {
-  if (ttl_.indefinite() || ttl_.zero()) return false;
+  if (!ttl_.revalidates()) return false;
   const TimePoint now = ttl_.Now();
   std::lock_guard lock(mu_);
   auto l = listings_.find(dir_path);

@@ -40,8 +40,8 @@ class TtlPolicy {
   bool indefinite() const { return !ttl_.has_value(); }
   // The finite TTL of positive entries (REQUIRES !indefinite()).
   std::chrono::milliseconds Positive() const { return *ttl_; }
-  // TTL 0: nothing is ever fresh.
-  bool zero() const { return ttl_.has_value() && ttl_->count() <= 0; }
+  // A finite, non-zero TTL: entries are fresh for a while and then asked again.
+  bool revalidates() const { return ttl_.has_value() && ttl_->count() > 0; }
   // Seconds for fuse_entry_param entry_timeout / attr_timeout.
   double KernelTimeout() const {
     if (!ttl_) return kIndefiniteKernelTimeout;

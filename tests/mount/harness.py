@@ -216,15 +216,20 @@ def client(server, *args, check=True, input_bytes=None):
     return r
 
 
+def mount_command(server, mountpoint, args=(), bucket_spec=None, foreground=True):
+    """The ossmount command line that mounts `server`'s bucket (or `bucket_spec`) on
+    `mountpoint`, in the foreground (-f) unless told otherwise, with `args` last."""
+    # client_args()[4:] drops --endpoint/--bucket and keeps region/protocol/path-style.
+    return [OSSMOUNT, bucket_spec or server.bucket, mountpoint] + server.client_args()[4:] + \
+        ["--endpoint", server.endpoint] + (["-f"] if foreground else []) + list(args)
+
+
 class Mount:
     """ossmount in the foreground (-f) as a child process, mounted on a fresh directory."""
 
     def __init__(self, server, args=(), bucket_spec=None, env=None, mountpoint=None):
         self.mountpoint = mountpoint or tempfile.mkdtemp(prefix="ossmount-mnt-")
-        spec = bucket_spec or server.bucket
-        self.cmd = [OSSMOUNT, spec, self.mountpoint] + server.client_args()[4:] + \
-            ["--endpoint", server.endpoint, "-f"] + list(args)
-        # client_args()[4:] drops --endpoint/--bucket and keeps region/protocol/path-style.
+        self.cmd = mount_command(server, self.mountpoint, args, bucket_spec)
         self.log = tempfile.NamedTemporaryFile(prefix="ossmount-", suffix=".log", delete=False)
         self.proc = subprocess.Popen(self.cmd, env=env or server.env(), stdout=self.log,
                                      stderr=subprocess.STDOUT)

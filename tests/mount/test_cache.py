@@ -100,9 +100,9 @@ class DiskCacheTest(harness.ImageCacheTestCase):
             rel = sorted(self.manifest)[0]
             self.assertEqual(harness.sha256_file(first.path(rel)), self.manifest[rel][1])
             mnt = tempfile.mkdtemp(prefix="ossmount-second-")
-            cmd = [harness.OSSMOUNT, self.server.bucket, mnt] + self.server.client_args()[4:] + \
-                ["--endpoint", self.server.endpoint, "--cache", self.cache,
-                 "--metadata-ttl", "indefinite"]
+            cmd = harness.mount_command(self.server, mnt, ["--cache", self.cache,
+                                                           "--metadata-ttl", "indefinite"],
+                                        foreground=False)
             try:
                 r = subprocess.run(cmd, env=self.server.env(), capture_output=True, text=True,
                                    timeout=120)

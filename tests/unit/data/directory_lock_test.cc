@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/read_file.h"
 #include "common/unique_fd.h"
 #include "data/directory_lock.h"
 #include "support/temp_dir.h"
@@ -69,14 +70,7 @@ TEST_CASE("LockDirectory: one holder at a time, named in the refusal, free once 
   // The holder as /proc/locks lists it is this process.
   struct stat st;
   REQUIRE(::fstat(first.get(), &st) == 0);
-  std::string locks;
-  {
-    UniqueFd f(::open("/proc/locks", O_RDONLY | O_CLOEXEC));
-    REQUIRE(f);
-    char buf[4096];
-    for (ssize_t n; (n = ::read(f.get(), buf, sizeof(buf))) > 0;) locks.append(buf, n);
-  }
-  CHECK(FlockHolder(locks, st.st_dev, st.st_ino) == ::getpid());
+  CHECK(FlockHolder(ossmount::ReadFileOrEmpty("/proc/locks"), st.st_dev, st.st_ino) == ::getpid());
 
   first.reset();  // closing the last descriptor of the description drops the lock
   CHECK(LockDirectory(second.get(), dir, std::chrono::milliseconds(0)).ok());
