@@ -169,11 +169,16 @@ class HintsTest(unittest.TestCase):
                              [("1", n, n), ("2", n, n)], r.stdout)
             # Each epoch's order reached the daemon and was read to its end; the second
             # epoch came from the kernel's page cache (--metadata-ttl indefinite): one GET
-            # per file in all.
+            # per file in all, and one more only for a file whose pages the kernel dropped
+            # in between (this VM's DAMON reclaim does, now and then), read on demand.
             hints = self.status(m)["hints"]
             self.assertEqual(hints["files"], n, hints)
             self.assertEqual(hints["read"], n, hints)
-            self.assertEqual(self.server.stats().get("GET", 0), n)
+            doc = json.loads(harness.stats_json(m.mountpoint).stdout)
+            misses = harness.metric(doc, "counters", "ossmount_page_cache_reopens_total",
+                                    result="miss")
+            self.assertLess(misses, n // 4)
+            self.assertEqual(self.server.stats().get("GET", 0), n + misses)
         finally:
             m.close()
 
