@@ -33,6 +33,7 @@ struct RawOptions {
   std::string credentials_file, passwd_file, ram_role, ecs_metadata_url;
   bool anonymous = false;
   std::string metadata_ttl = "60", negative_metadata_ttl = "5", small_file_threshold = "8MiB";
+  std::string list_ahead = "64";
   std::string uid, gid, file_mode, dir_mode;
   bool allow_other = false, allow_root = false, nonempty = false, foreground = false;
   std::string log_file, log_level;
@@ -144,6 +145,10 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
   app.add_option("--metadata-ttl", r.metadata_ttl,
                  "How long listings and attributes stay valid: indefinite, SECONDS, or 0 "
                  "(default 60)")
+      ->group(fs);
+  app.add_option("--list-ahead", r.list_ahead,
+                 "When a program walks the tree, list up to N of the next directories in the "
+                 "background before it enters them (default 64, 0 = off)")
       ->group(fs);
   app.add_option("--negative-metadata-ttl", r.negative_metadata_ttl,
                  "How long 'no such file' stays cached, SECONDS (default 5)")
@@ -504,6 +509,9 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   auto ttl = ParseTtl("--metadata-ttl", r.metadata_ttl);
   if (!ttl.ok()) return ttl.status();
   fso.metadata_ttl = *ttl;
+  auto list_ahead = ParseInteger("--list-ahead", r.list_ahead, 0, 4096);
+  if (!list_ahead.ok()) return list_ahead.status();
+  fso.list_ahead = static_cast<size_t>(*list_ahead);
   auto neg = ParseDuration("--negative-metadata-ttl", r.negative_metadata_ttl);
   if (!neg.ok()) return neg.status();
   fso.negative_ttl = *neg;

@@ -7,8 +7,12 @@ namespace ossmount::fs {
 namespace {
 
 struct ListState : std::enable_shared_from_this<ListState> {
-  ListState(std::shared_ptr<ObjectClient> c, std::string p, ListingCallback d)
-      : client(std::move(c)), prefix(p), builder(std::move(p)), done(std::move(d)) {}
+  ListState(std::shared_ptr<ObjectClient> c, std::string p, ListingCallback d, KeepListing k)
+      : client(std::move(c)),
+        prefix(p),
+        builder(std::move(p)),
+        done(std::move(d)),
+        keep_going(std::move(k)) {}
 
   void FetchPage(std::string token) {
     ListRequest request{
@@ -37,6 +41,11 @@ struct ListState : std::enable_shared_from_this<ListState> {
                                               "token"));
         return;
       }
+      if (keep_going && !keep_going(pages)) {
+        done(Status(ErrorCode::kCancelled,
+                    "listing '" + prefix + "' stopped after " + std::to_string(pages) + " pages"));
+        return;
+      }
       FetchPage(page->next_continuation_token);
       return;
     }
@@ -63,15 +72,16 @@ struct ListState : std::enable_shared_from_this<ListState> {
   std::string prefix;
   meta::DirectoryBuilder builder;
   ListingCallback done;
+  KeepListing keep_going;
   int pages = 0;
 };
 
 }  // namespace
 
 void ListDirectory(std::shared_ptr<ObjectClient> client, std::string list_prefix,
-                   ListingCallback done) {
-  auto state =
-      std::make_shared<ListState>(std::move(client), std::move(list_prefix), std::move(done));
+                   ListingCallback done, KeepListing keep_going) {
+  auto state = std::make_shared<ListState>(std::move(client), std::move(list_prefix),
+                                           std::move(done), std::move(keep_going));
   state->FetchPage("");
 }
 

@@ -6,6 +6,9 @@
 // listing (spdlog info, with up to 3 examples). Any page failing fails the whole listing:
 // a partial directory is never returned.
 //
+// `keep_going`, if given, is asked before each page after the first, with the number of
+// pages fetched so far; false ends the listing there with kCancelled (nothing is returned).
+//
 // Thread-safety: a free function; `done` runs once, on the client's completion thread.
 #pragma once
 
@@ -20,7 +23,9 @@ namespace ossmount::fs {
 
 using ListingCallback = std::function<void(Result<std::shared_ptr<const meta::DirSnapshot>>)>;
 
+using KeepListing = std::function<bool(int pages_fetched)>;
+
 void ListDirectory(std::shared_ptr<ObjectClient> client, std::string list_prefix,
-                   ListingCallback done);
+                   ListingCallback done, KeepListing keep_going = nullptr);
 
 }  // namespace ossmount::fs

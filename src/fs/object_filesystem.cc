@@ -110,6 +110,22 @@ ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
   // Recycled part buffers are resident memory beside the budget: an eighth of it at most.
   prefetch::PageBuffer::SetPoolLimit(
       std::min<uint64_t>(prefetch::PageBuffer::kDefaultPoolLimit, options_.max_memory / 8));
+  // Under a zero TTL a listing is stale when it lands: listing ahead would only add requests.
+  const bool zero_ttl = options_.metadata_ttl.has_value() && options_.metadata_ttl->count() == 0;
+  if (options_.list_ahead > 0 && !zero_ttl) {
+    // Raw `this`: the lister runs from ReadDir or from a listing's completion, both of which
+    // hold a reference to the filesystem.
+    list_ahead_ = std::make_shared<ListAhead>(
+        options_.list_ahead, [this](const std::string& path, std::function<void()> done) {
+          if (cache_.FreshListing(path)) return done();
+          FetchListing(
+              path,
+              [done = std::move(done)](const Result<std::shared_ptr<const meta::DirSnapshot>>&) {
+                done();
+              },
+              ListAhead::kMaxPages);
+        });
+  }
 }
 
 Attributes ObjectFilesystem::MakeAttributes(InodeId ino, const meta::NodeAttr& attr) const {
@@ -273,19 +289,62 @@ void ObjectFilesystem::RefreshListingAhead(const std::string& path) {
   FetchListing(path, [](const Result<std::shared_ptr<const meta::DirSnapshot>>&) {});
 }
 
-void ObjectFilesystem::FetchListing(const std::string& path, ListingCallback done) {
+void ObjectFilesystem::FetchListing(const std::string& path, ListingCallback done,
+                                    int abandon_after_pages) {
   if (!listings_.Join(
           path, [done = std::move(done)](
                     const Result<std::shared_ptr<const meta::DirSnapshot>>& r) { done(r); })) {
     return;
   }
+  // Set when the listing was given up with nobody else waiting: it completed there already.
+  auto abandoned = std::make_shared<bool>(false);
+  KeepListing keep_going;
+  if (abandon_after_pages > 0) {
+    keep_going = [self = shared_from_this(), path, abandoned, abandon_after_pages](int pages) {
+      if (pages < abandon_after_pages) return true;
+      // A reader joined: it gets the whole directory.
+      if (!self->listings_.CompleteIfAlone(
+              path, Status(ErrorCode::kCancelled, "listing of '" + path + "' abandoned"))) {
+        return true;
+      }
+      spdlog::debug("list-ahead: abandoned the listing of '{}' after {} pages", path, pages);
+      *abandoned = true;
+      return false;
+    };
+  }
   ListDirectory(
       client_, meta::DirPrefix(options_.prefix, path),
-      [self = shared_from_this(), path](Result<std::shared_ptr<const meta::DirSnapshot>> r) {
+      [self = shared_from_this(), path,
+       abandoned](Result<std::shared_ptr<const meta::DirSnapshot>> r) {
+        if (*abandoned) return;
         if (r.ok()) self->cache_.PutListing(path, *r);
         if (r.ok() && self->options_.prefetch_on_list) self->WarmListing(path, **r);
         self->listings_.Complete(path, r);
-      });
+      },
+      std::move(keep_going));
+}
+
+void ObjectFilesystem::ListAheadOf(const std::string& path) {
+  if (!list_ahead_ || path.empty()) return;
+  const auto [parent, name] = meta::SplitPath(path);
+  auto listing = cache_.FreshListing(std::string(parent));
+  if (!listing) return;
+  const auto& children = listing->children;
+  auto it =
+      std::lower_bound(children.begin(), children.end(), name,
+                       [](const meta::DirChild& c, std::string_view n) { return c.name < n; });
+  if (it == children.end() || it->name != name) return;
+  if (!list_ahead_->EnteredChildOf(std::string(parent), std::string(name))) return;
+  // The next list_ahead directories by position; those already listed need nothing.
+  std::vector<std::string> next;
+  size_t directories = 0;
+  for (++it; it != children.end() && directories < list_ahead_->distance(); ++it) {
+    if (!it->attr.is_dir()) continue;
+    ++directories;
+    std::string sibling = meta::JoinPath(parent, it->name);
+    if (!cache_.FreshListing(sibling)) next.push_back(std::move(sibling));
+  }
+  if (!next.empty()) list_ahead_->Queue(next);
 }
 
 void ObjectFilesystem::ReadDir(InodeId /*ino*/, uint64_t dir_handle, off_t offset,
@@ -311,6 +370,8 @@ void ObjectFilesystem::ReadDir(InodeId /*ino*/, uint64_t dir_handle, off_t offse
     });
     return;
   }
+  // The handle's first read: a walk has entered this directory.
+  ListAheadOf(handle->path);
   GetListing(handle->path, [self = shared_from_this(), handle, offset, done = std::move(done)](
                                Result<std::shared_ptr<const meta::DirSnapshot>> r) mutable {
     if (!r.ok()) return done(r.status());

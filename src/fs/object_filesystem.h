@@ -61,6 +61,10 @@ struct FsOptions {
   prefetch::DatasetPrefetchOptions dataset_prefetch;
   // Warm up a directory's files after each listing of it is fetched (--prefetch-on-list).
   bool prefetch_on_list = false;
+  // When a walk reads a directory, list up to this many of the directories after it in its
+  // parent's listing, in the background, so the walk finds them listed (--list-ahead;
+  // ListAhead). 0 = off; also off under a zero metadata TTL.
+  size_t list_ahead = 64;
   // Receives one record per released file (--audit-log); null = no audit.
   std::shared_ptr<AuditSink> audit;
   // The steady clock TTLs are measured with; empty = std::chrono::steady_clock::now. Tests

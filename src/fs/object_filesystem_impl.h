@@ -7,7 +7,11 @@
 //   Lookup of an unknown name: HEAD key + LIST 'key/' max-keys 1, concurrently, shared by
 //     concurrent lookups of the same path; none when the parent's listing is fresh.
 //   ReadDir: none when the handle or the cache has a fresh listing; else every page of the
-//     directory, shared by concurrent listings of the same directory.
+//     directory, shared by concurrent listings of the same directory. The first ReadDir of
+//     a second subdirectory of one parent (a walk) also lists the next FsOptions::list_ahead
+//     directories after it in the background (ListAhead), each as the same shared listing,
+//     so a walk sends no more listings than it would have, only sooner; one it abandons
+//     costs at most list_ahead.
 //   Read of a small file (<= small_file_threshold): one GET per (object version) while any
 //     handle holds it; of an empty file: none. Larger: one ranged GET per part, read ahead
 //     of sequential readers; random reads get exactly their range (src/prefetch).
@@ -30,6 +34,7 @@
 
 #include "data/memory_budget.h"
 #include "fs/dir_lister.h"
+#include "fs/list_ahead.h"
 #include "fs/object_filesystem.h"
 #include "fs/page_cache_trust.h"
 #include "fs/single_flight.h"
@@ -125,8 +130,12 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   // The listing of a directory: the fresh cached one, or a new one (single-flight) that is
   // then cached. A fresh cached listing is given on the calling thread.
   void GetListing(const std::string& path, ListingCallback done);
-  // Lists the directory from the server (joining a listing in flight) and caches it.
-  void FetchListing(const std::string& path, ListingCallback done);
+  // Lists the directory from the server (joining a listing in flight) and caches it. With
+  // `abandon_after_pages`, a listing nobody else joined stops there (kCancelled, uncached).
+  void FetchListing(const std::string& path, ListingCallback done, int abandon_after_pages = 0);
+  // A program entered directory `path`: if that looks like a walk of its parent, the
+  // directories after it in the parent's fresh listing are handed to list_ahead_.
+  void ListAheadOf(const std::string& path);
   // Starts a listing of the directory whose cached one is about to expire, if none is in
   // flight (MetadataCache::ClaimRefreshAhead); nobody waits for it.
   void RefreshListingAhead(const std::string& path);
@@ -170,6 +179,8 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   meta::MetadataCache cache_;
   SingleFlight<std::optional<meta::NodeAttr>> probes_;
   SingleFlight<std::shared_ptr<const meta::DirSnapshot>> listings_;
+  // Null when FsOptions::list_ahead is 0 or the TTL is zero.
+  std::shared_ptr<ListAhead> list_ahead_;
   // One limit on all data buffers (whole small objects, readahead parts): FsOptions::max_memory.
   // Shared with the readers of large files.
   const std::shared_ptr<data::MemoryBudget> memory_budget_;

@@ -42,6 +42,22 @@ class SingleFlight {
     for (auto& w : waiters) w(result);
   }
 
+  // Complete(key, result), but only if the first caller's is the one waiter: nobody else
+  // joined. Atomic with Join: a caller that joined before gets the work's real result (this
+  // returns false and the work must go on), one that joins after starts new work.
+  bool CompleteIfAlone(const std::string& key, const Result<T>& result) {
+    std::vector<Waiter> waiters;
+    {
+      std::lock_guard lock(mu_);
+      auto it = pending_.find(key);
+      if (it == pending_.end() || it->second.size() != 1) return false;
+      waiters.swap(it->second);
+      pending_.erase(it);
+    }
+    waiters.front()(result);
+    return true;
+  }
+
   size_t in_flight() const {
     std::lock_guard lock(mu_);
     return pending_.size();

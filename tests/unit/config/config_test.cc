@@ -179,6 +179,7 @@ TEST_CASE("Defaults of a minimal command line") {
   CHECK(*c.fs.metadata_ttl == 60s);
   CHECK(c.fs.negative_ttl == 5s);
   CHECK(c.fs.small_file_threshold == 8ull << 20);
+  CHECK(c.fs.list_ahead == 64);
   CHECK(c.fs.file_mode == 0444);
   CHECK(c.fs.dir_mode == 0555);
   CHECK(c.fs.uid == geteuid());
@@ -233,6 +234,8 @@ TEST_CASE("Every option lands in the config") {
                       "0",
                       "--small-file-threshold",
                       "1MiB",
+                      "--list-ahead",
+                      "8",
                       "--uid",
                       "1000",
                       "--gid",
@@ -280,6 +283,7 @@ TEST_CASE("Every option lands in the config") {
   CHECK(*c.fs.metadata_ttl == 0ms);
   CHECK(c.fs.negative_ttl == 0ms);
   CHECK(c.fs.small_file_threshold == 1ull << 20);
+  CHECK(c.fs.list_ahead == 8);
   CHECK(c.fs.uid == 1000);
   CHECK(c.fs.gid == 1001);
   CHECK(c.fs.file_mode == 0440);
@@ -414,6 +418,9 @@ TEST_CASE("Contradictions and bad values are errors naming the option") {
   Fails(With({"--metadata-ttl", "soon"}), "--metadata-ttl: 'soon'");
   Fails(With({"--metadata-ttl", "-5"}), "--metadata-ttl");
   Fails(With({"--negative-metadata-ttl", "x"}), "--negative-metadata-ttl");
+  Fails(With({"--list-ahead", "-1"}), "--list-ahead");
+  Fails(With({"--list-ahead", "5000"}), "--list-ahead");
+  CHECK(Ok(With({"-o", "list_ahead=0"})).fs.list_ahead == 0);
   Fails(With({"--file-mode", "01777"}), "--file-mode");
   Fails(With({"--dir-mode", "0800"}), "--dir-mode");
   Fails(With({"--small-file-threshold", "8XB"}), "--small-file-threshold");
