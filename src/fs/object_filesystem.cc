@@ -123,7 +123,7 @@ ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
               [done = std::move(done)](const Result<std::shared_ptr<const meta::DirSnapshot>>&) {
                 done();
               },
-              ListAhead::kMaxPages);
+              FetchMode{.fresh_will_do = true, .abandon_after_pages = ListAhead::kMaxPages});
         });
   }
 }
@@ -282,20 +282,30 @@ void ObjectFilesystem::GetListing(const std::string& path, ListingCallback done)
   if (auto fresh = cache_.FreshListing(path)) {
     return done(std::move(fresh));
   }
-  FetchListing(path, std::move(done));
+  FetchListing(path, std::move(done), FetchMode{.fresh_will_do = true});
 }
 
 void ObjectFilesystem::RefreshListingAhead(const std::string& path) {
-  FetchListing(path, [](const Result<std::shared_ptr<const meta::DirSnapshot>>&) {});
+  // A new listing: the cached one is fresh, only about to expire.
+  FetchListing(
+      path, [](const Result<std::shared_ptr<const meta::DirSnapshot>>&) {}, FetchMode{});
 }
 
-void ObjectFilesystem::FetchListing(const std::string& path, ListingCallback done,
-                                    int abandon_after_pages) {
+void ObjectFilesystem::FetchListing(const std::string& path, ListingCallback done, FetchMode mode) {
   if (!listings_.Join(
           path, [done = std::move(done)](
                     const Result<std::shared_ptr<const meta::DirSnapshot>>& r) { done(r); })) {
     return;
   }
+  // A flight completes after caching its listing, so one that ended before this Join is
+  // seen here; one that ends after it was joined.
+  if (mode.fresh_will_do) {
+    if (auto fresh = cache_.FreshListing(path)) {
+      listings_.Complete(path, fresh);
+      return;
+    }
+  }
+  const int abandon_after_pages = mode.abandon_after_pages;
   // Set when the listing was given up with nobody else waiting: it completed there already.
   auto abandoned = std::make_shared<bool>(false);
   KeepListing keep_going;

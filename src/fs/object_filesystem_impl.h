@@ -130,9 +130,15 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   // The listing of a directory: the fresh cached one, or a new one (single-flight) that is
   // then cached. A fresh cached listing is given on the calling thread.
   void GetListing(const std::string& path, ListingCallback done);
-  // Lists the directory from the server (joining a listing in flight) and caches it. With
-  // `abandon_after_pages`, a listing nobody else joined stops there (kCancelled, uncached).
-  void FetchListing(const std::string& path, ListingCallback done, int abandon_after_pages = 0);
+  struct FetchMode {
+    // A fresh listing cached by the time this call leads the flight answers instead of a
+    // new one: the one a caller found missing may have landed just before it joined.
+    bool fresh_will_do = false;
+    // A listing nobody else joined stops after this many pages (kCancelled, uncached).
+    int abandon_after_pages = 0;
+  };
+  // Lists the directory from the server (joining a listing in flight) and caches it.
+  void FetchListing(const std::string& path, ListingCallback done, FetchMode mode);
   // A program entered directory `path`: if that looks like a walk of its parent, the
   // directories after it in the parent's fresh listing are handed to list_ahead_.
   void ListAheadOf(const std::string& path);
