@@ -1,12 +1,13 @@
-# Shared by bench/hinted_epochs.sh and bench/finite_ttl_epochs.sh (sourced, POSIX sh): the
+# Shared by bench/hinted_epochs.sh, bench/finite_ttl_epochs.sh and bench/list_ahead_scan.sh
+# (sourced, POSIX sh): the
 # bundled object server at 35 ms TTFB over the benchmark dataset, and one ossmount mount at a
 # time on it. Before sourcing, the caller sets `me` (its name, for messages), `src` (the
 # source tree) and `build` (a build directory holding daemon/ossmount and the test server).
 #
 #   rig_start              checks the build, makes the dataset, starts the server (sets
 #                          $work, $port; the EXIT trap unmounts and stops everything)
-#   rig_mount BINARY ARG.. mounts bucket img on $work/mnt with BINARY and extra ARGs
-#                          (sets $daemon_pid)
+#   rig_mount BINARY ARG.. mounts bucket $rig_bucket (default img) on $work/mnt with BINARY
+#                          and extra ARGs (sets $daemon_pid)
 #   rig_unmount            unmounts and waits for the daemon
 
 rig_start() {
@@ -44,7 +45,7 @@ rig_cleanup() {
 rig_mount() {
   rig_binary=$1
   shift
-  OSS_ACCESS_KEY_ID=bench OSS_ACCESS_KEY_SECRET=bench "$rig_binary" img "$work/mnt" \
+  OSS_ACCESS_KEY_ID=bench OSS_ACCESS_KEY_SECRET=bench "$rig_binary" "${rig_bucket:-img}" "$work/mnt" \
     --endpoint "http://127.0.0.1:$port" --path-style --region cn-bench -f "$@" \
     > "$work/daemon.log" 2>&1 &
   daemon_pid=$!

@@ -292,7 +292,7 @@ class Harness:
         for c in self.plan.metadata_cases():
             self.server.set_ttfb(c["ttfb"])
             t = min(self.plan.step_timeout, METADATA_TIMEOUT_S)
-            for tool in ("find", "ls"):
+            for tool in ("find", "ls", "scan"):
                 def fn(mnt, tool=tool):
                     root = os.path.join(mnt, "meta")
                     cold = self.stats_around(lambda: workloads.tree_walk(root, tool, t))

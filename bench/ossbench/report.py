@@ -254,7 +254,7 @@ def metadata_table(doc):
     out = ["| TTFB | Peer | Tool | Cold s | Cold GET / HEAD / LIST | Warm s | Warm requests | Entries | Peak RSS MiB | CPU s |",
            "|---|---|---|---|---|---|---|---|---|---|"]
     for c in [c for c in doc["cases"] if c["workload"] == "metadata"]:
-        tool = "find -type f" if c["tool"] == "find" else "ls -lR"
+        tool = {"find": "find -type f", "ls": "ls -lR", "scan": "ImageFolder scan"}[c["tool"]]
         if not ok(c):
             out.append("| %d ms | %s | %s | %s | | | | | | |" % (c["ttfb"], c["peer"], tool, failed(c)))
             continue

@@ -110,8 +110,25 @@ def curl_parallel(urls, parallel, timeout):
             "MB_per_s": round(sum(sizes) / secs / 1e6, 1)}
 
 
+# torchvision's ImageFolder scan of ROOT (every file a sample, as with images), timed inside
+# the interpreter so that importing torch is not counted: prints seconds and samples.
+IMAGEFOLDER_SCAN = """
+import sys, time, torchvision
+start = time.monotonic()
+ds = torchvision.datasets.ImageFolder(sys.argv[1], loader=len, is_valid_file=lambda p: True)
+print(time.monotonic() - start, len(ds.samples))
+"""
+
+
 def tree_walk(root, tool, timeout):
-    """find ROOT -type f, or ls -lR ROOT; seconds and entries printed."""
+    """find ROOT -type f, ls -lR ROOT, or (scan) torchvision's ImageFolder(ROOT) built;
+    seconds and entries (lines printed, or samples)."""
+    if tool == "scan":
+        p, err, _ = _run([PY, "-c", IMAGEFOLDER_SCAN, root], timeout)
+        if err:
+            return {"ok": False, "error": err}
+        secs, samples = p.stdout.split()
+        return {"ok": True, "seconds": round(float(secs), 3), "lines": int(samples)}
     cmd = ["find", root, "-type", "f"] if tool == "find" else ["ls", "-lR", root]
     p, err, secs = _run(cmd, timeout)
     if err:
