@@ -509,9 +509,15 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   auto ttl = ParseTtl("--metadata-ttl", r.metadata_ttl);
   if (!ttl.ok()) return ttl.status();
   fso.metadata_ttl = *ttl;
+  // Listings ahead are sent at foreground priority: never more than the request cap (the
+  // default follows a lower one), or reads would queue behind them.
   auto list_ahead = ParseInteger("--list-ahead", r.list_ahead, 0, 4096);
   if (!list_ahead.ok()) return list_ahead.status();
-  fso.list_ahead = static_cast<size_t>(*list_ahead);
+  if (given("--list-ahead") && *list_ahead > c.client.max_in_flight) {
+    return Error("--list-ahead " + std::to_string(*list_ahead) + " is more than --max-in-flight " +
+                 std::to_string(c.client.max_in_flight) + "; lower it or raise --max-in-flight");
+  }
+  fso.list_ahead = static_cast<size_t>(std::min<int64_t>(*list_ahead, c.client.max_in_flight));
   auto neg = ParseDuration("--negative-metadata-ttl", r.negative_metadata_ttl);
   if (!neg.ok()) return neg.status();
   fso.negative_ttl = *neg;

@@ -16,7 +16,8 @@
 //   - at most `distance` listings in flight; each path is handed to the lister at most
 //     once while it is queued or in flight;
 //   - listings start in the order they were handed in (a walk's order);
-//   - at most kMaxQueued paths wait; beyond that the oldest are dropped (a walk moved on);
+//   - at most max_queued() paths wait; beyond that the oldest are dropped (a walk moved
+//     on);
 //   - `distance` 0 = off: nothing is ever listed.
 //
 // Thread-safety: thread-safe; mu_ is a leaf lock, never held while calling the lister.

@@ -305,13 +305,13 @@ void ObjectFilesystem::FetchListing(const std::string& path, ListingCallback don
       return;
     }
   }
-  const int abandon_after_pages = mode.abandon_after_pages;
   // Set when the listing was given up with nobody else waiting: it completed there already.
   auto abandoned = std::make_shared<bool>(false);
   KeepListing keep_going;
-  if (abandon_after_pages > 0) {
-    keep_going = [self = shared_from_this(), path, abandoned, abandon_after_pages](int pages) {
-      if (pages < abandon_after_pages) return true;
+  if (mode.abandon_after_pages > 0) {
+    keep_going = [self = shared_from_this(), path, abandoned,
+                  limit = mode.abandon_after_pages](int pages) {
+      if (pages < limit) return true;
       // A reader joined: it gets the whole directory.
       if (!self->listings_.CompleteIfAlone(
               path, Status(ErrorCode::kCancelled, "listing of '" + path + "' abandoned"))) {

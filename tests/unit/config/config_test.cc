@@ -420,6 +420,8 @@ TEST_CASE("Contradictions and bad values are errors naming the option") {
   Fails(With({"--negative-metadata-ttl", "x"}), "--negative-metadata-ttl");
   Fails(With({"--list-ahead", "-1"}), "--list-ahead");
   Fails(With({"--list-ahead", "5000"}), "--list-ahead");
+  Fails(With({"--max-in-flight", "32", "--list-ahead", "64"}), "--list-ahead 64 is more than");
+  CHECK(Ok(With({"--max-in-flight", "32"})).fs.list_ahead == 32);
   CHECK(Ok(With({"-o", "list_ahead=0"})).fs.list_ahead == 0);
   Fails(With({"--file-mode", "01777"}), "--file-mode");
   Fails(With({"--dir-mode", "0800"}), "--dir-mode");
