@@ -117,7 +117,7 @@ ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
     // hold a reference to the filesystem.
     list_ahead_ = std::make_shared<ListAhead>(
         options_.list_ahead, [this](const std::string& path, std::function<void()> done) {
-          if (cache_.FreshListing(path)) return done();
+          // Listed since it was queued: fresh_will_do answers from the cache, with no request.
           FetchListing(
               path,
               [done = std::move(done)](const Result<std::shared_ptr<const meta::DirSnapshot>>&) {
