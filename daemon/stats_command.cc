@@ -186,6 +186,20 @@ std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* bef
               FormatBytes(rate("ossmount_readahead_bytes_total")).c_str(),
               FormatBytes(Get(s, "ossmount_readahead_bytes_total")).c_str());
 
+  const double list_ahead = Get(s, "ossmount_list_ahead_distance");
+  if (list_ahead > 0) {
+    out += Line("\nList-ahead (tree walks, up to %.0f directories ahead)", list_ahead);
+    out += Line(
+        "  directories            %.0f listed, %.0f abandoned after 10 pages, %.0f failed, %.0f "
+        "dropped (the walk moved on)",
+        Get(s, "ossmount_list_ahead_total{result=listed}"),
+        Get(s, "ossmount_list_ahead_total{result=abandoned}"),
+        Get(s, "ossmount_list_ahead_total{result=failed}"),
+        Get(s, "ossmount_list_ahead_dropped_total"));
+  } else {
+    out += "\nList-ahead     off\n";
+  }
+
   out +=
       Line("\nMemory in use  %s of %s", FormatBytes(Get(s, "ossmount_memory_used_bytes")).c_str(),
            FormatBytes(Get(s, "ossmount_memory_limit_bytes")).c_str());

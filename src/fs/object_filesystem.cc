@@ -75,6 +75,32 @@ FileMetrics& Files() {
   return m;
 }
 
+// The outcome of each directory handed to list-ahead (looked up once).
+struct ListAheadMetrics {
+  metrics::Counter& listed;
+  metrics::Counter& abandoned;
+  metrics::Counter& failed;
+
+  void Count(bool was_abandoned, const Status& status) {
+    (was_abandoned ? abandoned : status.ok() ? listed : failed).Add();
+  }
+};
+
+constexpr const char* kListAhead = "ossmount_list_ahead_total";
+constexpr const char* kListAheadHelp =
+    "Directories whose listing was sent ahead of a tree walk (one per directory, whatever its "
+    "pages): listed = cached, abandoned = stopped after 10 pages with no reader waiting (not "
+    "cached), failed = the listing failed.";
+
+ListAheadMetrics& ListAheadOutcomes() {
+  static ListAheadMetrics m{
+      metrics::Registry::Global().GetCounter(kListAhead, kListAheadHelp, {{"result", "listed"}}),
+      metrics::Registry::Global().GetCounter(kListAhead, kListAheadHelp, {{"result", "abandoned"}}),
+      metrics::Registry::Global().GetCounter(kListAhead, kListAheadHelp, {{"result", "failed"}}),
+  };
+  return m;
+}
+
 }  // namespace
 
 // Bytes replied through a handle, for the audit log and metrics: two relaxed atomic adds.
@@ -112,7 +138,12 @@ ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
       std::min<uint64_t>(prefetch::PageBuffer::kDefaultPoolLimit, options_.max_memory / 8));
   // Under a zero TTL a listing is stale when it lands: listing ahead would only add requests.
   const bool zero_ttl = options_.metadata_ttl.has_value() && options_.metadata_ttl->count() == 0;
-  if (options_.list_ahead > 0 && !zero_ttl) {
+  const size_t list_ahead = zero_ttl ? 0 : options_.list_ahead;
+  registry.SetCallbackGauge("ossmount_list_ahead_distance",
+                            "Directories listed ahead of a walk at most (--list-ahead; 0 = off, "
+                            "also under a zero --metadata-ttl).",
+                            {}, [list_ahead] { return static_cast<double>(list_ahead); });
+  if (list_ahead > 0) {
     // Raw `this`: the lister runs from ReadDir or from a listing's completion, both of which
     // hold a reference to the filesystem.
     list_ahead_ = std::make_shared<ListAhead>(
@@ -123,8 +154,18 @@ ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
               [done = std::move(done)](const Result<std::shared_ptr<const meta::DirSnapshot>>&) {
                 done();
               },
-              FetchMode{.fresh_will_do = true, .abandon_after_pages = ListAhead::kMaxPages});
+              FetchMode{.fresh_will_do = true,
+                        .abandon_after_pages = ListAhead::kMaxPages,
+                        .counted_as_list_ahead = true});
         });
+    std::weak_ptr<ListAhead> weak = list_ahead_;
+    registry.SetCallbackCounter("ossmount_list_ahead_dropped_total",
+                                "Directories queued to be listed ahead, then dropped for newer "
+                                "ones (the walk moved on).",
+                                {}, [weak] {
+                                  auto ahead = weak.lock();
+                                  return ahead ? static_cast<double>(ahead->stats().dropped) : 0.0;
+                                });
   }
 }
 
@@ -324,8 +365,11 @@ void ObjectFilesystem::FetchListing(const std::string& path, ListingCallback don
   }
   ListDirectory(
       client_, meta::DirPrefix(options_.prefix, path),
-      [self = shared_from_this(), path,
-       abandoned](Result<std::shared_ptr<const meta::DirSnapshot>> r) {
+      [self = shared_from_this(), path, abandoned,
+       counted = mode.counted_as_list_ahead](Result<std::shared_ptr<const meta::DirSnapshot>> r) {
+        if (counted) {
+          ListAheadOutcomes().Count(*abandoned, r.status());
+        }
         if (*abandoned) return;
         if (r.ok()) self->cache_.PutListing(path, *r);
         if (r.ok() && self->options_.prefetch_on_list) self->WarmListing(path, **r);

@@ -136,6 +136,9 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
     bool fresh_will_do = false;
     // A listing nobody else joined stops after this many pages (kCancelled, uncached).
     int abandon_after_pages = 0;
+    // A listing ahead of a walk: when it ends, counted in ossmount_list_ahead_total. Not
+    // counted when it joins a listing in flight or the cache answers: no request of its own.
+    bool counted_as_list_ahead = false;
   };
   // Lists the directory from the server (joining a listing in flight) and caches it.
   void FetchListing(const std::string& path, ListingCallback done, FetchMode mode);

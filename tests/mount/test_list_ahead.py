@@ -8,6 +8,7 @@ torchvision's ImageFolder then scans the tree and reads every file. Checks (docs
 list-ahead, a whole walk lists every directory exactly once and sees every byte of the
 source; --list-ahead 0 lists nothing ahead.
 """
+import json
 import os
 import random
 import tempfile
@@ -82,6 +83,7 @@ class ListAheadTest(unittest.TestCase):
             seen = {os.path.relpath(path, mount.mountpoint): ds[i][0]
                     for i, (path, _) in enumerate(ds.samples)}
             stats = self.server.stats()
+            doc = json.loads(harness.stats_json(mount.mountpoint).stdout)
         finally:
             mount.close()
         print("\n%s: entering c00 %d LISTs, c01 too %d; ImageFolder scan %.2f s; %s" %
@@ -90,22 +92,30 @@ class ListAheadTest(unittest.TestCase):
         self.assertEqual(seen, self.files)
         self.assertEqual(stats.get("GET", 0), CLASSES * PER_CLASS, stats)
         self.assertEqual(stats.get("HEAD", 0), 0, stats)
-        return entered, after_entering, stats.get("LIST", 0)
+        ahead = {r: harness.metric(doc, "counters", "ossmount_list_ahead_total", result=r)
+                 for r in ("listed", "abandoned", "failed")}
+        distance = harness.metric(doc, "gauges", "ossmount_list_ahead_distance")
+        return entered, after_entering, stats.get("LIST", 0), ahead, distance
 
     def test_the_directories_after_the_one_entered_are_listed_ahead(self):
-        entered, after_entering, total = self.walk()
+        entered, after_entering, total, ahead, distance = self.walk()
         # One directory entered is not a walk (a lone `ls`): nothing listed ahead.
         self.assertEqual(entered, 1)
         # The second is: c00, c01 and the 38 after it, each once, before the walk asks.
         self.assertEqual(after_entering, CLASSES)
         # The walk found every directory listed: nothing more.
         self.assertEqual(total, CLASSES)
+        # `ossmount stats` counts the 38 listed ahead.
+        self.assertEqual(ahead, {"listed": CLASSES - 2, "abandoned": 0, "failed": 0})
+        self.assertEqual(distance, 64)
 
     def test_without_list_ahead_the_walk_lists_each_directory_itself(self):
-        entered, after_entering, total = self.walk("--list-ahead", "0")
+        entered, after_entering, total, ahead, distance = self.walk("--list-ahead", "0")
         self.assertEqual(entered, 1)
         self.assertEqual(after_entering, 2)
         self.assertEqual(total, CLASSES)
+        self.assertEqual(ahead, {"listed": 0, "abandoned": 0, "failed": 0})
+        self.assertEqual(distance, 0)
 
 
 if __name__ == "__main__":

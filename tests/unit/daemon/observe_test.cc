@@ -217,12 +217,18 @@ TEST_CASE("stats: the view shows counts, errors, ratios and rates") {
            "},"
            "{\"name\":\"ossmount_opens_total\",\"labels\":{},\"value\":8},"
            "{\"name\":\"ossmount_page_cache_opens_total\",\"labels\":{},\"value\":2},"
-           "{\"name\":\"ossmount_passthrough_opens_total\",\"labels\":{},\"value\":6}],"
+           "{\"name\":\"ossmount_passthrough_opens_total\",\"labels\":{},\"value\":6},"
+           "{\"name\":\"ossmount_list_ahead_total\",\"labels\":{\"result\":\"listed\"},"
+           "\"value\":38},"
+           "{\"name\":\"ossmount_list_ahead_total\",\"labels\":{\"result\":\"abandoned\"},"
+           "\"value\":1},"
+           "{\"name\":\"ossmount_list_ahead_dropped_total\",\"labels\":{},\"value\":5}],"
            "\"gauges\":[{\"name\":\"ossmount_open_handles\",\"labels\":{},\"value\":4},"
            "{\"name\":\"ossmount_memory_used_bytes\",\"labels\":{},\"value\":2097152},"
            "{\"name\":\"ossmount_memory_limit_bytes\",\"labels\":{},\"value\":1073741824},"
            "{\"name\":\"ossmount_heap_allocated_bytes\",\"labels\":{},\"value\":52428800},"
-           "{\"name\":\"ossmount_heap_free_bytes\",\"labels\":{},\"value\":12582912}],"
+           "{\"name\":\"ossmount_heap_free_bytes\",\"labels\":{},\"value\":12582912},"
+           "{\"name\":\"ossmount_list_ahead_distance\",\"labels\":{},\"value\":64}],"
            "\"histograms\":[{\"name\":\"ossmount_request_duration_seconds\",\"labels\":{"
            "\"type\":\"GET\"},\"count\":10,\"sum\":1,\"p50\":0.012,\"p90\":0.05,\"p99\":0.2}]}}";
   };
@@ -241,9 +247,22 @@ TEST_CASE("stats: the view shows counts, errors, ratios and rates") {
   CHECK_THAT(view, Contains("Memory in use  2.0 MiB of 1.0 GiB"));
   CHECK_THAT(view, Contains("Heap           50.0 MiB allocated, 12.0 MiB free in the allocator's"));
   CHECK_THAT(view, Contains("Open files     4 (8 opened in all)"));
+  CHECK_THAT(view, Contains("List-ahead (tree walks, up to 64 directories ahead)"));
+  CHECK_THAT(view, Contains("  directories            38 listed, 1 abandoned after 10 pages, 0 "
+                            "failed, 5 dropped (the walk moved on)"));
   CHECK(view.find("LIST") == std::string::npos);  // no LIST requests: no row
   // The first view averages over the uptime.
   CHECK_THAT(RenderStats(now, nullptr, 0), Contains("from the store 3.0 MiB/s"));
+}
+
+TEST_CASE("stats: list-ahead shows as off when its distance is 0") {
+  auto doc = Parse(
+      "{\"mountpoint\":\"/mnt/x\",\"pid\":7,\"uptime_seconds\":1,\"metrics\":{"
+      "\"counters\":[],\"gauges\":[{\"name\":\"ossmount_list_ahead_distance\",\"labels\":{},"
+      "\"value\":0}],\"histograms\":[]}}");
+  std::string view = RenderStats(doc, nullptr, 0);
+  CHECK_THAT(view, Contains("List-ahead     off"));
+  CHECK(view.find("directories ahead") == std::string::npos);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "common/metrics.h"
 #include "fs/list_ahead.h"
 #include "fs_harness.h"
 
@@ -70,6 +71,23 @@ Entering EnterAsync(Harness& h, InodeId ino) {
                 [promise](Result<std::vector<DirEntry>> r) { promise->set_value(std::move(r)); });
   return e;
 }
+
+// ossmount_list_ahead_total{result}: process-wide, so cases compare before and after.
+uint64_t ListAheadCount(const char* result) {
+  return metrics::Registry::Global()
+      .GetCounter("ossmount_list_ahead_total", "", {{"result", result}})
+      .Value();
+}
+
+struct ListAheadCounts {
+  uint64_t listed = ListAheadCount("listed");
+  uint64_t abandoned = ListAheadCount("abandoned");
+  uint64_t failed = ListAheadCount("failed");
+
+  uint64_t ListedSince() const { return ListAheadCount("listed") - listed; }
+  uint64_t AbandonedSince() const { return ListAheadCount("abandoned") - abandoned; }
+  uint64_t FailedSince() const { return ListAheadCount("failed") - failed; }
+};
 
 }  // namespace
 
@@ -176,10 +194,15 @@ TEST_CASE("A walk's next directories are listed ahead of it, each directory exac
   std::this_thread::sleep_for(50ms);   // let anything started in the background be sent
   CHECK(h.fake->count(Op::kList) == 1 + 1);
   // Entering d001 too is a walk: it lists d001 and, in the background, d002..d009.
+  ListAheadCounts counts;
   auto d1 = h.Lookup(kRootInode, Dir(1));
   REQUIRE(d1.ok());
   REQUIRE(h.List(d1->attr.ino).ok());
   REQUIRE(Eventually([&] { return h.fake->count(Op::kList) == 1 + 2 + 8; }));
+  // Each counted once it is cached (ossmount_list_ahead_total{result="listed"}).
+  REQUIRE(Eventually([&] { return counts.ListedSince() == 8; }));
+  CHECK(counts.AbandonedSince() == 0);
+  CHECK(counts.FailedSince() == 0);
   auto lists = ListsByPrefix(*h.fake);
   for (int i = 0; i <= 9; ++i) CHECK(lists[Dir(i) + "/"] == 1);
   CHECK(lists.count(Dir(10) + "/") == 0);
@@ -197,6 +220,11 @@ TEST_CASE("A walk's next directories are listed ahead of it, each directory exac
   REQUIRE(Eventually([&] { return h.fs->stats().cached_listings == 31; }));
   lists = ListsByPrefix(*h.fake);
   CHECK(h.fake->count(Op::kList) == 31);
+  // The walk listed root, d000 and d001; the rest were listed ahead unless the walk got to
+  // one before its listing ahead started (it then led that listing and nothing is counted).
+  CHECK(counts.ListedSince() <= 28);
+  CHECK_THAT(metrics::Registry::Global().PrometheusText(),
+             Catch::Contains("\nossmount_list_ahead_distance 8\n"));
   for (int i = 0; i < 30; ++i) CHECK(lists[Dir(i) + "/"] == 1);
   CHECK(h.fake->count(Op::kHead) == 0);
   CHECK(h.fake->count(Op::kGet) == 0);
@@ -208,6 +236,7 @@ TEST_CASE("A walk that stops costs at most list_ahead listings more") {
   Harness h(options);
   for (int i = 0; i < 20; ++i) h.fake->PutObject(Dir(i) + "/x", "x");
   REQUIRE(h.List(kRootInode).ok());
+  ListAheadCounts counts;
   auto d3 = h.Lookup(kRootInode, Dir(3));
   auto d5 = h.Lookup(kRootInode, Dir(5));
   REQUIRE((d3.ok() && d5.ok()));
@@ -223,9 +252,12 @@ TEST_CASE("A walk that stops costs at most list_ahead listings more") {
                                             {Dir(7) + "/", 1},
                                             {Dir(8) + "/", 1},
                                             {Dir(9) + "/", 1}});
+  REQUIRE(Eventually([&] { return counts.ListedSince() == 4; }));
   // Reading d005 again, already listed: no request.
   REQUIRE(h.List(d5->attr.ino).ok());
   CHECK(h.fake->count(Op::kList) == 7);
+  CHECK(counts.ListedSince() == 4);
+  CHECK(counts.AbandonedSince() == 0);
 }
 
 TEST_CASE("A large directory listed ahead is abandoned after 10 pages, unless a reader joined") {
@@ -246,6 +278,7 @@ TEST_CASE("A large directory listed ahead is abandoned after 10 pages, unless a 
   auto d3 = h.Lookup(kRootInode, Dir(3));
   REQUIRE((d0.ok() && d1.ok() && d2.ok() && d3.ok()));
   REQUIRE(h.List(d0->attr.ino).ok());
+  ListAheadCounts counts;
 
   // The walk enters d001 while the server holds every reply, which lists d002 and d003
   // ahead; it then enters d003 (skipping d002) before the first page of that listing came
@@ -271,11 +304,17 @@ TEST_CASE("A large directory listed ahead is abandoned after 10 pages, unless a 
   auto lists = ListsByPrefix(*h.fake);
   CHECK(lists[Dir(2) + "/"] == ListAhead::kMaxPages);
   CHECK(lists[Dir(3) + "/"] == 15);
+  // Both were listings ahead: d003 listed (a reader joined it), d002 abandoned.
+  REQUIRE(Eventually([&] { return counts.ListedSince() + counts.AbandonedSince() == 2; }));
+  CHECK(counts.ListedSince() == 1);
+  CHECK(counts.AbandonedSince() == 1);
   h.fake->ResetCounters();
   auto d2_entries = h.List(d2->attr.ino);
   REQUIRE(d2_entries.ok());
   CHECK(d2_entries->size() == 150);
   CHECK(h.fake->count(Op::kList) == 15);
+  CHECK(counts.ListedSince() == 1);  // a reader's listing is not counted
+  CHECK(counts.FailedSince() == 0);
 }
 
 TEST_CASE("Nothing is listed ahead with list_ahead 0, nor under a zero TTL") {
@@ -300,5 +339,8 @@ TEST_CASE("Nothing is listed ahead with list_ahead 0, nor under a zero TTL") {
     std::this_thread::sleep_for(50ms);
     auto lists = ListsByPrefix(*h.fake);
     CHECK(lists == std::map<std::string, int>{{Dir(0) + "/", 1}, {Dir(1) + "/", 1}});
+    // `ossmount stats` says list-ahead is off.
+    CHECK_THAT(metrics::Registry::Global().PrometheusText(),
+               Catch::Contains("\nossmount_list_ahead_distance 0\n"));
   }
 }
