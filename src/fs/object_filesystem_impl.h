@@ -88,6 +88,9 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   std::optional<InodeId> InodeOf(const std::string& path) const { return inodes_.Find(path); }
 
  private:
+  // tests/unit/fs: drives private steps whose races no public call can line up.
+  friend struct ObjectFilesystemTestAccess;
+
   struct DirHandle {
     InodeId ino = 0;
     std::string path;

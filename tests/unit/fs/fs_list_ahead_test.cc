@@ -9,6 +9,20 @@
 
 using namespace fstest;
 
+namespace ossmount::fs {
+struct ObjectFilesystemTestAccess {
+  // FetchListing with fresh_will_do, as GetListing and the list-ahead lister call it.
+  static Result<std::shared_ptr<const meta::DirSnapshot>> FetchListing(Harness& h,
+                                                                       const std::string& path,
+                                                                       bool fresh_will_do) {
+    return h.Wait<std::shared_ptr<const meta::DirSnapshot>>([&](ListingCallback cb) {
+      h.fs->FetchListing(path, std::move(cb),
+                         ObjectFilesystem::FetchMode{.fresh_will_do = fresh_will_do});
+    });
+  }
+};
+}  // namespace ossmount::fs
+
 namespace {
 
 // A lister that records what it was asked and completes only when the test says so.
@@ -315,6 +329,26 @@ TEST_CASE("A large directory listed ahead is abandoned after 10 pages, unless a 
   CHECK(h.fake->count(Op::kList) == 15);
   CHECK(counts.ListedSince() == 1);  // a reader's listing is not counted
   CHECK(counts.FailedSince() == 0);
+}
+
+TEST_CASE("A listing that landed before a caller led a new flight answers that caller") {
+  // The race behind fresh_will_do: a caller (a readdir, or the lister of list-ahead) finds
+  // no fresh listing; before it joins the single-flight, the listing in flight lands, is
+  // cached and completes; the caller then leads a new flight. It must take the cached
+  // listing, not send a second LIST for a directory just listed.
+  Harness h;
+  h.fake->PutObject(Dir(0) + "/x", "x");
+  auto d0 = h.Lookup(kRootInode, Dir(0));
+  REQUIRE(d0.ok());
+  REQUIRE(h.List(d0->attr.ino).ok());  // the listing that landed
+  h.fake->ResetCounters();
+  auto again = ObjectFilesystemTestAccess::FetchListing(h, Dir(0), /*fresh_will_do=*/true);
+  REQUIRE(again.ok());
+  CHECK((*again)->children.size() == 1);
+  CHECK(h.fake->count(Op::kList) == 0);
+  // Without it (the refresh ahead of expiry, which wants a new listing) a LIST is sent.
+  REQUIRE(ObjectFilesystemTestAccess::FetchListing(h, Dir(0), /*fresh_will_do=*/false).ok());
+  CHECK(h.fake->count(Op::kList) == 1);
 }
 
 TEST_CASE("Nothing is listed ahead with list_ahead 0, nor under a zero TTL") {
