@@ -75,7 +75,7 @@ FileMetrics& Files() {
   return m;
 }
 
-// The outcome of each directory handed to list-ahead (looked up once).
+// The outcome of each listing list-ahead sent itself (looked up once).
 struct ListAheadMetrics {
   metrics::Counter& listed;
   metrics::Counter& abandoned;
