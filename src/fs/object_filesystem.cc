@@ -137,8 +137,8 @@ ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
   prefetch::PageBuffer::SetPoolLimit(
       std::min<uint64_t>(prefetch::PageBuffer::kDefaultPoolLimit, options_.max_memory / 8));
   // Under a zero TTL a listing is stale when it lands: listing ahead would only add requests.
-  const bool zero_ttl = options_.metadata_ttl.has_value() && options_.metadata_ttl->count() == 0;
-  const size_t list_ahead = zero_ttl ? 0 : options_.list_ahead;
+  const meta::TtlPolicy& ttl = cache_.ttl();
+  const size_t list_ahead = ttl.indefinite() || ttl.revalidates() ? options_.list_ahead : 0;
   registry.SetCallbackGauge("ossmount_list_ahead_distance",
                             "Directories listed ahead of a walk at most (--list-ahead; 0 = off, "
                             "also under a zero --metadata-ttl).",
@@ -147,7 +147,7 @@ ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
     // Raw `this`: the lister runs from ReadDir or from a listing's completion, both of which
     // hold a reference to the filesystem.
     list_ahead_ = std::make_shared<ListAhead>(
-        options_.list_ahead, [this](const std::string& path, std::function<void()> done) {
+        list_ahead, [this](const std::string& path, std::function<void()> done) {
           // Listed since it was queued: fresh_will_do answers from the cache, with no request.
           FetchListing(
               path,
@@ -383,16 +383,15 @@ void ObjectFilesystem::ListAheadOf(const std::string& path) {
   const auto [parent, name] = meta::SplitPath(path);
   auto listing = cache_.FreshListing(std::string(parent));
   if (!listing) return;
-  const auto& children = listing->children;
-  auto it =
-      std::lower_bound(children.begin(), children.end(), name,
-                       [](const meta::DirChild& c, std::string_view n) { return c.name < n; });
-  if (it == children.end() || it->name != name) return;
+  const meta::DirChild* entered = listing->Find(name);
+  if (!entered) return;
   if (!list_ahead_->EnteredChildOf(std::string(parent), std::string(name))) return;
   // The next list_ahead directories by position; those already listed need nothing.
+  const auto& children = listing->children;
   std::vector<std::string> next;
   size_t directories = 0;
-  for (++it; it != children.end() && directories < list_ahead_->distance(); ++it) {
+  for (auto it = children.begin() + (entered - children.data()) + 1;
+       it != children.end() && directories < list_ahead_->distance(); ++it) {
     if (!it->attr.is_dir()) continue;
     ++directories;
     std::string sibling = meta::JoinPath(parent, it->name);
