@@ -49,10 +49,8 @@ struct ListState : std::enable_shared_from_this<ListState> {
       FetchPage(page->next_continuation_token);
       return;
     }
-    auto snapshot = std::make_shared<meta::DirSnapshot>();
-    snapshot->children = builder.Finish();
-    snapshot->hidden = builder.hidden();
-    if (snapshot->hidden.total() > 0) {
+    auto snapshot = std::make_shared<const meta::DirSnapshot>(builder.Finish(), builder.hidden());
+    if (snapshot->hidden().total() > 0) {
       std::string examples;
       for (const auto& k : builder.hidden_examples()) {
         if (!examples.empty()) examples += ", ";
@@ -62,10 +60,10 @@ struct ListState : std::enable_shared_from_this<ListState> {
       spdlog::info(
           "listing '{}': {} entries shown, {} keys hidden as invalid POSIX names (e.g. {}), {} "
           "files hidden by a directory of the same name",
-          prefix, snapshot->children.size(), snapshot->hidden.invalid,
-          examples.empty() ? "none" : examples, snapshot->hidden.clashes);
+          prefix, snapshot->size(), snapshot->hidden().invalid,
+          examples.empty() ? "none" : examples, snapshot->hidden().clashes);
     }
-    done(std::shared_ptr<const meta::DirSnapshot>(std::move(snapshot)));
+    done(std::move(snapshot));
   }
 
   std::shared_ptr<ObjectClient> client;

@@ -383,18 +383,17 @@ void ObjectFilesystem::ListAheadOf(const std::string& path) {
   const auto [parent, name] = meta::SplitPath(path);
   auto listing = cache_.FreshListing(std::string(parent));
   if (!listing) return;
-  const meta::DirChild* entered = listing->Find(name);
+  const std::optional<size_t> entered = listing->Find(name);
   if (!entered) return;
   if (!list_ahead_->EnteredChildOf(std::string(parent), std::string(name))) return;
   // The next list_ahead directories by position; those already listed need nothing.
-  const auto& children = listing->children;
   std::vector<std::string> next;
   size_t directories = 0;
-  for (auto it = children.begin() + (entered - children.data()) + 1;
-       it != children.end() && directories < list_ahead_->distance(); ++it) {
-    if (!it->attr.is_dir()) continue;
+  for (size_t i = *entered + 1; i < listing->size() && directories < list_ahead_->distance(); ++i) {
+    const meta::DirSnapshot::Child child = listing->child(i);
+    if (!child.is_dir()) continue;
     ++directories;
-    std::string sibling = meta::JoinPath(parent, it->name);
+    std::string sibling = meta::JoinPath(parent, child.name);
     if (!cache_.FreshListing(sibling)) next.push_back(std::move(sibling));
   }
   if (!next.empty()) list_ahead_->Queue(next);
@@ -444,14 +443,16 @@ void ObjectFilesystem::ServeDir(const std::shared_ptr<DirHandle>& handle,
                                 Callback<std::vector<DirEntry>>& done) {
   std::vector<DirEntry> entries;
   std::vector<InodeId> pinned;
-  const size_t n = snap->children.size();
+  const size_t n = snap->size();
   const size_t begin = static_cast<size_t>(offset);
   for (size_t i = begin; i < n && i < begin + kReadDirBatch; ++i) {
-    const meta::DirChild& child = snap->children[i];
-    InodeId ino = inodes_.Pin(meta::JoinPath(handle->path, child.name), child.attr.is_dir(),
-                              VersionOf(child.attr));
+    const meta::DirSnapshot::Child child = snap->child(i);
+    const meta::NodeAttr attr = child.attr();
+    InodeId ino =
+        inodes_.Pin(meta::JoinPath(handle->path, child.name), attr.is_dir(), VersionOf(attr));
     pinned.push_back(ino);
-    entries.push_back(DirEntry{child.name, MakeEntry(ino, child.attr), static_cast<off_t>(i + 1)});
+    entries.push_back(
+        DirEntry{std::string(child.name), MakeEntry(ino, attr), static_cast<off_t>(i + 1)});
   }
   bool released;
   {
@@ -952,16 +953,17 @@ void ObjectFilesystem::ListRecursive(std::string list_prefix, std::string token,
 
 void ObjectFilesystem::WarmListing(const std::string& path, const meta::DirSnapshot& snapshot) {
   std::vector<prefetch::PrefetchItem> items;
-  for (const meta::DirChild& child : snapshot.children) {
-    if (child.attr.is_dir() || child.attr.size == 0 ||
-        (child.attr.size > options_.small_file_threshold && !options_.disk_cache)) {
+  for (size_t i = 0; i < snapshot.size(); ++i) {
+    const meta::DirSnapshot::Child child = snapshot.child(i);
+    if (child.is_dir() || child.size == 0 ||
+        (child.size > options_.small_file_threshold && !options_.disk_cache)) {
       continue;
     }
     prefetch::PrefetchItem item;
     item.path = meta::JoinPath(path, child.name);
     item.key = meta::FileKey(options_.prefix, item.path);
-    item.size = child.attr.size;
-    item.etag = child.attr.etag;
+    item.size = child.size;
+    item.etag = std::string(child.etag);
     items.push_back(std::move(item));
   }
   if (items.empty()) return;

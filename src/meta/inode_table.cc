@@ -3,8 +3,10 @@
 namespace ossmount::meta {
 
 InodeTable::InodeTable() {
-  by_ino_[kRootInodeId] = Node{"", true, 1};
-  by_path_[""] = kRootInodeId;
+  Node& root = by_ino_[kRootInodeId];
+  root.is_dir = true;
+  root.nlookup = 1;
+  by_path_[root.path] = kRootInodeId;
 }
 
 InodeId InodeTable::Ensure(const std::string& path, bool is_dir, uint64_t lookups,
@@ -19,7 +21,7 @@ InodeId InodeTable::Pin(const std::string& path, bool is_dir, uint64_t shown_ver
 }
 
 InodeId InodeTable::EnsureLocked(const std::string& path, bool is_dir, uint64_t lookups,
-                                 uint64_t pins, uint64_t shown_version) {
+                                 uint32_t pins, uint64_t shown_version) {
   auto it = by_path_.find(path);
   if (it != by_path_.end()) {
     Node& node = by_ino_.at(it->second);
@@ -31,14 +33,19 @@ InodeId InodeTable::EnsureLocked(const std::string& path, bool is_dir, uint64_t 
     }
     // Kind changed: detach the old inode (it stays until forgotten and unpinned, or goes
     // now if unused).
-    if (node.nlookup == 0 && node.pins == 0) by_ino_.erase(it->second);
-    by_path_.erase(it);
+    const InodeId old = it->second;
+    const bool unused = node.nlookup == 0 && node.pins == 0;
+    by_path_.erase(it);  // before the node whose path its key views
+    if (unused) by_ino_.erase(old);
   }
   InodeId ino = next_++;
   Node& node = by_ino_[ino];
-  node = Node{path, is_dir, lookups, pins};
+  node.path = path;
+  node.is_dir = is_dir;
+  node.nlookup = lookups;
+  node.pins = pins;
   node.shown_version = shown_version;
-  by_path_[path] = ino;
+  by_path_[node.path] = ino;
   return ino;
 }
 

@@ -19,6 +19,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 namespace ossmount::meta {
@@ -28,19 +29,20 @@ constexpr InodeId kRootInodeId = 1;
 
 class InodeTable {
  public:
+  // Fields ordered to pack: a walk of a dataset keeps one node per name the kernel holds.
   struct Node {
     std::string path;
-    bool is_dir = false;
     uint64_t nlookup = 0;
-    uint64_t pins = 0;  // open directory handles that listed it (Pin/Unpin)
-    // Bytes of this inode were replied to a READ: the kernel's page cache of the inode,
-    // which lives as long as the kernel references it, may hold them.
-    bool page_cached = false;
     // A fingerprint of the object version whose attributes the kernel was last handed for
     // this inode (by a lookup, getattr, readdirplus or open); 0 when none yet. The kernel
     // keeps those attributes (the file's size above all) until its attribute timeout, so
     // an open that finds another version must tell it to drop them (ShowVersion).
     uint64_t shown_version = 0;
+    uint32_t pins = 0;  // open directory handles that listed it (Pin/Unpin)
+    bool is_dir = false;
+    // Bytes of this inode were replied to a READ: the kernel's page cache of the inode,
+    // which lives as long as the kernel references it, may hold them.
+    bool page_cached = false;
   };
 
   InodeTable();
@@ -74,7 +76,7 @@ class InodeTable {
   size_t size() const;
 
  private:
-  InodeId EnsureLocked(const std::string& path, bool is_dir, uint64_t lookups, uint64_t pins,
+  InodeId EnsureLocked(const std::string& path, bool is_dir, uint64_t lookups, uint32_t pins,
                        uint64_t shown_version);
   // ShowVersion for a node found under mu_.
   static bool ShowVersionLocked(Node& node, uint64_t version);
@@ -84,7 +86,10 @@ class InodeTable {
   // mu_ guards by_ino_, by_path_ and next_.
   mutable std::mutex mu_;
   std::unordered_map<InodeId, Node> by_ino_;
-  std::unordered_map<std::string, InodeId> by_path_;
+  // Keyed by a view of the path its inode's Node holds: each path is stored once. A node
+  // never moves (unordered_map nodes are stable) and its path never changes, and an entry
+  // here is erased before, or without, its node.
+  std::unordered_map<std::string_view, InodeId> by_path_;
   InodeId next_ = kRootInodeId + 1;
 };
 

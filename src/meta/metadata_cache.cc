@@ -4,14 +4,6 @@
 
 namespace ossmount::meta {
 
-const DirChild* DirSnapshot::Find(std::string_view name) const {
-  auto it = std::lower_bound(
-      children.begin(), children.end(), name,
-      [](const DirChild& c, std::string_view n) { return std::string_view(c.name) < n; });
-  if (it == children.end() || it->name != name) return nullptr;
-  return &*it;
-}
-
 MetadataCache::MetadataCache(TtlPolicy ttl) : ttl_(std::move(ttl)) {}
 
 MetadataCache::Answer MetadataCache::Find(const std::string& path) const {
@@ -60,9 +52,9 @@ MetadataCache::Answer MetadataCache::Find(const std::string& path) const {
   auto parent_listing = listings_.find(std::string(parent));
   if (parent_listing != listings_.end()) ++parent_listing->second.finds;  // WorthRelisting
   if (const DirSnapshot* listing = newer(parent_listing)) {
-    if (const DirChild* child = listing->Find(name)) {
+    if (std::optional<size_t> child = listing->Find(name)) {
       answer.state = Answer::kPresent;
-      answer.attr = child->attr;
+      answer.attr = listing->child(*child).attr();
     } else {
       absent();
     }
@@ -78,8 +70,8 @@ MetadataCache::Answer MetadataCache::Find(const std::string& path) const {
       }
     }
     if (const DirSnapshot* listing = newer_listing(up)) {
-      const DirChild* c = listing->Find(dir_name);
-      if (c == nullptr || !c->attr.is_dir()) absent();
+      std::optional<size_t> c = listing->Find(dir_name);
+      if (!c || !listing->child(*c).is_dir()) absent();
       break;  // a listed directory: what is below it is the next listing's to say
     }
     dir = up;
@@ -147,7 +139,7 @@ bool MetadataCache::ClaimRefreshAhead(const std::string& dir_path) const {
 }
 
 bool MetadataCache::InDemand(const Listing& listing) {
-  const size_t entries = listing.snapshot->children.size();
+  const size_t entries = listing.snapshot->size();
   if (entries > kRelistMaxEntries) return false;
   const uint64_t pages = std::max<uint64_t>(1, (entries + 999) / 1000);
   return listing.finds > kRelistFindsPerPage * pages;

@@ -25,17 +25,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "meta/dir_snapshot.h"
 #include "meta/key_mapping.h"
 #include "meta/ttl_policy.h"
 
 namespace ossmount::meta {
-
-// The children of one directory, sorted by name. Immutable once built.
-struct DirSnapshot {
-  std::vector<DirChild> children;
-  HiddenCounts hidden;
-  const DirChild* Find(std::string_view name) const;
-};
 
 class MetadataCache {
  public:

@@ -344,7 +344,7 @@ TEST_CASE("A listing that landed before a caller led a new flight answers that c
   h.fake->ResetCounters();
   auto again = ObjectFilesystemTestAccess::FetchListing(h, Dir(0), /*fresh_will_do=*/true);
   REQUIRE(again.ok());
-  CHECK((*again)->children.size() == 1);
+  CHECK((*again)->size() == 1);
   CHECK(h.fake->count(Op::kList) == 0);
   // Without it (the refresh ahead of expiry, which wants a new listing) a LIST is sent.
   REQUIRE(ObjectFilesystemTestAccess::FetchListing(h, Dir(0), /*fresh_will_do=*/false).ok());

@@ -2,6 +2,10 @@
 
 #include "meta/inode_table.h"
 
+#include <optional>
+#include <string>
+#include <vector>
+
 using namespace ossmount::meta;
 
 TEST_CASE("InodeTable: the root exists and is never dropped") {
@@ -127,4 +131,29 @@ TEST_CASE("InodeTable: ShowVersion reports a version other than the one last sho
   InodeId b = t.Ensure("b", false, 1);
   CHECK(!t.ShowVersion(b, 5));
   CHECK(!t.ShowVersion(999, 5));
+}
+
+TEST_CASE("InodeTable: every path finds its own inode through growth, drops and kind changes") {
+  // Paths long enough to live on the heap, many enough that both maps rehash several times;
+  // the index by path views the paths the nodes hold, so this is what would catch a view
+  // left pointing at a dropped node (and ASan would name it).
+  InodeTable t;
+  auto path = [](int i) {
+    return "train/n" + std::to_string(i % 97) + "/ILSVRC2012_val_" + std::to_string(i) + ".JPEG";
+  };
+  std::vector<InodeId> ino(20000);
+  for (int i = 0; i < 20000; ++i) ino[i] = t.Ensure(path(i), false, 1);
+  for (int i = 0; i < 20000; i += 2) CHECK(t.Forget(ino[i], 1));            // every other one goes
+  for (int i = 1; i < 20000; i += 4) ino[i] = t.Ensure(path(i), true, 1);   // some become dirs
+  for (int i = 0; i < 20000; i += 2) ino[i] = t.Ensure(path(i), false, 1);  // the rest return
+  REQUIRE(t.size() == 1 + 20000 + 5000);  // root, current inodes, detached old files
+  for (int i = 0; i < 20000; ++i) {
+    const std::optional<InodeId> found = t.Find(path(i));
+    REQUIRE(found == std::optional<InodeId>(ino[i]));
+    const std::optional<InodeTable::Node> node = t.Get(ino[i]);
+    REQUIRE(node);
+    REQUIRE(node->path == path(i));
+    REQUIRE(node->is_dir == (i % 4 == 1));
+  }
+  CHECK(t.Find("") == std::optional<InodeId>(kRootInodeId));
 }
