@@ -206,6 +206,10 @@ std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* bef
   out += Line("Heap           %s allocated, %s free in the allocator's arenas",
               FormatBytes(Get(s, "ossmount_heap_allocated_bytes")).c_str(),
               FormatBytes(Get(s, "ossmount_heap_free_bytes")).c_str());
+  out += Line("Metadata       %.0f inodes, %.0f directory listings of %.0f names in %s",
+              Get(s, "ossmount_inodes"), Get(s, "ossmount_metadata_listings"),
+              Get(s, "ossmount_metadata_listed_names"),
+              FormatBytes(Get(s, "ossmount_metadata_listing_bytes")).c_str());
   out += Line("Open files     %.0f (%.0f opened in all)", Get(s, "ossmount_open_handles"),
               Get(s, "ossmount_opens_total"));
   return out;

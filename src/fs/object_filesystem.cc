@@ -992,6 +992,8 @@ ObjectFilesystem::Stats ObjectFilesystem::stats() const {
   s.whole_objects = whole_objects_.entry_count();
   s.cached_entries = cache_.entry_count();
   s.cached_listings = cache_.listing_count();
+  s.listed_names = cache_.listed_names();
+  s.listing_bytes = cache_.listing_bytes();
   return s;
 }
 
@@ -1012,7 +1014,29 @@ std::shared_ptr<Filesystem> MakeObjectFilesystem(boost::asio::io_context& io,
     spdlog::error("{}", prefix.status().message());
     if (!options.prefix.empty() && options.prefix.back() != '/') options.prefix += '/';
   }
-  return std::make_shared<ObjectFilesystem>(io, std::move(client), std::move(options));
+  auto filesystem = std::make_shared<ObjectFilesystem>(io, std::move(client), std::move(options));
+  // What a walk leaves in memory (docs/CONFIGURATION.md, "Memory for metadata"). Registered
+  // here, where a weak reference can be taken: the registry outlives the filesystem.
+  std::weak_ptr<ObjectFilesystem> weak = filesystem;
+  auto gauge = [&weak](const char* name, const char* help, size_t ObjectFilesystem::Stats::*field) {
+    metrics::Registry::Global().SetCallbackGauge(name, help, {}, [weak, field] {
+      auto fs = weak.lock();
+      return fs ? static_cast<double>(fs->stats().*field) : 0.0;
+    });
+  };
+  gauge("ossmount_inodes",
+        "Inodes the daemon holds: names the kernel keeps a reference to, and the entries of "
+        "directories being read.",
+        &ObjectFilesystem::Stats::inodes);
+  gauge("ossmount_metadata_listings", "Directory listings in the metadata cache.",
+        &ObjectFilesystem::Stats::cached_listings);
+  gauge("ossmount_metadata_listed_names", "Names in the cached directory listings.",
+        &ObjectFilesystem::Stats::listed_names);
+  gauge("ossmount_metadata_listing_bytes",
+        "Bytes the cached directory listings hold (a 32-byte record per name, plus the names "
+        "and etags).",
+        &ObjectFilesystem::Stats::listing_bytes);
+  return filesystem;
 }
 
 }  // namespace ossmount::fs

@@ -78,6 +78,8 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
     size_t whole_objects = 0;  // small-file buffers alive or being fetched
     size_t cached_entries = 0;
     size_t cached_listings = 0;
+    size_t listed_names = 0;   // names in the cached listings
+    size_t listing_bytes = 0;  // bytes those listings hold
   };
   Stats stats() const;
   // The budget every data buffer of this filesystem is accounted in (tests, readers).

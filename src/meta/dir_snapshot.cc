@@ -70,4 +70,8 @@ std::optional<size_t> DirSnapshot::Find(std::string_view name) const {
   return static_cast<size_t>(it - records_.begin());
 }
 
+size_t DirSnapshot::MemoryBytes() const {
+  return sizeof(*this) + records_.capacity() * sizeof(Record) + arena_.capacity();
+}
+
 }  // namespace ossmount::meta

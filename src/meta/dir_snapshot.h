@@ -51,6 +51,8 @@ class DirSnapshot {
   std::optional<size_t> Find(std::string_view name) const;
   // What the listing hid, and why.
   const HiddenCounts& hidden() const { return hidden_; }
+  // Bytes this snapshot holds (records, arena and the object itself), for the metrics.
+  size_t MemoryBytes() const;
 
  private:
   // Where a child's strings are: its name at arena_[offset], its etag right after it, and,

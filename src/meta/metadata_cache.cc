@@ -104,8 +104,17 @@ void MetadataCache::Invalidate(const std::string& path) {
 void MetadataCache::PutListing(const std::string& dir_path,
                                std::shared_ptr<const DirSnapshot> listing) {
   const TimePoint now = ttl_.Now();
+  const size_t names = listing ? listing->size() : 0;
+  const size_t bytes = listing ? listing->MemoryBytes() : 0;
   std::lock_guard lock(mu_);
-  listings_[dir_path] = Listing{std::move(listing), ttl_.PositiveExpiry(now), ++seq_};
+  Listing& slot = listings_[dir_path];
+  if (slot.snapshot) {
+    listed_names_ -= slot.snapshot->size();
+    listing_bytes_ -= slot.snapshot->MemoryBytes();
+  }
+  listed_names_ += names;
+  listing_bytes_ += bytes;
+  slot = Listing{std::move(listing), ttl_.PositiveExpiry(now), ++seq_};
 }
 
 std::shared_ptr<const DirSnapshot> MetadataCache::FreshListing(const std::string& dir_path) const {
@@ -153,6 +162,16 @@ size_t MetadataCache::entry_count() const {
 size_t MetadataCache::listing_count() const {
   std::lock_guard lock(mu_);
   return listings_.size();
+}
+
+size_t MetadataCache::listed_names() const {
+  std::lock_guard lock(mu_);
+  return listed_names_;
+}
+
+size_t MetadataCache::listing_bytes() const {
+  std::lock_guard lock(mu_);
+  return listing_bytes_;
 }
 
 }  // namespace ossmount::meta

@@ -77,6 +77,10 @@ class MetadataCache {
   const TtlPolicy& ttl() const { return ttl_; }
   size_t entry_count() const;
   size_t listing_count() const;
+  // Names in the cached listings, and the bytes those listings hold (DirSnapshot::
+  // MemoryBytes): what a walk leaves behind. Listings stay until replaced, expired or not.
+  size_t listed_names() const;
+  size_t listing_bytes() const;
 
  private:
   struct Entry {
@@ -98,11 +102,13 @@ class MetadataCache {
   static bool InDemand(const Listing& listing);
 
   const TtlPolicy ttl_;
-  // mu_ guards entries_, listings_ and seq_.
+  // mu_ guards entries_, listings_, seq_ and the listings' totals.
   mutable std::mutex mu_;
   std::unordered_map<std::string, Entry> entries_;
   std::unordered_map<std::string, Listing> listings_;
   uint64_t seq_ = 0;
+  size_t listed_names_ = 0;
+  size_t listing_bytes_ = 0;
 };
 
 }  // namespace ossmount::meta

@@ -6,7 +6,8 @@ Runs with Debian's /usr/bin/python3 (torchvision). A tree of 40 class directorie
 torchvision's ImageFolder then scans the tree and reads every file. Checks (docs/SEMANTICS.md
 "Tree"): the listings ahead reach the server before the walk asks for them; with or without
 list-ahead, a whole walk lists every directory exactly once and sees every byte of the
-source; --list-ahead 0 lists nothing ahead.
+source; --list-ahead 0 lists nothing ahead; `ossmount stats` shows the listings and inodes
+the walk left in memory.
 """
 import json
 import os
@@ -95,6 +96,19 @@ class ListAheadTest(unittest.TestCase):
         ahead = {r: harness.metric(doc, "counters", "ossmount_list_ahead_total", result=r)
                  for r in ("listed", "abandoned", "failed")}
         distance = harness.metric(doc, "gauges", "ossmount_list_ahead_distance")
+        # What the walk left in memory: the listings of /, train/ and the 40 classes, with
+        # 1 + 40 + 40 x 3 names, and an inode for each of those names and the root.
+        metadata = {g: harness.metric(doc, "gauges", "ossmount_" + g)
+                    for g in ("inodes", "metadata_listings", "metadata_listed_names",
+                              "metadata_listing_bytes")}
+        print("metadata after the walk: %s" % metadata)
+        names = 1 + CLASSES + CLASSES * PER_CLASS
+        self.assertEqual(metadata["metadata_listings"], 2 + CLASSES)
+        self.assertEqual(metadata["metadata_listed_names"], names)
+        self.assertEqual(metadata["inodes"], names + 1)
+        # A 32-byte record per name, the names and etags, and each listing's own header.
+        self.assertGreater(metadata["metadata_listing_bytes"], 32 * names)
+        self.assertLess(metadata["metadata_listing_bytes"], 200 * names)
         return entered, after_entering, stats.get("LIST", 0), ahead, distance
 
     def test_the_directories_after_the_one_entered_are_listed_ahead(self):

@@ -228,6 +228,10 @@ TEST_CASE("stats: the view shows counts, errors, ratios and rates") {
            "{\"name\":\"ossmount_memory_limit_bytes\",\"labels\":{},\"value\":1073741824},"
            "{\"name\":\"ossmount_heap_allocated_bytes\",\"labels\":{},\"value\":52428800},"
            "{\"name\":\"ossmount_heap_free_bytes\",\"labels\":{},\"value\":12582912},"
+           "{\"name\":\"ossmount_inodes\",\"labels\":{},\"value\":1002},"
+           "{\"name\":\"ossmount_metadata_listings\",\"labels\":{},\"value\":11},"
+           "{\"name\":\"ossmount_metadata_listed_names\",\"labels\":{},\"value\":1010},"
+           "{\"name\":\"ossmount_metadata_listing_bytes\",\"labels\":{},\"value\":83886},"
            "{\"name\":\"ossmount_list_ahead_distance\",\"labels\":{},\"value\":64}],"
            "\"histograms\":[{\"name\":\"ossmount_request_duration_seconds\",\"labels\":{"
            "\"type\":\"GET\"},\"count\":10,\"sum\":1,\"p50\":0.012,\"p90\":0.05,\"p99\":0.2}]}}";
@@ -246,6 +250,8 @@ TEST_CASE("stats: the view shows counts, errors, ratios and rates") {
   CHECK_THAT(view, Contains("passthrough opens      75.0% (6/8)"));
   CHECK_THAT(view, Contains("Memory in use  2.0 MiB of 1.0 GiB"));
   CHECK_THAT(view, Contains("Heap           50.0 MiB allocated, 12.0 MiB free in the allocator's"));
+  CHECK_THAT(view, Contains("Metadata       1002 inodes, 11 directory listings of 1010 names "
+                            "in 81.9 KiB"));
   CHECK_THAT(view, Contains("Open files     4 (8 opened in all)"));
   CHECK_THAT(view, Contains("List-ahead (tree walks, up to 64 directories ahead)"));
   CHECK_THAT(view, Contains("  directories            38 listed, 1 abandoned after 10 pages, 0 "

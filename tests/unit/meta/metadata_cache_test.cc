@@ -230,3 +230,26 @@ TEST_CASE("MetadataCache: a listing in demand is claimed for refresh once, in it
     CHECK_FALSE(other.ClaimRefreshAhead("d"));
   }
 }
+
+TEST_CASE("MetadataCache: counts the names and bytes of the listings it holds, replaced ones not") {
+  FakeClock clock;
+  MetadataCache cache(TtlPolicy(10s, 2s, clock.fn()));
+  CHECK(cache.listed_names() == 0);
+  CHECK(cache.listing_bytes() == 0);
+  auto d = Listing({"a", "b", "c"});
+  auto e = Listing({"x"});
+  cache.PutListing("d", d);
+  cache.PutListing("e", e);
+  CHECK(cache.listed_names() == 4);
+  CHECK(cache.listing_bytes() == d->MemoryBytes() + e->MemoryBytes());
+  CHECK(d->MemoryBytes() >= 3 * 32 + 3 * (1 + 3));  // a record, a name and an etag each
+  // Listed again: the new listing replaces the old one in the totals.
+  auto d2 = Listing({"a", "b"});
+  cache.PutListing("d", d2);
+  CHECK(cache.listed_names() == 3);
+  CHECK(cache.listing_bytes() == d2->MemoryBytes() + e->MemoryBytes());
+  // An expired listing is still held until replaced, so it still counts.
+  clock.Advance(1h);
+  CHECK(cache.listed_names() == 3);
+  CHECK(cache.listing_count() == 2);
+}
