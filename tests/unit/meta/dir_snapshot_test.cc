@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <vector>
