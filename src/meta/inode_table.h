@@ -88,7 +88,8 @@ class InodeTable {
   std::unordered_map<InodeId, Node> by_ino_;
   // Keyed by a view of the path its inode's Node holds: each path is stored once. A node
   // never moves (unordered_map nodes are stable) and its path never changes, and an entry
-  // here is erased before, or without, its node.
+  // here goes no later than the node it views (a node detached by a kind change lives on
+  // without one).
   std::unordered_map<std::string_view, InodeId> by_path_;
   InodeId next_ = kRootInodeId + 1;
 };
