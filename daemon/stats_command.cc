@@ -19,6 +19,7 @@
 #include "common/metrics.h"
 #include "config/mountpoint_check.h"
 #include "control/control_server.h"
+#include "fs/list_ahead.h"
 
 namespace ossmount::daemon {
 namespace {
@@ -190,10 +191,10 @@ std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* bef
   if (list_ahead > 0) {
     out += Line("\nList-ahead (tree walks, up to %.0f directories ahead)", list_ahead);
     out += Line(
-        "  directories            %.0f listed, %.0f abandoned after 10 pages, %.0f failed, %.0f "
+        "  directories            %.0f listed, %.0f abandoned after %d pages, %.0f failed, %.0f "
         "dropped (the walk moved on)",
         Get(s, "ossmount_list_ahead_total{result=listed}"),
-        Get(s, "ossmount_list_ahead_total{result=abandoned}"),
+        Get(s, "ossmount_list_ahead_total{result=abandoned}"), fs::ListAhead::kMaxPages,
         Get(s, "ossmount_list_ahead_total{result=failed}"),
         Get(s, "ossmount_list_ahead_dropped_total"));
   } else {

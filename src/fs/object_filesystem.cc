@@ -87,16 +87,17 @@ struct ListAheadMetrics {
 };
 
 constexpr const char* kListAhead = "ossmount_list_ahead_total";
-constexpr const char* kListAheadHelp =
-    "Directories whose listing was sent ahead of a tree walk (one per directory, whatever its "
-    "pages): listed = cached, abandoned = stopped after 10 pages with no reader waiting (not "
-    "cached), failed = the listing failed.";
 
 ListAheadMetrics& ListAheadOutcomes() {
+  static const std::string help =
+      "Directories whose listing was sent ahead of a tree walk (one per directory, whatever its "
+      "pages): listed = cached, abandoned = stopped after " +
+      std::to_string(ListAhead::kMaxPages) +
+      " pages with no reader waiting (not cached), failed = the listing failed.";
   static ListAheadMetrics m{
-      metrics::Registry::Global().GetCounter(kListAhead, kListAheadHelp, {{"result", "listed"}}),
-      metrics::Registry::Global().GetCounter(kListAhead, kListAheadHelp, {{"result", "abandoned"}}),
-      metrics::Registry::Global().GetCounter(kListAhead, kListAheadHelp, {{"result", "failed"}}),
+      metrics::Registry::Global().GetCounter(kListAhead, help, {{"result", "listed"}}),
+      metrics::Registry::Global().GetCounter(kListAhead, help, {{"result", "abandoned"}}),
+      metrics::Registry::Global().GetCounter(kListAhead, help, {{"result", "failed"}}),
   };
   return m;
 }
