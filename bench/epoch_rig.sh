@@ -1,8 +1,8 @@
 # Shared by bench/hinted_epochs.sh, bench/finite_ttl_epochs.sh and bench/list_ahead_scan.sh
-# (sourced, POSIX sh): the
-# bundled object server at 35 ms TTFB over the benchmark dataset, and one ossmount mount at a
-# time on it. Before sourcing, the caller sets `me` (its name, for messages), `src` (the
-# source tree) and `build` (a build directory holding daemon/ossmount and the test server).
+# (sourced, POSIX sh): the bundled object server at 35 ms TTFB over the benchmark dataset,
+# and one ossmount mount at a time on it. Before sourcing, the caller sets `me` (its name,
+# for messages), `src` (the source tree) and `build` (a build directory holding
+# daemon/ossmount and the test server).
 #
 #   rig_start              checks the build, makes the dataset, starts the server (sets
 #                          $work, $port; the EXIT trap unmounts and stops everything)
