@@ -39,7 +39,7 @@ bool MulOverflows(uint64_t a, uint64_t b) {
 
 Result<uint64_t> ParseSize(std::string_view option, std::string_view text) {
   constexpr std::string_view kExpected =
-      "a size in bytes, optionally with a suffix K, M, G (or KiB, MiB, GiB), e.g. 8MiB";
+      "a size in bytes, optionally with a suffix K, M, G, T (or KiB, MiB, GiB, TiB), e.g. 8MiB";
   uint64_t n = 0;
   std::string_view suffix;
   if (!SplitNumber(text, &n, &suffix)) return Invalid(option, text, kExpected);
@@ -53,6 +53,8 @@ Result<uint64_t> ParseSize(std::string_view option, std::string_view text) {
     mult = 1ull << 20;
   } else if (s == "g" || s == "gib" || s == "gb") {
     mult = 1ull << 30;
+  } else if (s == "t" || s == "tib" || s == "tb") {
+    mult = 1ull << 40;
   } else {
     return Invalid(option, text, kExpected);
   }

@@ -63,8 +63,11 @@ TEST_CASE("ParseSize accepts bytes and binary suffixes") {
   CHECK(*ParseSize("--x", "8MiB") == 8ull << 20);
   CHECK(*ParseSize("--x", "2G") == 2ull << 30);
   CHECK(*ParseSize("--x", "2GiB") == 2ull << 30);
-  for (const char* bad :
-       {"", "M", "-1", "1.5M", "8TiB", "8 M", "abc", "99999999999999999999", "17179869184G"}) {
+  CHECK(*ParseSize("--x", "3T") == 3ull << 40);  // a large NVMe cache
+  CHECK(*ParseSize("--x", "3TiB") == 3ull << 40);
+  CHECK(*ParseSize("--x", "16777215T") == 16777215ull << 40);
+  for (const char* bad : {"", "M", "-1", "1.5M", "8PiB", "8 M", "abc", "99999999999999999999",
+                          "17179869184G", "16777216T"}) {
     INFO(bad);
     auto r = ParseSize("--small-file-threshold", bad);
     REQUIRE_FALSE(r.ok());
