@@ -149,10 +149,10 @@ int Mount(const std::vector<std::string>& args) {
   // The disk cache starts its writer thread, so it opens after the fork; a cache that cannot
   // be used fails the start (a user who asked for --cache expects it to work).
   if (!cfg.cache.dir.empty()) {
-    // A wait for another process to let go of the directory is shown to a user waiting on
-    // a background start too, not only logged.
+    // A wait for another process to let go of the directory, or a move of an older cache's
+    // blocks, is shown to a user waiting on a background start too, not only logged.
     ossmount::data::DiskCacheOptions options = cfg.cache;
-    options.on_lock_wait = [&reporter](const std::string& note) { reporter.Note(note); };
+    options.on_notice = [&reporter](const std::string& note) { reporter.Note(note); };
     auto cache = ossmount::data::DiskBlockCache::Open(options);
     if (!cache.ok()) {
       std::string message = "disk cache: " + cache.status().message();

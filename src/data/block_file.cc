@@ -43,33 +43,71 @@ void AppendLengthPrefixed(std::string& out, std::string_view s) {
 
 }  // namespace
 
-std::string BlockFileName(const BlockId& id) {
+BlockDigest DigestOf(const BlockId& id) {
   // Length-prefixed fields: ("a", "bc") and ("ab", "c") must not collide.
   std::string material;
   AppendLengthPrefixed(material, id.key);
   AppendLengthPrefixed(material, id.etag);
   PutU64(material, id.index);
-  unsigned char digest[EVP_MAX_MD_SIZE];
+  BlockDigest digest;
   unsigned int digest_len = 0;
-  EVP_Digest(material.data(), material.size(), digest, &digest_len, EVP_sha256(), nullptr);
-  static const char kHex[] = "0123456789abcdef";
-  std::string name;
-  name.reserve(digest_len * 2 + kBlockSuffix.size());
-  for (unsigned int i = 0; i < digest_len; ++i) {
-    name.push_back(kHex[digest[i] >> 4]);
-    name.push_back(kHex[digest[i] & 0xf]);
+  EVP_Digest(material.data(), material.size(), digest.bytes.data(), &digest_len, EVP_sha256(),
+             nullptr);
+  return digest;
+}
+
+namespace {
+constexpr char kHex[] = "0123456789abcdef";
+
+void AppendHex(std::string& out, const unsigned char* bytes, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    out.push_back(kHex[bytes[i] >> 4]);
+    out.push_back(kHex[bytes[i] & 0xf]);
   }
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;  // upper case is not a name BlockFileName makes
+}
+}  // namespace
+
+std::string BlockFileName(const BlockDigest& digest) {
+  std::string name;
+  name.reserve(digest.bytes.size() * 2 + kBlockSuffix.size());
+  AppendHex(name, digest.bytes.data(), digest.bytes.size());
   name.append(kBlockSuffix);
   return name;
 }
 
-bool IsBlockFileName(std::string_view name) {
-  if (name.size() != 64 + kBlockSuffix.size()) return false;
-  if (name.substr(64) != kBlockSuffix) return false;
-  for (char c : name.substr(0, 64)) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+std::string BlockSubdirectory(const BlockDigest& digest) {
+  std::string dir;
+  AppendHex(dir, digest.bytes.data(), 1);
+  return dir;
+}
+
+std::string BlockFilePath(const BlockDigest& digest) {
+  std::string path;
+  path.reserve(3 + digest.bytes.size() * 2 + kBlockSuffix.size());
+  AppendHex(path, digest.bytes.data(), 1);
+  path.push_back('/');
+  AppendHex(path, digest.bytes.data(), digest.bytes.size());
+  path.append(kBlockSuffix);
+  return path;
+}
+
+std::optional<BlockDigest> ParseBlockFileName(std::string_view name) {
+  BlockDigest digest;
+  if (name.size() != digest.bytes.size() * 2 + kBlockSuffix.size()) return std::nullopt;
+  if (name.substr(digest.bytes.size() * 2) != kBlockSuffix) return std::nullopt;
+  for (size_t i = 0; i < digest.bytes.size(); ++i) {
+    const int hi = HexValue(name[2 * i]);
+    const int lo = HexValue(name[2 * i + 1]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    digest.bytes[i] = static_cast<unsigned char>(hi << 4 | lo);
   }
-  return true;
+  return digest;
 }
 
 namespace {

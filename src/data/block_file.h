@@ -27,11 +27,17 @@
 // directory is 0700 and its files 0600. Files of another version are dropped and refetched.
 //
 // File names are the hex SHA-256 of (key, etag, index) plus ".blk": a key ("../x", control
-// characters, 10 KB long) never becomes part of a path. Temporary files start with "tmp.".
+// characters, 10 KB long) never becomes part of a path. A block lives in the subdirectory
+// named by its name's first two hex digits ("3f/3fa9...e1.blk"): 256 directories, so that no
+// one directory outgrows what its file system indexes (ext4 without the large_dir feature,
+// Debian's default, refuses new names in a directory of a few million). Caches written
+// before that kept every block at the top level; DiskBlockCache moves them in when it opens.
+// Temporary files start with "tmp." and live at the top level.
 //
 // Thread-safety: pure functions.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -49,10 +55,24 @@ constexpr size_t kBlockFixedHeaderSize = 56;
 constexpr std::string_view kBlockSuffix = ".blk";
 constexpr std::string_view kTempPrefix = "tmp.";
 
+// The SHA-256 a block is named by. Uniformly distributed, so any 8 of its bytes make a hash.
+struct BlockDigest {
+  std::array<unsigned char, 32> bytes{};
+  friend bool operator==(const BlockDigest&, const BlockDigest&) = default;
+};
+BlockDigest DigestOf(const BlockId& id);
+
 // "<64 hex digits>.blk".
-std::string BlockFileName(const BlockId& id);
-// True for names BlockFileName can produce.
-bool IsBlockFileName(std::string_view name);
+std::string BlockFileName(const BlockDigest& digest);
+inline std::string BlockFileName(const BlockId& id) { return BlockFileName(DigestOf(id)); }
+// The block's file relative to the cache directory: "<2 hex digits>/<64 hex digits>.blk".
+std::string BlockFilePath(const BlockDigest& digest);
+inline std::string BlockFilePath(const BlockId& id) { return BlockFilePath(DigestOf(id)); }
+// The subdirectory a block of this digest lives in: "00" to "ff".
+std::string BlockSubdirectory(const BlockDigest& digest);
+// The digest a name BlockFileName can produce stands for; nullopt for any other name.
+std::optional<BlockDigest> ParseBlockFileName(std::string_view name);
+inline bool IsBlockFileName(std::string_view name) { return ParseBlockFileName(name).has_value(); }
 
 // The header (fixed part, key, etag) for `data` of block `id`, stored as `layout` says
 // (kHeaderInFile or kHeaderInXattr).

@@ -1,6 +1,11 @@
-// DiskBlockCache implementation: an in-memory LRU index over block files in one directory,
-// background writer threads. See disk_block_cache.h for the contract and block_file.h
-// for the file format.
+// DiskBlockCache implementation: an in-memory LRU index over block files in 256
+// subdirectories, background writer threads. See disk_block_cache.h for the contract and
+// block_file.h for the file format and layout.
+//
+// Memory: the index is what a large cache costs the daemon for as long as it runs (a
+// million blocks for ImageNet's 1.28 million images). Each block is one hash-set node of
+// its binary digest, size, generation and LRU links (72 bytes, no other allocation); the
+// file's name and path are built from the digest when a file is touched.
 //
 // Durability: block files are NOT fsynced. A crash can leave a renamed file whose data did
 // not reach the disk (empty or partly zero); the checksums catch that on the next read and
@@ -17,18 +22,23 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <boost/intrusive/list.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <ctime>
 #include <deque>
-#include <list>
+#include <functional>
 #include <mutex>
+#include <optional>
+#include <string_view>
 #include <thread>
-#include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "data/block_file.h"
 #include "data/directory_lock.h"
@@ -99,6 +109,56 @@ bool TakesBlockXattr(int dir_fd) {
   return ok;
 }
 
+struct DigestHash {
+  size_t operator()(const BlockDigest& digest) const noexcept {
+    size_t h;
+    std::memcpy(&h, digest.bytes.data(), sizeof(h));  // SHA-256 bytes: uniform already
+    return h;
+  }
+};
+
+// Calls `each(name)` for every entry of the directory `dir_fd` but "." and "..".
+Status ForEachName(int dir_fd, const std::string& what,
+                   const std::function<void(const char* name)>& each) {
+  int fd = ::dup(dir_fd);
+  if (fd < 0) return Status(ErrorCode::kInternal, "dup: " + ErrnoText(errno));
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    ::close(fd);
+    return Status(ErrorCode::kInvalidArgument,
+                  "cannot list cache directory '" + what + "': " + ErrnoText(errno));
+  }
+  while (struct dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    each(e->d_name);
+  }
+  ::closedir(d);
+  return Status::Ok();
+}
+
+// Creates (0700) or checks the 256 block subdirectories of the cache directory `dir_fd`.
+// One that is not a directory of this user, private to it, is refused, as the top level is.
+Status MakeSubdirectories(int dir_fd, const std::string& dir) {
+  for (int i = 0; i < 256; ++i) {
+    BlockDigest first;
+    first.bytes[0] = static_cast<unsigned char>(i);
+    const std::string sub = BlockSubdirectory(first);
+    if (::mkdirat(dir_fd, sub.c_str(), 0700) != 0 && errno != EEXIST) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "cannot create '" + dir + "/" + sub + "': " + ErrnoText(errno));
+    }
+    struct stat st;
+    if (::fstatat(dir_fd, sub.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode) ||
+        st.st_uid != ::geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+      return Status(ErrorCode::kAccessDenied,
+                    "'" + dir + "/" + sub +
+                        "' is not a private directory of this user, so the cache cannot keep "
+                        "its blocks there; remove it");
+    }
+  }
+  return Status::Ok();
+}
+
 class DiskBlockCacheImpl final : public DiskBlockCache {
  public:
   DiskBlockCacheImpl(DiskCacheOptions options, int dir_fd, BlockLayout layout)
@@ -116,49 +176,79 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
     ::close(dir_fd_);
   }
 
-  // Deletes leftover temporary files, indexes the blocks there (oldest use first, by
-  // mtime, which every hit refreshes) and evicts down to max_size. Before Start().
-  Status Scan() {
-    int fd = ::dup(dir_fd_);
-    if (fd < 0) return Status(ErrorCode::kInternal, "dup: " + ErrnoText(errno));
-    DIR* d = ::fdopendir(fd);
-    if (d == nullptr) {
-      ::close(fd);
-      return Status(ErrorCode::kInvalidArgument,
-                    "cannot list cache directory '" + options_.dir + "': " + ErrnoText(errno));
-    }
+  // Deletes leftover temporary files at the top level, moves blocks a cache of an older
+  // version kept there into their subdirectories, indexes the blocks of every
+  // subdirectory (oldest use first, by mtime, which every hit refreshes and a move keeps)
+  // and evicts down to max_size. Before Start(). `on_notice` as DiskCacheOptions says.
+  Status Scan(const std::function<void(const std::string&)>& on_notice) {
+    if (Status made = MakeSubdirectories(dir_fd_, options_.dir); !made.ok()) return made;
+    size_t temps = 0, moved = 0;
+    bool announced = false;
+    const auto move_start = std::chrono::steady_clock::now();
+    Status top = ForEachName(dir_fd_, options_.dir, [&](const char* name) {
+      if (std::string_view(name).substr(0, kTempPrefix.size()) == kTempPrefix) {
+        if (::unlinkat(dir_fd_, name, 0) == 0) ++temps;
+        return;
+      }
+      std::optional<BlockDigest> digest = ParseBlockFileName(name);
+      if (!digest) return;  // a subdirectory, or not ours: leave it alone
+      struct stat st;
+      if (::fstatat(dir_fd_, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode)) return;
+      if (!announced) {
+        announced = true;
+        const std::string notice =
+            "disk cache: moving the blocks in '" + options_.dir +
+            "' into its 256 subdirectories (a cache written by an older version; once, a few "
+            "seconds per 100,000 blocks)";
+        spdlog::info("{}", notice);
+        if (on_notice) on_notice(notice);
+      }
+      if (::renameat(dir_fd_, name, dir_fd_, BlockFilePath(*digest).c_str()) == 0) ++moved;
+    });
+    if (!top.ok()) return top;
+
     struct Found {
-      std::string name;
+      BlockDigest digest;
       uint64_t size;
       struct timespec mtime;
     };
     std::vector<Found> found;
-    size_t temps = 0;
-    while (struct dirent* e = ::readdir(d)) {
-      std::string_view name = e->d_name;
-      if (name.substr(0, kTempPrefix.size()) == kTempPrefix) {
-        if (::unlinkat(dir_fd_, e->d_name, 0) == 0) ++temps;
-        continue;
+    for (int i = 0; i < 256; ++i) {
+      BlockDigest first;
+      first.bytes[0] = static_cast<unsigned char>(i);
+      const std::string sub = BlockSubdirectory(first);
+      UniqueFd sub_fd(
+          ::openat(dir_fd_, sub.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+      if (!sub_fd) {
+        return Status(ErrorCode::kInvalidArgument,
+                      "cannot open '" + options_.dir + "/" + sub + "': " + ErrnoText(errno));
       }
-      if (!IsBlockFileName(name)) continue;  // not ours: leave it alone
-      struct stat st;
-      if (::fstatat(dir_fd_, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-      if (!S_ISREG(st.st_mode)) continue;
-      found.push_back({std::string(name), static_cast<uint64_t>(st.st_size), st.st_mtim});
+      Status listed = ForEachName(sub_fd.get(), options_.dir + "/" + sub, [&](const char* name) {
+        std::optional<BlockDigest> digest = ParseBlockFileName(name);
+        // Not ours, or a block in the wrong subdirectory (never looked for there): left alone.
+        if (!digest || digest->bytes[0] != first.bytes[0]) return;
+        struct stat st;
+        if (::fstatat(sub_fd.get(), name, &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+        if (!S_ISREG(st.st_mode)) return;
+        found.push_back({*digest, static_cast<uint64_t>(st.st_size), st.st_mtim});
+      });
+      if (!listed.ok()) return listed;
     }
-    ::closedir(d);
     std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
       if (a.mtime.tv_sec != b.mtime.tv_sec) return a.mtime.tv_sec < b.mtime.tv_sec;
       return a.mtime.tv_nsec < b.mtime.tv_nsec;
     });
     std::lock_guard lock(mu_);
-    for (auto& f : found) {
-      auto it = lru_.insert(lru_.end(), f.name);
-      index_[f.name] = Entry{f.size, it, ++generation_};
-      bytes_ += f.size;
-    }
+    index_.reserve(found.size());
+    for (const Found& f : found) InsertLocked(f.digest, f.size);
+    found = {};
     EvictLocked(0);
     if (temps > 0) spdlog::info("disk cache: removed {} unfinished block file(s)", temps);
+    if (moved > 0) {
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::steady_clock::now() - move_start);
+      spdlog::info("disk cache: moved {} block(s) into subdirectories in {} ms", moved, ms.count());
+    }
     spdlog::info(
         "disk cache '{}': {} block(s), {} bytes (limit {}); new blocks keep their header {}",
         options_.dir, index_.size(), bytes_, options_.max_size,
@@ -188,27 +278,27 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
 
   void Put(const BlockId& id, std::shared_ptr<const ByteBuffer> data) override {
     if (!data) return;
-    std::string name = BlockFileName(id);
+    const BlockDigest digest = DigestOf(id);
     {
       std::lock_guard lock(mu_);
       if (BlockHeaderSize(id) + data->size() > options_.max_size) {
         ++stats_.dropped;
         return;
       }
-      if (index_.count(name)) return;  // already on disk
+      if (index_.count(Entry(digest))) return;  // already on disk
     }
     bool dropped = false;
     {
       std::lock_guard lock(queue_mu_);
-      if (stop_ || queued_names_.count(name)) return;
+      if (stop_ || queued_.count(digest)) return;
       const uint64_t bytes = data->size();
       if (queue_.size() >= options_.max_pending_writes ||
           (!queue_.empty() && queued_bytes_ + bytes > options_.max_pending_bytes)) {
         dropped = true;
       } else {
-        queued_names_.insert(name);
+        queued_.insert(digest);
         queued_bytes_ += bytes;
-        queue_.push_back(Pending{id, std::move(name), std::move(data)});
+        queue_.push_back(Pending{id, digest, std::move(data)});
       }
     }
     if (dropped) {
@@ -220,9 +310,9 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
   }
 
   bool Contains(const BlockId& id) const override {
-    const std::string name = BlockFileName(id);
+    const Entry key(DigestOf(id));
     std::lock_guard lock(mu_);
-    return index_.count(name) > 0;
+    return index_.count(key) > 0;
   }
 
   uint64_t max_size() const override { return options_.max_size; }
@@ -246,14 +336,30 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
   }
 
  private:
+  using LruHook = boost::intrusive::list_member_hook<
+      boost::intrusive::link_mode<boost::intrusive::normal_link>>;
+  // One block of the index. The set orders and finds entries by `digest` alone, which
+  // never changes; the other fields are mutable so that they can change in place.
   struct Entry {
-    uint64_t size = 0;                     // of the file, header included
-    std::list<std::string>::iterator lru;  // position in lru_
-    uint64_t generation = 0;               // tells a re-written block from the one read
+    explicit Entry(const BlockDigest& d) : digest(d) {}
+    BlockDigest digest;
+    mutable LruHook lru;              // in lru_ exactly while in index_
+    mutable uint64_t size = 0;        // of the file, header included
+    mutable uint64_t generation = 0;  // tells a re-written block from the one read
   };
+  struct EntryHash {
+    size_t operator()(const Entry& e) const noexcept { return DigestHash()(e.digest); }
+  };
+  struct EntryEqual {
+    bool operator()(const Entry& a, const Entry& b) const noexcept { return a.digest == b.digest; }
+  };
+  using Index = std::unordered_set<Entry, EntryHash, EntryEqual>;
+  using Lru =
+      boost::intrusive::list<Entry, boost::intrusive::member_hook<Entry, LruHook, &Entry::lru>,
+                             boost::intrusive::constant_time_size<false>>;
   struct Pending {
     BlockId id;
-    std::string name;
+    BlockDigest digest;
     std::shared_ptr<const ByteBuffer> data;
   };
 
@@ -268,25 +374,26 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
   // descriptor is returned (a block with its header in the file is left alone, uncounted:
   // the caller reads it with Get next), and a miss is not counted (Get's will be).
   Loaded Load(const BlockId& id, uint64_t expected_length, bool for_passthrough) {
-    const std::string name = BlockFileName(id);
+    const BlockDigest digest = DigestOf(id);
     uint64_t generation = 0;
     {
       std::lock_guard lock(mu_);
-      auto it = index_.find(name);
+      auto it = index_.find(Entry(digest));
       if (it == index_.end()) {
         if (!for_passthrough) ++stats_.misses;
         return {};
       }
-      generation = it->second.generation;
-      lru_.splice(lru_.end(), lru_, it->second.lru);
+      generation = it->generation;
+      lru_.splice(lru_.end(), lru_, lru_.iterator_to(Mutable(*it)));
     }
-    UniqueFd fd(::openat(dir_fd_, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    UniqueFd fd(
+        ::openat(dir_fd_, BlockFilePath(digest).c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     if (!fd) {
       int err = errno;
       std::lock_guard lock(mu_);
       if (!for_passthrough) ++stats_.misses;
       // Gone behind our back (someone cleaned the directory): forget it.
-      if (err == ENOENT) ForgetLocked(name, generation, /*unlink=*/false);
+      if (err == ENOENT) ForgetLocked(digest, generation, /*unlink=*/false);
       return {};
     }
     struct stat st;
@@ -332,9 +439,9 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
     if (check != BlockCheck::kOk) {
       ++stats_.corrupt;
       ++stats_.misses;
-      ForgetLocked(name, generation, /*unlink=*/true);
-      spdlog::warn("disk cache: dropped block {} of '{}' ({}); it will be refetched", name, id.key,
-                   BlockCheckName(check));
+      ForgetLocked(digest, generation, /*unlink=*/true);
+      spdlog::warn("disk cache: dropped block {} of '{}' ({}); it will be refetched",
+                   BlockFilePath(digest), id.key, BlockCheckName(check));
       return {};
     }
     ++stats_.hits;
@@ -347,25 +454,38 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
     return out;
   }
 
-  // REQUIRES: mu_ held. Removes `name` if it is still the version `generation`.
-  void ForgetLocked(const std::string& name, uint64_t generation, bool unlink) {
-    auto it = index_.find(name);
-    if (it == index_.end() || it->second.generation != generation) return;
-    if (unlink) ::unlinkat(dir_fd_, name.c_str(), 0);
-    bytes_ -= it->second.size;
-    lru_.erase(it->second.lru);
+  // The set hands out const entries; only their mutable fields and LRU links change, and
+  // the LRU list needs the entry itself.
+  static Entry& Mutable(const Entry& e) { return const_cast<Entry&>(e); }
+
+  // REQUIRES: mu_ held, `digest` not indexed. Indexes it as the most recently used block.
+  void InsertLocked(const BlockDigest& digest, uint64_t size) {
+    auto [it, inserted] = index_.emplace(digest);
+    it->size = size;
+    it->generation = ++generation_;
+    lru_.push_back(Mutable(*it));
+    bytes_ += size;
+  }
+
+  // REQUIRES: mu_ held. Removes the block from the index (and its file, if `unlink`).
+  void EraseLocked(Index::iterator it, bool unlink) {
+    if (unlink) ::unlinkat(dir_fd_, BlockFilePath(it->digest).c_str(), 0);
+    bytes_ -= it->size;
+    lru_.erase(lru_.iterator_to(Mutable(*it)));
     index_.erase(it);
+  }
+
+  // REQUIRES: mu_ held. Removes `digest` if it is still the version `generation`.
+  void ForgetLocked(const BlockDigest& digest, uint64_t generation, bool unlink) {
+    auto it = index_.find(Entry(digest));
+    if (it == index_.end() || it->generation != generation) return;
+    EraseLocked(it, unlink);
   }
 
   // REQUIRES: mu_ held. Evicts least-recently-used blocks until `incoming` more bytes fit.
   void EvictLocked(uint64_t incoming) {
     while (!lru_.empty() && bytes_ + incoming > options_.max_size) {
-      const std::string victim = lru_.front();
-      auto it = index_.find(victim);
-      ::unlinkat(dir_fd_, victim.c_str(), 0);
-      bytes_ -= it->second.size;
-      index_.erase(it);
-      lru_.pop_front();
+      EraseLocked(index_.find(lru_.front()), /*unlink=*/true);
       ++stats_.evictions;
     }
   }
@@ -381,19 +501,20 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
       ++writing_;
       lock.unlock();
       if (options_.before_write_for_test) options_.before_write_for_test();
-      Write(p.id, p.name, *p.data);
+      Write(p.id, p.digest, *p.data);
       p.data.reset();  // may free the caller's buffer: never under our locks
       lock.lock();
-      queued_names_.erase(p.name);
+      queued_.erase(p.digest);
       --writing_;
       if (queue_.empty() && writing_ == 0) idle_cv_.notify_all();
     }
     idle_cv_.notify_all();
   }
 
-  void Write(const BlockId& id, const std::string& name, const ByteBuffer& data) {
+  void Write(const BlockId& id, const BlockDigest& digest, const ByteBuffer& data) {
+    // At the top level, renamed into the block's subdirectory when complete.
     const std::string temp =
-        std::string(kTempPrefix) + name + "." + std::to_string(++temp_counter_);
+        std::string(kTempPrefix) + BlockFileName(digest) + "." + std::to_string(++temp_counter_);
     int fd =
         ::openat(dir_fd_, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
     bool ok = fd >= 0;
@@ -429,12 +550,10 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
     }
     const uint64_t size = (in_file ? header.size() : 0) + data.size();
     std::lock_guard lock(mu_);
-    if (ok && !index_.count(name)) {
+    if (ok && !index_.count(Entry(digest))) {
       EvictLocked(size);
-      if (::renameat(dir_fd_, temp.c_str(), dir_fd_, name.c_str()) == 0) {
-        auto it = lru_.insert(lru_.end(), name);
-        index_[name] = Entry{size, it, ++generation_};
-        bytes_ += size;
+      if (::renameat(dir_fd_, temp.c_str(), dir_fd_, BlockFilePath(digest).c_str()) == 0) {
+        InsertLocked(digest, size);
         ++stats_.writes;
         return;
       }
@@ -458,18 +577,18 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
   const BlockLayout layout_;  // of the blocks this process writes (never kAuto)
 
   mutable std::mutex mu_;  // guards index_, lru_, bytes_, generation_, stats_, write_failures_
-  std::unordered_map<std::string, Entry> index_;
-  std::list<std::string> lru_;  // front = least recently used
+  Index index_;
+  Lru lru_;  // front = least recently used; declared after index_, so destroyed first
   uint64_t bytes_ = 0;
   uint64_t generation_ = 0;
   DiskCacheStats stats_;
   uint64_t write_failures_ = 0;
 
-  mutable std::mutex queue_mu_;  // guards queue_, queued_names_, queued_bytes_, writing_, stop_
+  mutable std::mutex queue_mu_;       // guards queue_, queued_, queued_bytes_, writing_, stop_
   std::condition_variable queue_cv_;  // work for the writer, or stop
   std::condition_variable idle_cv_;   // queue empty and writer idle (Flush)
   std::deque<Pending> queue_;
-  std::unordered_set<std::string> queued_names_;
+  std::unordered_set<BlockDigest, DigestHash> queued_;
   uint64_t queued_bytes_ = 0;  // data bytes in queue_
   int writing_ = 0;            // blocks being written now
   bool stop_ = false;
@@ -521,7 +640,7 @@ Result<std::shared_ptr<DiskBlockCache>> DiskBlockCache::Open(const DiskCacheOpti
   }
   // Before anything is written or swept: a second process must not delete the first one's
   // temporary files.
-  if (Status locked = LockDirectory(fd, options.dir, options.lock_wait, options.on_lock_wait);
+  if (Status locked = LockDirectory(fd, options.dir, options.lock_wait, options.on_notice);
       !locked.ok()) {
     ::close(fd);
     return locked;
@@ -537,9 +656,9 @@ Result<std::shared_ptr<DiskBlockCache>> DiskBlockCache::Open(const DiskCacheOpti
                       "' is on a file system without user extended attributes");
   }
   DiskCacheOptions kept = options;
-  kept.on_lock_wait = nullptr;  // for Open only: it may refer to the caller's stack
+  kept.on_notice = nullptr;  // for Open only: it may refer to the caller's stack
   auto cache = std::make_shared<DiskBlockCacheImpl>(std::move(kept), fd, layout);
-  if (Status s = cache->Scan(); !s.ok()) return s;
+  if (Status s = cache->Scan(options.on_notice); !s.ok()) return s;
   cache->Start();
   return std::shared_ptr<DiskBlockCache>(std::move(cache));
 }

@@ -70,9 +70,10 @@ struct DiskCacheOptions {
   // writing its queued blocks for a moment; a second live mount on the same directory is a
   // mistake, refused once this has passed.
   std::chrono::milliseconds lock_wait{10000};
-  // Called (during Open only) with the logged message when Open starts that wait, for a
-  // user waiting on the start (the daemon's background parent prints it).
-  std::function<void(const std::string&)> on_lock_wait;
+  // Called (during Open only) with the logged message when Open starts something that can
+  // take a while, for a user waiting on the start (the daemon's background parent prints
+  // it): that wait, or moving the blocks of a cache written before subdirectories.
+  std::function<void(const std::string&)> on_notice;
   // Tests only: runs on the writer thread before each block is written (to hold it).
   std::function<void()> before_write_for_test;
 };

@@ -315,6 +315,22 @@ class ImageCacheTestCase(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
+    def block_files(self):
+        """The disk cache's block files, as sorted paths "3f/3fa9...e1.blk" relative to
+        self.cache (each lives in the subdirectory of its name's first two hex digits)."""
+        return cache_block_files(self.cache)
+
+
+def cache_block_files(cache):
+    if not os.path.isdir(cache):
+        return []
+    found = []
+    for sub in sorted(os.listdir(cache)):
+        if os.path.isdir(os.path.join(cache, sub)):
+            found += [sub + "/" + n for n in os.listdir(os.path.join(cache, sub))
+                      if n.endswith(".blk")]
+    return sorted(found)
+
 
 def sha256_file(path):
     h = hashlib.sha256()

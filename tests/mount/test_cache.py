@@ -41,9 +41,6 @@ class DiskCacheTest(harness.ImageCacheTestCase):
         finally:
             m.close()
 
-    def block_files(self):
-        return sorted(n for n in os.listdir(self.cache) if n.endswith(".blk"))
-
     def test_remount_with_same_cache_costs_zero_gets(self):
         first, _ = self.one_mount_pass()
         self.assertEqual(first.get("GET", 0), len(self.manifest), first)
@@ -77,8 +74,13 @@ class DiskCacheTest(harness.ImageCacheTestCase):
         self.assertEqual(stat.S_IMODE(os.stat(self.cache).st_mode), 0o700)
         blocks = self.block_files()
         self.assertTrue(blocks)
-        for n in os.listdir(self.cache):
-            self.assertEqual(stat.S_IMODE(os.stat(os.path.join(self.cache, n)).st_mode), 0o600, n)
+        for rel in blocks:
+            self.assertEqual(stat.S_IMODE(os.stat(os.path.join(self.cache, rel)).st_mode), 0o600,
+                             rel)
+        subdirs = os.listdir(self.cache)
+        self.assertEqual(len(subdirs), 256, subdirs)  # 00 to ff, nothing else at the top
+        for n in subdirs:
+            self.assertEqual(stat.S_IMODE(os.stat(os.path.join(self.cache, n)).st_mode), 0o700, n)
 
     def test_cache_dir_writable_by_others_fails_the_start(self):
         os.mkdir(self.cache, 0o700)

@@ -142,7 +142,7 @@ class PassthroughTest(harness.ImageCacheTestCase):
             self.skip_unless_on(m)
             held = open(m.path(rel), "rb")  # not cached yet: the normal way, one GET
             self.assertEqual(held.read(), want)
-            harness.wait_for(lambda: any(n.endswith(".blk") for n in os.listdir(self.cache)), 30,
+            harness.wait_for(lambda: self.block_files(), 30,
                              "the block in the disk cache")
             # Cached now, but the inode is open in page-cache mode: a passthrough open of it
             # would fail in the kernel (EIO). Both while it is open and after it is closed
@@ -164,7 +164,7 @@ class PassthroughTest(harness.ImageCacheTestCase):
             self.skip_unless_on(m)
             held = open(m.path(rel), "rb")
             self.assertEqual(held.read(), want)
-            harness.wait_for(lambda: any(n.endswith(".blk") for n in os.listdir(self.cache)), 30,
+            harness.wait_for(lambda: self.block_files(), 30,
                              "the block in the disk cache")
             self.assertEqual(read_bytes(m.path(rel)), want)
             self.assertEqual(counter(stats(m.mountpoint), "ossmount_passthrough_opens_total"), 0)
@@ -179,7 +179,7 @@ class PassthroughTest(harness.ImageCacheTestCase):
 
     def test_a_corrupt_cache_file_is_refetched_not_handed_to_the_kernel(self):
         self.fill_cache()
-        blocks = sorted(n for n in os.listdir(self.cache) if n.endswith(".blk"))
+        blocks = self.block_files()
         self.assertEqual(len(blocks), len(self.manifest))
         victim = os.path.join(self.cache, blocks[len(blocks) // 2])
         with open(victim, "r+b") as f:

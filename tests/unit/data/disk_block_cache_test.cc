@@ -8,6 +8,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdlib>
@@ -64,6 +65,16 @@ std::vector<std::string> ListDir(const std::string& dir) {
   return names;
 }
 
+// Every file under `dir` that is not a directory, as a sorted path relative to `dir`.
+std::vector<std::string> ListFiles(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!e.is_directory()) files.push_back(std::filesystem::relative(e.path(), dir).string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -80,6 +91,19 @@ bool Same(const std::optional<Bytes>& got, const Bytes& want) {
 BlockId Id(const std::string& key, const std::string& etag = "\"e1\"",
            uint64_t index = kWholeObject) {
   return BlockId{key, etag, index};
+}
+
+// Stores blocks "k0", "k1", ... of 1,000 bytes each in a cache on `dir`, closed again;
+// returns their bytes.
+std::vector<Bytes> PutThousandByteBlocks(const std::string& dir, int count, uint32_t seed) {
+  std::vector<Bytes> data;
+  auto cache = OpenCache(dir);
+  for (int i = 0; i < count; ++i) {
+    data.push_back(MakeBytes(1000, seed + i));
+    cache->Put(Id("k" + std::to_string(i)), data.back());
+  }
+  cache->Flush();
+  return data;
 }
 
 }  // namespace
@@ -158,23 +182,23 @@ TEST_CASE("disk cache: corrupt, truncated and foreign-header blocks are dropped 
     cache->Flush();
   }
   // One data byte flipped.
-  std::string path = dir + "/" + BlockFileName(Id("flipped"));
+  std::string path = dir + "/" + BlockFilePath(Id("flipped"));
   std::string bytes = ReadFile(path);
   bytes[bytes.size() - 100] ^= 0x01;
   WriteFile(path, bytes);
   // Cut short.
-  path = dir + "/" + BlockFileName(Id("truncated"));
+  path = dir + "/" + BlockFilePath(Id("truncated"));
   bytes = ReadFile(path);
   WriteFile(path, bytes.substr(0, bytes.size() / 2));
   // A valid block of another key of the same length, copied under this block's name: the
   // whole header is read, its CRC is right, and it names another block.
-  WriteFile(dir + "/" + BlockFileName(Id("foreign")),
-            ReadFile(dir + "/" + BlockFileName(Id("alien01"))));
+  WriteFile(dir + "/" + BlockFilePath(Id("foreign")),
+            ReadFile(dir + "/" + BlockFilePath(Id("alien01"))));
   // The same with a key of another length.
-  WriteFile(dir + "/" + BlockFileName(Id("difflen")),
-            ReadFile(dir + "/" + BlockFileName(Id("other"))));
+  WriteFile(dir + "/" + BlockFilePath(Id("difflen")),
+            ReadFile(dir + "/" + BlockFilePath(Id("other"))));
   // One header byte (in the block index field) flipped: the header CRC catches it.
-  path = dir + "/" + BlockFileName(Id("hdrflip"));
+  path = dir + "/" + BlockFilePath(Id("hdrflip"));
   bytes = ReadFile(path);
   bytes[24] ^= 0x01;
   WriteFile(path, bytes);
@@ -194,10 +218,10 @@ TEST_CASE("disk cache: corrupt, truncated and foreign-header blocks are dropped 
   CHECK(s.blocks == 3);                                // alien01, other, good
   CHECK(Same(cache->Get(Id("alien01"), 4096), good));  // the copies' sources are intact
   // The bad files are gone from the directory; a second Get is a plain miss.
-  CHECK(::access((dir + "/" + BlockFileName(Id("flipped"))).c_str(), F_OK) != 0);
-  CHECK(::access((dir + "/" + BlockFileName(Id("truncated"))).c_str(), F_OK) != 0);
-  CHECK(::access((dir + "/" + BlockFileName(Id("foreign"))).c_str(), F_OK) != 0);
-  CHECK(::access((dir + "/" + BlockFileName(Id("hdrflip"))).c_str(), F_OK) != 0);
+  CHECK(::access((dir + "/" + BlockFilePath(Id("flipped"))).c_str(), F_OK) != 0);
+  CHECK(::access((dir + "/" + BlockFilePath(Id("truncated"))).c_str(), F_OK) != 0);
+  CHECK(::access((dir + "/" + BlockFilePath(Id("foreign"))).c_str(), F_OK) != 0);
+  CHECK(::access((dir + "/" + BlockFilePath(Id("hdrflip"))).c_str(), F_OK) != 0);
   CHECK_FALSE(cache->Get(Id("flipped"), 4096).has_value());
   CHECK(cache->Stats().corrupt == 5);
   // A refetched block can be stored again.
@@ -246,7 +270,7 @@ TEST_CASE("disk cache: eviction keeps the budget and removes least recently used
   CHECK(Same(cache->Get(Id("k0"), block), data[0]));
   CHECK(Same(cache->Get(Id("k2"), block), data[2]));
   CHECK(Same(cache->Get(Id("k3"), block), data[3]));
-  CHECK(ListDir(dir).size() == 3);
+  CHECK(ListFiles(dir).size() == 3);
 
   // A block larger than the whole cache is not written at all.
   cache->Put(Id("huge"), MakeBytes(4 * per_file, 30));
@@ -268,26 +292,18 @@ TEST_CASE("disk cache: reopening with a smaller budget evicts down to it") {
   auto s = cache->Stats();
   CHECK(s.blocks == 2);
   CHECK(s.bytes <= 2 * per_file);
-  CHECK(ListDir(dir).size() == 2);
+  CHECK(ListFiles(dir).size() == 2);
 }
 
 TEST_CASE("disk cache: recency survives a restart (a hit refreshes the block's mtime)") {
   TempDir tmp;
   const std::string dir = tmp.Sub("c");
   const uint64_t per_file = BlockHeaderSize(Id("k0")) + 1000;
-  std::vector<Bytes> data;
-  {
-    auto cache = OpenCache(dir);
-    for (int i = 0; i < 3; ++i) {
-      data.push_back(MakeBytes(1000, 60 + i));
-      cache->Put(Id("k" + std::to_string(i)), data.back());
-    }
-    cache->Flush();
-  }
+  const std::vector<Bytes> data = PutThousandByteBlocks(dir, 3, 60);
   // Distinct old mtimes: k0 oldest, then k1, then k2.
   for (int i = 0; i < 3; ++i) {
     struct timespec times[2] = {{1000000 + i * 100, 0}, {1000000 + i * 100, 0}};
-    REQUIRE(::utimensat(AT_FDCWD, (dir + "/" + BlockFileName(Id("k" + std::to_string(i)))).c_str(),
+    REQUIRE(::utimensat(AT_FDCWD, (dir + "/" + BlockFilePath(Id("k" + std::to_string(i)))).c_str(),
                         times, 0) == 0);
   }
   {
@@ -301,6 +317,107 @@ TEST_CASE("disk cache: recency survives a restart (a hit refreshes the block's m
   CHECK(Same(cache->Get(Id("k2"), 1000), data[2]));
 }
 
+TEST_CASE("disk cache: blocks of a cache written before subdirectories are moved into them") {
+  TempDir tmp;
+  const std::string dir = tmp.Sub("c");
+  const uint64_t per_file = BlockHeaderSize(Id("k0")) + 1000;
+  const std::vector<Bytes> data = PutThousandByteBlocks(dir, 3, 70);
+  // The old layout: every block at the top level, no subdirectories; k1 used last.
+  for (int i = 0; i < 3; ++i) {
+    const BlockId id = Id("k" + std::to_string(i));
+    REQUIRE(::rename((dir + "/" + BlockFilePath(id)).c_str(),
+                     (dir + "/" + BlockFileName(id)).c_str()) == 0);
+    const std::time_t when = i == 1 ? 2000000 : 1000000 + i * 100;
+    struct timespec times[2] = {{when, 0}, {when, 0}};
+    REQUIRE(::utimensat(AT_FDCWD, (dir + "/" + BlockFileName(id)).c_str(), times, 0) == 0);
+  }
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.is_directory()) std::filesystem::remove(e.path());
+  }
+  REQUIRE(ListDir(dir).size() == 3);
+
+  // Room for two: the move keeps each block's recency, so k0 (least recent) goes.
+  DiskCacheOptions o;
+  o.dir = dir;
+  o.max_size = 2 * per_file;
+  std::vector<std::string> notices;
+  o.on_notice = [&](const std::string& n) { notices.push_back(n); };
+  auto opened = DiskBlockCache::Open(o);
+  REQUIRE(opened.ok());
+  auto cache = *opened;
+  REQUIRE(notices.size() == 1);  // said once, before the move, to a user waiting on the start
+  CHECK(notices[0].find("moving the blocks in '" + dir + "' into its 256 subdirectories") !=
+        std::string::npos);
+  CHECK(cache->Stats().blocks == 2);
+  CHECK(cache->Stats().evictions == 1);
+  CHECK(ListFiles(dir) == [] {
+    std::vector<std::string> want = {BlockFilePath(Id("k1")), BlockFilePath(Id("k2"))};
+    std::sort(want.begin(), want.end());
+    return want;
+  }());
+  CHECK(ListDir(dir).size() == 256);  // the subdirectories, nothing else at the top
+  CHECK_FALSE(cache->Get(Id("k0"), 1000).has_value());
+  CHECK(Same(cache->Get(Id("k1"), 1000), data[1]));
+  CHECK(Same(cache->Get(Id("k2"), 1000), data[2]));
+  CHECK(cache->Stats().corrupt == 0);
+}
+
+TEST_CASE(
+    "disk cache: a block file in another block's subdirectory is neither indexed nor served") {
+  TempDir tmp;
+  const std::string dir = tmp.Sub("c");
+  auto a = MakeBytes(500, 80);
+  {
+    auto cache = OpenCache(dir);
+    cache->Put(Id("a"), a);
+    cache->Flush();
+  }
+  const std::string path = BlockFilePath(Id("a"));
+  const std::string wrong = (path.substr(0, 2) == "00" ? "01" : "00") + path.substr(2);
+  REQUIRE(::rename((dir + "/" + path).c_str(), (dir + "/" + wrong).c_str()) == 0);
+  DiskCacheOptions o;
+  o.dir = dir;
+  bool noticed = false;
+  o.on_notice = [&](const std::string&) { noticed = true; };
+  auto opened = DiskBlockCache::Open(o);
+  REQUIRE(opened.ok());
+  auto cache = *opened;
+  CHECK_FALSE(noticed);  // nothing to move: a current cache opens without a word
+  CHECK(cache->Stats().blocks == 0);
+  CHECK_FALSE(cache->Get(Id("a"), a->size()).has_value());
+  CHECK(ListFiles(dir) == std::vector<std::string>{wrong});  // not ours to delete
+}
+
+TEST_CASE("disk cache: a subdirectory that is not private to this user is refused") {
+  TempDir tmp;
+  const std::string dir = tmp.Sub("c");
+  OpenCache(dir).reset();
+  const std::string sub = dir + "/7f";
+  DiskCacheOptions o;
+  o.dir = dir;
+
+  REQUIRE(::chmod(sub.c_str(), 0777) == 0);
+  auto r = DiskBlockCache::Open(o);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message() ==
+        "'" + sub +
+            "' is not a private directory of this user, so the cache cannot keep its "
+            "blocks there; remove it");
+
+  REQUIRE(::rmdir(sub.c_str()) == 0);
+  REQUIRE(::symlink(tmp.Sub("elsewhere").c_str(), sub.c_str()) == 0);
+  r = DiskBlockCache::Open(o);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("'" + sub + "' is not a private directory") != std::string::npos);
+
+  REQUIRE(::unlink(sub.c_str()) == 0);
+  CHECK(DiskBlockCache::Open(o).ok());  // made again
+  struct stat st;
+  REQUIRE(::lstat(sub.c_str(), &st) == 0);
+  CHECK(S_ISDIR(st.st_mode));
+  CHECK((st.st_mode & 07777) == 0700);
+}
+
 TEST_CASE("disk cache: directory is created 0700, files 0600, a group-writable dir is refused") {
   TempDir tmp;
   const std::string dir = tmp.Sub("parent/c");
@@ -310,10 +427,12 @@ TEST_CASE("disk cache: directory is created 0700, files 0600, a group-writable d
   struct stat st;
   REQUIRE(::stat(dir.c_str(), &st) == 0);
   CHECK((st.st_mode & 07777) == 0700);
-  auto names = ListDir(dir);
-  REQUIRE(names.size() == 1);
-  REQUIRE(::stat((dir + "/" + names[0]).c_str(), &st) == 0);
+  auto files = ListFiles(dir);
+  REQUIRE(files.size() == 1);
+  REQUIRE(::stat((dir + "/" + files[0]).c_str(), &st) == 0);
   CHECK((st.st_mode & 07777) == 0600);
+  REQUIRE(::stat((dir + "/" + files[0].substr(0, 2)).c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0700);
   cache.reset();
 
   for (mode_t bad : {0770, 0702, 0777}) {
@@ -350,9 +469,7 @@ TEST_CASE("disk cache: temporary files left by a crash are removed on open") {
   WriteFile(dir + "/tmp.whatever", "");
   WriteFile(dir + "/README", "not ours: left alone");
   auto cache = OpenCache(dir);
-  auto names = ListDir(dir);
-  std::sort(names.begin(), names.end());
-  CHECK(names == std::vector<std::string>{BlockFileName(Id("a")), "README"});
+  CHECK(ListFiles(dir) == std::vector<std::string>{BlockFilePath(Id("a")), "README"});
   CHECK(cache->Stats().blocks == 1);
   CHECK(Same(cache->Get(Id("a"), a->size()), a));
 }
@@ -375,9 +492,15 @@ TEST_CASE("disk cache: hostile keys become safe file names inside the directory"
     cache->Put(Id(keys[i]), data.back());
   }
   cache->Flush();
-  auto names = ListDir(dir);
-  CHECK(names.size() == keys.size());
-  for (const auto& n : names) CHECK(IsBlockFileName(n));
+  auto files = ListFiles(dir);
+  CHECK(files.size() == keys.size());
+  for (const auto& f : files) {
+    INFO(f);
+    REQUIRE(f.size() > 3);
+    CHECK(f[2] == '/');
+    CHECK(IsBlockFileName(f.substr(3)));
+    CHECK(f.substr(0, 2) == f.substr(3, 2));  // in the subdirectory of its first two digits
+  }
   for (size_t i = 0; i < keys.size(); ++i)
     CHECK(Same(cache->Get(Id(keys[i]), data[i]->size()), data[i]));
   CHECK(ListDir(tmp.path()).size() == 1);  // nothing escaped next to the cache dir
@@ -541,7 +664,7 @@ TEST_CASE("disk cache: a block written by another format version is dropped, not
     cache->Flush();
   }
   // The version field (bytes 8..11) rewritten to 1, the CRC-64 format this one replaced.
-  const std::string path = dir + "/" + BlockFileName(Id("old"));
+  const std::string path = dir + "/" + BlockFilePath(Id("old"));
   std::string bytes = ReadFile(path);
   REQUIRE(static_cast<uint8_t>(bytes[8]) == kFileHeaderVersion);
   bytes[8] = 1;
@@ -560,7 +683,7 @@ TEST_CASE("disk cache: a recent hit leaves the block's mtime alone, an old one r
   auto cache = OpenCache(dir);
   cache->Put(Id("k"), data);
   cache->Flush();
-  const std::string path = dir + "/" + BlockFileName(Id("k"));
+  const std::string path = dir + "/" + BlockFilePath(Id("k"));
   auto mtime = [&] {
     struct stat st {};
     REQUIRE(::stat(path.c_str(), &st) == 0);
@@ -633,7 +756,7 @@ TEST_CASE("disk cache: with the header in an attribute the file is exactly the b
   auto a = MakeBytes(110000, 21);
   cache->Put(Id("train/n01/a.JPEG"), a);
   cache->Flush();
-  const std::string path = dir + "/" + BlockFileName(Id("train/n01/a.JPEG"));
+  const std::string path = dir + "/" + BlockFilePath(Id("train/n01/a.JPEG"));
   CHECK(ReadFile(path) == AsString(a));
   const std::string header = GetXattr(path);
   REQUIRE(header.size() == kBlockFixedHeaderSize);  // fits inside an ext4 inode
@@ -664,7 +787,7 @@ TEST_CASE("disk cache: a corrupt block is never handed out for passthrough") {
     cache->Put(Id("alien"), other);
     cache->Flush();
   }
-  auto path = [&](const std::string& n) { return dir + "/" + BlockFileName(Id(n)); };
+  auto path = [&](const std::string& n) { return dir + "/" + BlockFilePath(Id(n)); };
   std::string bytes = ReadFile(path("flipped"));
   bytes[5000] ^= 0x40;
   WriteFile(path("flipped"), bytes);  // truncating rewrite: the attribute stays
@@ -716,7 +839,7 @@ TEST_CASE("disk cache: blocks written with the header in the file are still read
   cache->Flush();
   CHECK(Same(cache->Get(Id("new"), 6000), new_block));
   CHECK(cache->OpenVerified(Id("new"), 6000).has_value());
-  CHECK(ReadFile(dir + "/" + BlockFileName(Id("new"))) == AsString(new_block));
+  CHECK(ReadFile(dir + "/" + BlockFilePath(Id("new"))) == AsString(new_block));
 }
 
 TEST_CASE("disk cache: the automatic layout puts the header in an attribute where it can") {
@@ -725,7 +848,7 @@ TEST_CASE("disk cache: the automatic layout puts the header in an attribute wher
   auto cache = OpenCache(tmp.Sub("c"));
   // TMPDIR here is ext4 or tmpfs, which take user attributes; the probe file is gone.
   CHECK(cache->layout() == BlockLayout::kHeaderInXattr);
-  CHECK(ListDir(tmp.Sub("c")).empty());
+  CHECK(ListFiles(tmp.Sub("c")).empty());
 }
 
 TEST_CASE("disk cache: a directory another cache has open is refused, naming the holder") {
@@ -745,7 +868,7 @@ TEST_CASE("disk cache: a directory another cache has open is refused, naming the
         std::string::npos);
   CHECK(message.find("give each mount its own --cache") != std::string::npos);
   // The refused Open swept nothing: the first cache's block is still there and readable.
-  CHECK(ListDir(dir).size() == 1);
+  CHECK(ListFiles(dir).size() == 1);
   CHECK(first->Get(Id("a"), 100).has_value());
 
   first.reset();  // lets go of the directory

@@ -119,7 +119,7 @@ TEST_CASE("Disk cache: a corrupted block is refetched with exactly one GET") {
     cache->Flush();
   }
   const std::string path =
-      tmp.Sub("cache") + "/" + data::BlockFileName({"a.jpg", etag, data::kWholeObject});
+      tmp.Sub("cache") + "/" + data::BlockFilePath({"a.jpg", etag, data::kWholeObject});
   std::string bytes = Slurp(path);
   REQUIRE(!bytes.empty());
   bytes[bytes.size() / 2] ^= 0x40;
