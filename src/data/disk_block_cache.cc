@@ -207,12 +207,12 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
     });
     if (!top.ok()) return top;
 
-    struct Found {
-      BlockDigest digest;
-      uint64_t size;
-      struct timespec mtime;
-    };
-    std::vector<Found> found;
+    // Entries go into the index as their files are found, each one's generation holding
+    // the file's mtime for now; the LRU order is then one sort of pointers: 8 bytes per
+    // block at the peak, where a list of what was found would take 48 (half a gigabyte
+    // for a cache of ten million blocks).
+    std::lock_guard lock(mu_);
+    std::vector<const Entry*> by_mtime;
     for (int i = 0; i < 256; ++i) {
       BlockDigest first;
       first.bytes[0] = static_cast<unsigned char>(i);
@@ -230,18 +230,31 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
         struct stat st;
         if (::fstatat(sub_fd.get(), name, &st, AT_SYMLINK_NOFOLLOW) != 0) return;
         if (!S_ISREG(st.st_mode)) return;
-        found.push_back({*digest, static_cast<uint64_t>(st.st_size), st.st_mtim});
+        auto [it, inserted] = index_.emplace(*digest);
+        if (!inserted) return;
+        it->size = static_cast<uint64_t>(st.st_size);
+        it->generation = st.st_mtim.tv_sec < 0
+                             ? 0
+                             : static_cast<uint64_t>(st.st_mtim.tv_sec) * 1000000000u +
+                                   static_cast<uint64_t>(st.st_mtim.tv_nsec);
+        bytes_ += it->size;
+        by_mtime.push_back(&*it);
       });
       if (!listed.ok()) return listed;
+      // Digests spread blocks evenly over the subdirectories: the first one tells how many
+      // the index will hold, so it grows once instead of rehashing at every doubling.
+      if (i == 0) {
+        index_.reserve(index_.size() * 256);
+        by_mtime.reserve(index_.size() * 256);
+      }
     }
-    std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
-      if (a.mtime.tv_sec != b.mtime.tv_sec) return a.mtime.tv_sec < b.mtime.tv_sec;
-      return a.mtime.tv_nsec < b.mtime.tv_nsec;
-    });
-    std::lock_guard lock(mu_);
-    index_.reserve(found.size());
-    for (const Found& f : found) InsertLocked(f.digest, f.size);
-    found = {};
+    std::sort(by_mtime.begin(), by_mtime.end(),
+              [](const Entry* a, const Entry* b) { return a->generation < b->generation; });
+    for (const Entry* e : by_mtime) {
+      e->generation = ++generation_;
+      lru_.push_back(Mutable(*e));
+    }
+    by_mtime = {};
     EvictLocked(0);
     if (temps > 0) spdlog::info("disk cache: removed {} unfinished block file(s)", temps);
     if (moved > 0) {
