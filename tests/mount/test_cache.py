@@ -3,8 +3,10 @@
 Mounts the bundled test server with --cache DIR --metadata-ttl indefinite, reads every file
 of an ImageFolder-like tree, unmounts, remounts with the same DIR and reads everything
 again: the second mount costs zero GETs at the server and every byte matches the source.
-A block file corrupted between mounts is detected and refetched with one GET. The cache
-directory is 0700 and its files 0600; a directory others can write to fails the start, and
+A block file corrupted between mounts is detected and refetched with one GET. A cache of
+an older version, every block at the top level, is moved into the 256 subdirectories by the
+next start, which says so. The cache directory and its subdirectories are 0700 and its
+files 0600; a directory others can write to fails the start, and
 so does one that another live mount uses as its cache.
 """
 import os
@@ -125,6 +127,41 @@ class DiskCacheTest(harness.ImageCacheTestCase):
         stats, log = self.one_mount_pass()
         self.assertEqual(stats.get("GET", 0), 0, stats)
         self.assertNotIn("in use by", log)
+
+    def test_a_cache_of_an_older_version_is_moved_into_subdirectories(self):
+        """A cache written before the 256 subdirectories (every block at the top level) is
+        moved into them by the next start, which says so first, here in the background as a
+        user types it; every file is then read from it with zero GETs."""
+        self.one_mount_pass()
+        blocks = self.block_files()
+        self.assertEqual(len(blocks), len(self.manifest))
+        for rel in blocks:
+            os.rename(os.path.join(self.cache, rel),
+                      os.path.join(self.cache, os.path.basename(rel)))
+        for sub in os.listdir(self.cache):
+            if os.path.isdir(os.path.join(self.cache, sub)):
+                os.rmdir(os.path.join(self.cache, sub))
+        self.assertEqual(self.block_files(), [])
+
+        mnt = os.path.join(self.tmp, "mnt")
+        os.mkdir(mnt)
+        cmd = harness.mount_command(self.server, mnt, ["--cache", self.cache,
+                                                       "--metadata-ttl", "indefinite"],
+                                    foreground=False)
+        try:
+            r = subprocess.run(cmd, env=self.server.env(), capture_output=True, text=True,
+                               timeout=120)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("moving the blocks in '%s' into its 256 subdirectories" % self.cache,
+                          r.stderr)
+            self.server.reset_stats()
+            for rel, (size, digest) in sorted(self.manifest.items()):
+                self.assertEqual(harness.sha256_file(os.path.join(mnt, rel)), digest, rel)
+            self.assertEqual(self.server.stats().get("GET", 0), 0)
+        finally:
+            harness.force_unmount(mnt)
+        self.assertEqual(self.block_files(), blocks)
+        self.assertEqual([n for n in os.listdir(self.cache) if n.endswith(".blk")], [])
 
     def test_a_killed_daemon_leaves_no_lock_behind(self):
         """kill -9 releases the cache directory with the process: a new mount on it starts
