@@ -613,7 +613,16 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
     std::lock_guard lock(mu_);
     if (ok && !index_.count(Entry(digest))) {
       EvictLocked(size);
-      if (::renameat(dir_fd_, temp.c_str(), dir_fd_, BlockFilePath(digest).c_str()) == 0) {
+      const std::string path = BlockFilePath(digest);
+      int renamed = ::renameat(dir_fd_, temp.c_str(), dir_fd_, path.c_str());
+      if (renamed != 0 && errno == ENOENT &&
+          ::mkdirat(dir_fd_, BlockSubdirectory(digest).c_str(), 0700) == 0) {
+        // Its subdirectory was deleted under us (someone emptied DIR with rm -rf DIR/*
+        // while mounted): made again, so the cache goes on filling instead of failing every
+        // write until a restart.
+        renamed = ::renameat(dir_fd_, temp.c_str(), dir_fd_, path.c_str());
+      }
+      if (renamed == 0) {
         InsertLocked(digest, size);
         ++stats_.writes;
         return;

@@ -388,6 +388,31 @@ TEST_CASE(
   CHECK(ListFiles(dir) == std::vector<std::string>{wrong});  // not ours to delete
 }
 
+TEST_CASE("disk cache: a directory emptied while the cache runs fills again") {
+  TempDir tmp;
+  const std::string dir = tmp.Sub("c");
+  auto cache = OpenCache(dir);
+  auto a = MakeBytes(500, 90);
+  cache->Put(Id("a"), a);
+  cache->Flush();
+  // rm -rf DIR/* while mounted: the blocks and the subdirectories go.
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::filesystem::remove_all(e.path());
+  }
+  CHECK_FALSE(cache->Get(Id("a"), a->size()).has_value());  // gone: forgotten, a miss
+  cache->Put(Id("a"), a);
+  cache->Put(Id("b"), a);
+  cache->Flush();
+  const DiskCacheStats s = cache->Stats();
+  CHECK(s.dropped == 0);
+  CHECK(s.blocks == 2);
+  CHECK(Same(cache->Get(Id("a"), a->size()), a));
+  CHECK(Same(cache->Get(Id("b"), a->size()), a));
+  struct stat st;
+  REQUIRE(::stat((dir + "/" + BlockFilePath(Id("a")).substr(0, 2)).c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0700);
+}
+
 TEST_CASE("disk cache: a subdirectory that is not private to this user is refused") {
   TempDir tmp;
   const std::string dir = tmp.Sub("c");
