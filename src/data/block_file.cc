@@ -81,9 +81,9 @@ std::string BlockFileName(const BlockDigest& digest) {
   return name;
 }
 
-std::string BlockSubdirectory(const BlockDigest& digest) {
+std::string BlockSubdirectory(unsigned char first_byte) {
   std::string dir;
-  AppendHex(dir, digest.bytes.data(), 1);
+  AppendHex(dir, &first_byte, 1);
   return dir;
 }
 

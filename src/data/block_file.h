@@ -68,8 +68,8 @@ inline std::string BlockFileName(const BlockId& id) { return BlockFileName(Diges
 // The block's file relative to the cache directory: "<2 hex digits>/<64 hex digits>.blk".
 std::string BlockFilePath(const BlockDigest& digest);
 inline std::string BlockFilePath(const BlockId& id) { return BlockFilePath(DigestOf(id)); }
-// The subdirectory a block of this digest lives in: "00" to "ff".
-std::string BlockSubdirectory(const BlockDigest& digest);
+// The subdirectory blocks whose digest starts with `first_byte` live in: "00" to "ff".
+std::string BlockSubdirectory(unsigned char first_byte);
 // The digest a name BlockFileName can produce stands for; nullopt for any other name.
 std::optional<BlockDigest> ParseBlockFileName(std::string_view name);
 inline bool IsBlockFileName(std::string_view name) { return ParseBlockFileName(name).has_value(); }

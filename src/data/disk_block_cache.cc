@@ -140,9 +140,7 @@ Status ForEachName(int dir_fd, const std::string& what,
 // One that is not a directory of this user, private to it, is refused, as the top level is.
 Status MakeSubdirectories(int dir_fd, const std::string& dir) {
   for (int i = 0; i < 256; ++i) {
-    BlockDigest first;
-    first.bytes[0] = static_cast<unsigned char>(i);
-    const std::string sub = BlockSubdirectory(first);
+    const std::string sub = BlockSubdirectory(static_cast<unsigned char>(i));
     if (::mkdirat(dir_fd, sub.c_str(), 0700) != 0 && errno != EEXIST) {
       return Status(ErrorCode::kInvalidArgument,
                     "cannot create '" + dir + "/" + sub + "': " + ErrnoText(errno));
@@ -478,9 +476,8 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
   // Appends the blocks in subdirectory `i` (of 256) to `found`. Files that are not blocks,
   // or blocks of another subdirectory (never looked for there), are left alone.
   Status ReadSubdirectory(int i, std::vector<FoundBlock>* found) const {
-    BlockDigest first;
-    first.bytes[0] = static_cast<unsigned char>(i);
-    const std::string sub = BlockSubdirectory(first);
+    const auto first_byte = static_cast<unsigned char>(i);
+    const std::string sub = BlockSubdirectory(first_byte);
     UniqueFd sub_fd(
         ::openat(dir_fd_, sub.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!sub_fd) {
@@ -489,7 +486,7 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
     }
     return ForEachName(sub_fd.get(), options_.dir + "/" + sub, [&](const char* name) {
       std::optional<BlockDigest> digest = ParseBlockFileName(name);
-      if (!digest || digest->bytes[0] != first.bytes[0]) return;
+      if (!digest || digest->bytes[0] != first_byte) return;
       struct stat st;
       if (::fstatat(sub_fd.get(), name, &st, AT_SYMLINK_NOFOLLOW) != 0) return;
       if (!S_ISREG(st.st_mode)) return;
@@ -616,7 +613,7 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
       const std::string path = BlockFilePath(digest);
       int renamed = ::renameat(dir_fd_, temp.c_str(), dir_fd_, path.c_str());
       if (renamed != 0 && errno == ENOENT &&
-          ::mkdirat(dir_fd_, BlockSubdirectory(digest).c_str(), 0700) == 0) {
+          ::mkdirat(dir_fd_, BlockSubdirectory(digest.bytes[0]).c_str(), 0700) == 0) {
         // Its subdirectory was deleted under us (someone emptied DIR with rm -rf DIR/*
         // while mounted): made again, so the cache goes on filling instead of failing every
         // write until a restart.

@@ -26,10 +26,22 @@ class DiskCacheTest(harness.ImageCacheTestCase):
 
     def read_everything(self, m):
         """Reads every file through the mount and checks its bytes against the manifest."""
+        self.read_everything_under(m.mountpoint)
+
+    def read_everything_under(self, mountpoint):
         for rel, (size, digest) in sorted(self.manifest.items()):
-            path = m.path(rel)
+            path = os.path.join(mountpoint, rel)
             self.assertEqual(os.path.getsize(path), size, rel)
             self.assertEqual(harness.sha256_file(path), digest, rel)
+
+    def start_in_background(self, mnt):
+        """Mounts on `mnt` with this test's cache as a user types it (no -f): the command
+        returns once the daemon serves, or fails; returns the finished command."""
+        cmd = harness.mount_command(self.server, mnt, ["--cache", self.cache,
+                                                       "--metadata-ttl", "indefinite"],
+                                    foreground=False)
+        return subprocess.run(cmd, env=self.server.env(), capture_output=True, text=True,
+                              timeout=120)
 
     def one_mount_pass(self):
         """Mounts, reads everything, unmounts; returns the server's request counts."""
@@ -104,12 +116,8 @@ class DiskCacheTest(harness.ImageCacheTestCase):
             rel = sorted(self.manifest)[0]
             self.assertEqual(harness.sha256_file(first.path(rel)), self.manifest[rel][1])
             mnt = tempfile.mkdtemp(prefix="ossmount-second-")
-            cmd = harness.mount_command(self.server, mnt, ["--cache", self.cache,
-                                                           "--metadata-ttl", "indefinite"],
-                                        foreground=False)
             try:
-                r = subprocess.run(cmd, env=self.server.env(), capture_output=True, text=True,
-                                   timeout=120)
+                r = self.start_in_background(mnt)
             finally:
                 harness.force_unmount(mnt)
             holder = "'%s' is in use by pid %d, ossmount" % (self.cache, first.proc.pid)
@@ -145,18 +153,13 @@ class DiskCacheTest(harness.ImageCacheTestCase):
 
         mnt = os.path.join(self.tmp, "mnt")
         os.mkdir(mnt)
-        cmd = harness.mount_command(self.server, mnt, ["--cache", self.cache,
-                                                       "--metadata-ttl", "indefinite"],
-                                    foreground=False)
         try:
-            r = subprocess.run(cmd, env=self.server.env(), capture_output=True, text=True,
-                               timeout=120)
+            r = self.start_in_background(mnt)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn("moving the blocks in '%s' into its 256 subdirectories" % self.cache,
                           r.stderr)
             self.server.reset_stats()
-            for rel, (size, digest) in sorted(self.manifest.items()):
-                self.assertEqual(harness.sha256_file(os.path.join(mnt, rel)), digest, rel)
+            self.read_everything_under(mnt)
             self.assertEqual(self.server.stats().get("GET", 0), 0)
         finally:
             harness.force_unmount(mnt)
