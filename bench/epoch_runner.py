@@ -2,6 +2,7 @@
 """ImageFolder epochs for the benchmark, with server request counts per phase.
 
   epoch_runner.py ROOT --workers N --epochs E [--limit K] [--stats-url URL] [--hints]
+                  [--paths-from DIR]
 
 The reader is scripts/imagefolder_epoch.py's: torchvision ImageFolder with its raw-bytes
 loader (each worker reads every byte and returns only the length, so no image data is
@@ -10,7 +11,10 @@ reads a fixed random subset of K images each epoch (used for the slowest peers i
 mode). With --stats-url (the server's base URL) the counters are reset before ImageFolder
 lists the tree and read after the listing and after each epoch. --hints wraps the
 shuffling sampler in python/ossmount_hints.HintedSampler (each epoch's order is sent to the
-mount before the epoch starts).
+mount before the epoch starts). --paths-from DIR reads the same files by path instead, as a
+dataset built from a list file (COCO's annotations, a train.txt) does: the relative paths of
+the files under DIR, a local tree of the same layout, are opened under ROOT, which is never
+listed (the "list" phase then only counts them).
 Prints one JSON object per phase on stdout: {"phase": "list"|"epoch", ...}.
 """
 import argparse
@@ -43,6 +47,29 @@ def server(url, method, path):
     return {"GET": s["GET"], "HEAD": s["HEAD"], "LIST": s["LIST"]}
 
 
+class PathListDataset(torch.utils.data.Dataset):
+    """(raw length, class index) of each path under root, opened by name, never listed."""
+
+    def __init__(self, root, paths):
+        self.root = root
+        self.paths = paths
+        self.classes = sorted({p.split(os.sep)[0] for p in paths})
+        index = {c: i for i, c in enumerate(self.classes)}
+        self.samples = [(os.path.join(root, p), index[p.split(os.sep)[0]]) for p in paths]
+
+    def __len__(self):
+        return len(self.samples)
+
+    def __getitem__(self, i):
+        path, label = self.samples[i]
+        return imagefolder_epoch.raw_length_loader(path), label
+
+
+def relative_files(top):
+    return sorted(os.path.relpath(os.path.join(d, n), top)
+                  for d, _, names in os.walk(top) for n in names)
+
+
 def delta(a, b):
     return {k: b[k] - a.get(k, 0) for k in b}
 
@@ -60,11 +87,16 @@ def main():
     p.add_argument("--limit", type=int, default=0)
     p.add_argument("--stats-url", default="")
     p.add_argument("--hints", action="store_true")
+    p.add_argument("--paths-from", default="")
     args = p.parse_args()
 
     server(args.stats_url, "POST", "/_ossmount/reset")
     start = time.monotonic()
-    ds = torchvision.datasets.ImageFolder(args.root, loader=imagefolder_epoch.raw_length_loader)
+    if args.paths_from:
+        ds = PathListDataset(args.root, relative_files(args.paths_from))
+    else:
+        ds = torchvision.datasets.ImageFolder(args.root,
+                                              loader=imagefolder_epoch.raw_length_loader)
     list_s = time.monotonic() - start
     before = server(args.stats_url, "GET", "/_ossmount/stats")
     emit({"phase": "list", "images": len(ds), "classes": len(ds.classes),

@@ -168,6 +168,7 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
       return 1;
     }
     fs_client = *manifest_client;
+    config.fs.list_for_lookups = false;
   } else if (Status st = ProbeBucket(**client, config, probe_timeout); !st.ok()) {
     Fail(reporter, st.message());
     return 1;

@@ -200,6 +200,12 @@ std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* bef
   } else {
     out += "\nList-ahead     off\n";
   }
+  out += "\nLookup listings (directories listed because names in them were probed)\n";
+  out += Line(
+      "  directories            %.0f listed, %.0f abandoned (the lookups stopped), %.0f failed",
+      Get(s, "ossmount_lookup_listings_total{result=listed}"),
+      Get(s, "ossmount_lookup_listings_total{result=abandoned}"),
+      Get(s, "ossmount_lookup_listings_total{result=failed}"));
 
   out +=
       Line("\nMemory in use  %s of %s", FormatBytes(Get(s, "ossmount_memory_used_bytes")).c_str(),

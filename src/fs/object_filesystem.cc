@@ -75,30 +75,45 @@ FileMetrics& Files() {
   return m;
 }
 
-// The outcome of each listing list-ahead sent itself (looked up once).
-struct ListAheadMetrics {
+constexpr const char* kListAhead = "ossmount_list_ahead_total";
+constexpr const char* kLookupListings = "ossmount_lookup_listings_total";
+
+}  // namespace
+
+// The outcome of each listing sent for one reason (looked up once).
+struct ListingOutcomes {
   metrics::Counter& listed;
   metrics::Counter& abandoned;
   metrics::Counter& failed;
+
+  ListingOutcomes(const char* name, const std::string& help)
+      : listed(metrics::Registry::Global().GetCounter(name, help, {{"result", "listed"}})),
+        abandoned(metrics::Registry::Global().GetCounter(name, help, {{"result", "abandoned"}})),
+        failed(metrics::Registry::Global().GetCounter(name, help, {{"result", "failed"}})) {}
 
   void Count(bool was_abandoned, const Status& status) {
     (was_abandoned ? abandoned : status.ok() ? listed : failed).Add();
   }
 };
 
-constexpr const char* kListAhead = "ossmount_list_ahead_total";
+namespace {
 
-ListAheadMetrics& ListAheadOutcomes() {
-  static const std::string help =
+ListingOutcomes& ListAheadOutcomes() {
+  static ListingOutcomes m(
+      kListAhead,
       "Directories whose listing was sent ahead of a tree walk (one per directory, whatever its "
       "pages): listed = cached, abandoned = stopped after " +
-      std::to_string(ListAhead::kMaxPages) +
-      " pages with no reader waiting (not cached), failed = the listing failed.";
-  static ListAheadMetrics m{
-      metrics::Registry::Global().GetCounter(kListAhead, help, {{"result", "listed"}}),
-      metrics::Registry::Global().GetCounter(kListAhead, help, {{"result", "abandoned"}}),
-      metrics::Registry::Global().GetCounter(kListAhead, help, {{"result", "failed"}}),
-  };
+          std::to_string(ListAhead::kMaxPages) +
+          " pages with no reader waiting (not cached), failed = the listing failed.");
+  return m;
+}
+
+ListingOutcomes& LookupListingOutcomes() {
+  static ListingOutcomes m(
+      kLookupListings,
+      "Directories listed in the background because names in them were looked up that nothing "
+      "cached answered (one per listing, whatever its pages): listed = cached, abandoned = "
+      "stopped when the lookups stopped (not cached), failed = the listing failed.");
   return m;
 }
 
@@ -156,8 +171,8 @@ ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
                 done();
               },
               FetchMode{.fresh_will_do = true,
-                        .abandon_after_pages = ListAhead::kMaxPages,
-                        .counted_as_list_ahead = true});
+                        .worth_going_on = [](int pages) { return pages < ListAhead::kMaxPages; },
+                        .counted_in = &ListAheadOutcomes()});
         });
     std::weak_ptr<ListAhead> weak = list_ahead_;
     registry.SetCallbackCounter("ossmount_list_ahead_dropped_total",
@@ -245,6 +260,7 @@ void ObjectFilesystem::Resolve(const std::string& path, ResolveCallback done) {
 
 void ObjectFilesystem::ProbePath(const std::string& path, ResolveCallback done) {
   if (!probes_.Join(path, [done = std::move(done)](const ProbeResult& r) { done(r); })) return;
+  ListForLookups(std::string(meta::SplitPath(path).first));
   ProbeName(client_, meta::FileKey(options_.prefix, path),
             [self = shared_from_this(), path](ProbeResult r) {
               if (r.ok()) {
@@ -328,9 +344,14 @@ void ObjectFilesystem::GetListing(const std::string& path, ListingCallback done)
 }
 
 void ObjectFilesystem::RefreshListingAhead(const std::string& path) {
-  // A new listing: the cached one is fresh, only about to expire.
+  // A new listing: the cached one is fresh, only about to expire. If it fails, a later
+  // lookup may claim another once the demand is there again.
   FetchListing(
-      path, [](const Result<std::shared_ptr<const meta::DirSnapshot>>&) {}, FetchMode{});
+      path,
+      [self = shared_from_this(), path](const Result<std::shared_ptr<const meta::DirSnapshot>>& r) {
+        if (!r.ok()) self->cache_.BackgroundListingEnded(path, 0);
+      },
+      FetchMode{});
 }
 
 void ObjectFilesystem::FetchListing(const std::string& path, ListingCallback done, FetchMode mode) {
@@ -350,16 +371,16 @@ void ObjectFilesystem::FetchListing(const std::string& path, ListingCallback don
   // Set when the listing was given up with nobody else waiting: it completed there already.
   auto abandoned = std::make_shared<bool>(false);
   KeepListing keep_going;
-  if (mode.abandon_after_pages > 0) {
+  if (mode.worth_going_on) {
     keep_going = [self = shared_from_this(), path, abandoned,
-                  limit = mode.abandon_after_pages](int pages) {
-      if (pages < limit) return true;
+                  worth = std::move(mode.worth_going_on)](int pages) {
+      if (worth(pages)) return true;
       // A reader joined: it gets the whole directory.
       if (!self->listings_.CompleteIfAlone(
               path, Status(ErrorCode::kCancelled, "listing of '" + path + "' abandoned"))) {
         return true;
       }
-      spdlog::debug("list-ahead: abandoned the listing of '{}' after {} pages", path, pages);
+      spdlog::debug("abandoned the listing of '{}' after {} pages", path, pages);
       *abandoned = true;
       return false;
     };
@@ -367,16 +388,40 @@ void ObjectFilesystem::FetchListing(const std::string& path, ListingCallback don
   ListDirectory(
       client_, meta::DirPrefix(options_.prefix, path),
       [self = shared_from_this(), path, abandoned,
-       counted = mode.counted_as_list_ahead](Result<std::shared_ptr<const meta::DirSnapshot>> r) {
-        if (counted) {
-          ListAheadOutcomes().Count(*abandoned, r.status());
+       counted_in = mode.counted_in](Result<std::shared_ptr<const meta::DirSnapshot>> r) {
+        if (!*abandoned) {
+          if (r.ok()) self->cache_.PutListing(path, *r);
+          if (r.ok() && self->options_.prefetch_on_list) self->WarmListing(path, **r);
+          self->listings_.Complete(path, r);
         }
-        if (*abandoned) return;
-        if (r.ok()) self->cache_.PutListing(path, *r);
-        if (r.ok() && self->options_.prefetch_on_list) self->WarmListing(path, **r);
-        self->listings_.Complete(path, r);
+        // Last, so that whoever sees the count sees what the listing's callers did.
+        if (counted_in) counted_in->Count(*abandoned, r.status());
       },
       std::move(keep_going));
+}
+
+void ObjectFilesystem::ListForLookups(const std::string& dir) {
+  if (!options_.list_for_lookups) return;
+  const meta::MetadataCache::LookupListing claim = cache_.ClaimListingForLookups(dir);
+  if (claim == meta::MetadataCache::LookupListing::kNone) return;
+  FetchMode mode{.counted_in = &LookupListingOutcomes()};
+  // Pages fetched when last asked whether to go on: how far an abandoned listing got.
+  auto pages_fetched = std::make_shared<int>(0);
+  if (claim == meta::MetadataCache::LookupListing::kFirst) {
+    mode.worth_going_on = [self = shared_from_this(), dir, pages_fetched](int pages) {
+      *pages_fetched = pages;
+      return self->cache_.LookupsStillWaiting(dir, pages);
+    };
+  }
+  FetchListing(
+      dir,
+      [self = shared_from_this(), dir,
+       pages_fetched](const Result<std::shared_ptr<const meta::DirSnapshot>>& r) {
+        if (r.ok()) return;  // cached: it answers from now on
+        const bool given_up = r.status().code() == ErrorCode::kCancelled;
+        self->cache_.BackgroundListingEnded(dir, given_up ? std::max(*pages_fetched, 1) : 0);
+      },
+      std::move(mode));
 }
 
 void ObjectFilesystem::ListAheadOf(const std::string& path) {

@@ -65,6 +65,11 @@ struct FsOptions {
   // parent's listing, in the background, so the walk finds them listed (--list-ahead;
   // ListAhead). 0 = off; also off under a zero metadata TTL.
   size_t list_ahead = 64;
+  // When names are looked up in a directory that no listing answers (a program opening files
+  // by path), list it in the background so that its later lookups need no probe
+  // (MetadataCache::ClaimListingForLookups). Off for a manifest mount, whose probes cost no
+  // request.
+  bool list_for_lookups = true;
   // Receives one record per released file (--audit-log); null = no audit.
   std::shared_ptr<AuditSink> audit;
   // The steady clock TTLs are measured with; empty = std::chrono::steady_clock::now. Tests

@@ -45,6 +45,9 @@
 
 namespace ossmount::fs {
 
+// Counters of the listings sent for one reason: listed, abandoned, failed.
+struct ListingOutcomes;
+
 class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<ObjectFilesystem> {
  public:
   // Entries per ReadDir reply: roughly what fits in the kernel's readdirplus buffers.
@@ -139,11 +142,12 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
     // A fresh listing cached by the time this call leads the flight answers instead of a
     // new one: the one a caller found missing may have landed just before it joined.
     bool fresh_will_do = false;
-    // A listing nobody else joined stops after this many pages (kCancelled, uncached).
-    int abandon_after_pages = 0;
-    // A listing ahead of a walk: when it ends, counted in ossmount_list_ahead_total. Not
-    // counted when it joins a listing in flight or the cache answers: no request of its own.
-    bool counted_as_list_ahead = false;
+    // Asked after each page: once it says no, a listing nobody else joined stops there
+    // (kCancelled, uncached). Empty: the listing goes on to its last page.
+    KeepListing worth_going_on = nullptr;
+    // Where the outcome of a listing this call sent itself is counted (ListingOutcomes):
+    // not when it joins a listing in flight or the cache answers, with no request of its own.
+    ListingOutcomes* counted_in = nullptr;
   };
   // Lists the directory from the server (joining a listing in flight) and caches it.
   void FetchListing(const std::string& path, ListingCallback done, FetchMode mode);
@@ -153,6 +157,9 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   // Starts a listing of the directory whose cached one is about to expire, if none is in
   // flight (MetadataCache::ClaimRefreshAhead); nobody waits for it.
   void RefreshListingAhead(const std::string& path);
+  // A probe of a name in `dir` is about to be sent: lists the directory in the background when
+  // MetadataCache::ClaimListingForLookups says so; nobody waits for it.
+  void ListForLookups(const std::string& dir);
   // Replies with the entries from `offset`; each entry's inode stays pinned by the handle
   // until ReleaseDir (or, if the handle was released meanwhile, until the reply is sent).
   void ServeDir(const std::shared_ptr<DirHandle>& handle,

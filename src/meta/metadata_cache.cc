@@ -1,6 +1,7 @@
 #include "meta/metadata_cache.h"
 
 #include <algorithm>
+#include <cstdint>
 
 namespace ossmount::meta {
 
@@ -115,6 +116,7 @@ void MetadataCache::PutListing(const std::string& dir_path,
   listed_names_ += names;
   listing_bytes_ += bytes;
   slot = Listing{std::move(listing), ttl_.PositiveExpiry(now), ++seq_};
+  lookup_demand_.erase(dir_path);
 }
 
 std::shared_ptr<const DirSnapshot> MetadataCache::FreshListing(const std::string& dir_path) const {
@@ -131,7 +133,7 @@ bool MetadataCache::WorthRelisting(const std::string& dir_path) const {
   std::lock_guard lock(mu_);
   auto l = listings_.find(dir_path);
   if (l == listings_.end() || TtlPolicy::Fresh(l->second.expiry, now)) return false;
-  return InDemand(l->second);
+  return InDemand(l->second, kRelistMaxEntries);
 }
 
 bool MetadataCache::ClaimRefreshAhead(const std::string& dir_path) const {
@@ -142,14 +144,65 @@ bool MetadataCache::ClaimRefreshAhead(const std::string& dir_path) const {
   if (l == listings_.end() || l->second.refresh_claimed) return false;
   const TimePoint expiry = l->second.expiry;
   if (!TtlPolicy::Fresh(expiry, now) || expiry - now > ttl_.Positive() / 4) return false;
-  if (!InDemand(l->second)) return false;
+  if (!InDemand(l->second, SIZE_MAX)) return false;
   l->second.refresh_claimed = true;
   return true;
 }
 
-bool MetadataCache::InDemand(const Listing& listing) {
+MetadataCache::LookupListing MetadataCache::ClaimListingForLookups(const std::string& dir_path) {
+  if (!ttl_.indefinite() && !ttl_.revalidates()) return LookupListing::kNone;
+  const TimePoint now = ttl_.Now();
+  std::lock_guard lock(mu_);
+  if (auto l = listings_.find(dir_path); l != listings_.end()) {
+    // Small directories are WorthRelisting's (the lookup waits for them); a fresh listing
+    // answers (a probe then comes from an invalidation, which listing again would not help).
+    Listing& listing = l->second;
+    if (TtlPolicy::Fresh(listing.expiry, now) || listing.refresh_claimed ||
+        listing.snapshot->size() <= kRelistMaxEntries || !InDemand(listing, SIZE_MAX)) {
+      return LookupListing::kNone;
+    }
+    listing.refresh_claimed = true;
+    return LookupListing::kAgain;
+  }
+  if (lookup_demand_.size() >= kMaxLookupDemandRecords && !lookup_demand_.count(dir_path)) {
+    lookup_demand_.clear();
+  }
+  LookupDemand& demand = lookup_demand_[dir_path];
+  ++demand.probes;
+  if (demand.claimed || demand.probes < demand.needed) return LookupListing::kNone;
+  demand.claimed = true;
+  return LookupListing::kFirst;
+}
+
+bool MetadataCache::LookupsStillWaiting(const std::string& dir_path, int pages) const {
+  std::lock_guard lock(mu_);
+  auto d = lookup_demand_.find(dir_path);
+  return d != lookup_demand_.end() &&
+         d->second.probes >= kRelistFindsPerPage * static_cast<uint64_t>(std::max(pages, 1));
+}
+
+void MetadataCache::BackgroundListingEnded(const std::string& dir_path, int given_up_after_pages) {
+  std::lock_guard lock(mu_);
+  if (auto l = listings_.find(dir_path); l != listings_.end()) {
+    // A kAgain listing or a refresh ahead: the cached one stays; demand builds again.
+    l->second.refresh_claimed = false;
+    l->second.finds = 0;
+    return;
+  }
+  auto d = lookup_demand_.find(dir_path);
+  if (d == lookup_demand_.end()) return;
+  LookupDemand& demand = d->second;
+  demand.claimed = false;
+  demand.probes = 0;
+  if (given_up_after_pages > 0) {
+    demand.needed =
+        std::max<uint64_t>(demand.needed, 2 * static_cast<uint64_t>(given_up_after_pages));
+  }
+}
+
+bool MetadataCache::InDemand(const Listing& listing, size_t max_entries) {
   const size_t entries = listing.snapshot->size();
-  if (entries > kRelistMaxEntries) return false;
+  if (entries > max_entries) return false;
   const uint64_t pages = std::max<uint64_t>(1, (entries + 999) / 1000);
   return listing.finds > kRelistFindsPerPage * pages;
 }

@@ -69,10 +69,45 @@ class MetadataCache {
   // Whether a lookup in `dir_path` that the directory's fresh listing answered should start
   // listing it again now, in the background, so that no later lookup waits for the new
   // listing: the listing is in the last quarter of its TTL and in the demand WorthRelisting
-  // asks for. True at most once per listing (the caller starts the one refresh).
+  // asks for, whatever its size (nobody waits for it). True at most once per listing (the
+  // caller starts the one refresh; ClaimListingForLookups's kAgain shares the claim).
   bool ClaimRefreshAhead(const std::string& dir_path) const;
   static constexpr size_t kRelistMaxEntries = 10'000;  // 10 pages of 1,000 keys
   static constexpr uint64_t kRelistFindsPerPage = 2;
+
+  // Listings started by lookups, in the background: the lookup that nothing fresh answers
+  // probes its name as before, and the listing answers the directory's later lookups. Without
+  // it, a program that opens files by path (a dataset read from a file list, COCO's
+  // annotations) sends a probe before every GET, and so does any lookup in a directory too
+  // large for WorthRelisting once its listing expired.
+  enum class LookupListing {
+    kNone,
+    // The directory has no listing, and this is the kListForLookupsAfter-th name probed in it
+    // since its last listing attempt: list it, fetching each next page only while
+    // LookupsStillWaiting says so.
+    kFirst,
+    // Its listing expired, holds more than kRelistMaxEntries names (WorthRelisting would make
+    // a lookup wait for 11 or more pages) and was in demand: list it again, in full.
+    kAgain,
+  };
+  // Called by a lookup in `dir_path` about to probe a name (nothing fresh answered it), which
+  // this counts. Never under a zero TTL. Not kNone at most once until the listing is cached
+  // (PutListing) or BackgroundListingEnded.
+  LookupListing ClaimListingForLookups(const std::string& dir_path);
+  // Whether a kFirst listing that fetched `pages` pages should fetch the next: names probed in
+  // the directory since its last attempt number at least kRelistFindsPerPage per page fetched
+  // (probes the finished listing would have saved), so a program that asked about a few names
+  // of a huge directory costs a few pages, not the whole directory.
+  bool LookupsStillWaiting(const std::string& dir_path, int pages) const;
+  // A listing claimed by ClaimListingForLookups or ClaimRefreshAhead ended uncached: it failed
+  // (given_up_after_pages 0) or was given up after that many pages. The claim is released and
+  // the demand must build again: for a directory given up on, twice as many probes as the
+  // pages spent (so repeated attempts cost at most half the probes they follow).
+  void BackgroundListingEnded(const std::string& dir_path, int given_up_after_pages);
+  static constexpr uint64_t kListForLookupsAfter = 3;
+  // At most this many directories without a listing keep a probe count; past it the counts
+  // start over (a program probing names in more directories than this lists none of them).
+  static constexpr size_t kMaxLookupDemandRecords = 65'536;
 
   const TtlPolicy& ttl() const { return ttl_; }
   size_t entry_count() const;
@@ -96,16 +131,26 @@ class MetadataCache {
     // Find calls for names in this directory since the listing was taken, whatever answered
     // them: the demand WorthRelisting weighs. Counted under mu_.
     mutable uint64_t finds = 0;
-    mutable bool refresh_claimed = false;  // ClaimRefreshAhead said yes. Under mu_.
+    // ClaimRefreshAhead said yes, or ClaimListingForLookups kAgain. Under mu_.
+    mutable bool refresh_claimed = false;
   };
-  // The demand and size tests of WorthRelisting. REQUIRES mu_ held.
-  static bool InDemand(const Listing& listing);
+  // Probes in a directory with no listing (ClaimListingForLookups).
+  struct LookupDemand {
+    uint64_t probes = 0;
+    uint64_t needed = kListForLookupsAfter;  // probes that start the next listing
+    bool claimed = false;
+  };
+  // The demand test of WorthRelisting and ClaimRefreshAhead, for a listing of at most
+  // max_entries names. REQUIRES mu_ held.
+  static bool InDemand(const Listing& listing, size_t max_entries);
 
   const TtlPolicy ttl_;
-  // mu_ guards entries_, listings_, seq_ and the listings' totals.
+  // mu_ guards entries_, listings_, lookup_demand_, seq_ and the listings' totals.
   mutable std::mutex mu_;
   std::unordered_map<std::string, Entry> entries_;
   std::unordered_map<std::string, Listing> listings_;
+  // Directories with no listing that names were probed in; erased when a listing is cached.
+  std::unordered_map<std::string, LookupDemand> lookup_demand_;
   uint64_t seq_ = 0;
   size_t listed_names_ = 0;
   size_t listing_bytes_ = 0;

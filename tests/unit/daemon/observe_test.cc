@@ -222,7 +222,11 @@ TEST_CASE("stats: the view shows counts, errors, ratios and rates") {
            "\"value\":38},"
            "{\"name\":\"ossmount_list_ahead_total\",\"labels\":{\"result\":\"abandoned\"},"
            "\"value\":1},"
-           "{\"name\":\"ossmount_list_ahead_dropped_total\",\"labels\":{},\"value\":5}],"
+           "{\"name\":\"ossmount_list_ahead_dropped_total\",\"labels\":{},\"value\":5},"
+           "{\"name\":\"ossmount_lookup_listings_total\",\"labels\":{\"result\":\"listed\"},"
+           "\"value\":9},"
+           "{\"name\":\"ossmount_lookup_listings_total\",\"labels\":{\"result\":\"failed\"},"
+           "\"value\":2}],"
            "\"gauges\":[{\"name\":\"ossmount_open_handles\",\"labels\":{},\"value\":4},"
            "{\"name\":\"ossmount_memory_used_bytes\",\"labels\":{},\"value\":2097152},"
            "{\"name\":\"ossmount_memory_limit_bytes\",\"labels\":{},\"value\":1073741824},"
@@ -256,6 +260,9 @@ TEST_CASE("stats: the view shows counts, errors, ratios and rates") {
   CHECK_THAT(view, Contains("List-ahead (tree walks, up to 64 directories ahead)"));
   CHECK_THAT(view, Contains("  directories            38 listed, 1 abandoned after 10 pages, 0 "
                             "failed, 5 dropped (the walk moved on)"));
+  CHECK_THAT(view, Contains("Lookup listings (directories listed because names in them were "
+                            "probed)\n  directories            9 listed, 0 abandoned (the lookups "
+                            "stopped), 2 failed"));
   CHECK(view.find("LIST") == std::string::npos);  // no LIST requests: no row
   // The first view averages over the uptime.
   CHECK_THAT(RenderStats(now, nullptr, 0), Contains("from the store 3.0 MiB/s"));

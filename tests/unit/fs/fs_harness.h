@@ -183,4 +183,18 @@ inline std::vector<std::string> EntryNames(const std::vector<DirEntry>& entries)
   return names;
 }
 
+// LIST requests for the directory `prefix` itself (a listing) and for names in it (probes).
+inline std::pair<int, int> ListingsAndProbes(const Harness& h, const std::string& prefix) {
+  int listings = 0, probes = 0;
+  for (const auto& r : h.fake->requests()) {
+    if (r.op != Op::kList) continue;
+    if (r.key == prefix) {
+      ++listings;
+    } else if (r.key.rfind(prefix, 0) == 0) {
+      ++probes;
+    }
+  }
+  return {listings, probes};
+}
+
 }  // namespace fstest

@@ -8,6 +8,8 @@ TEST_CASE("Lookup of unlisted names: file, directory, missing, negative cache an
   FsOptions options = Harness::DefaultOptions();
   options.metadata_ttl = 60s;
   options.negative_ttl = 5s;
+  // Probes alone: a third name probed would list the root (the listing-for-lookups cases).
+  options.list_for_lookups = false;
   Harness h(options);
   h.fake->PutObject("f.bin", "hello");
   h.fake->PutObject("d/x", "x");
@@ -387,24 +389,6 @@ TEST_CASE("A probe steps over siblings that sort between the name and its direct
   CHECK(h.fake->count(Op::kHead) == 0);
 }
 
-namespace {
-
-// LIST requests for the directory `prefix` itself (a listing) and for names in it (probes).
-std::pair<int, int> ListingsAndProbes(const Harness& h, const std::string& prefix) {
-  int listings = 0, probes = 0;
-  for (const auto& r : h.fake->requests()) {
-    if (r.op != Op::kList) continue;
-    if (r.key == prefix) {
-      ++listings;
-    } else if (r.key.rfind(prefix, 0) == 0) {
-      ++probes;
-    }
-  }
-  return {listings, probes};
-}
-
-}  // namespace
-
 TEST_CASE(
     "Under a finite TTL an expired directory in demand is listed again instead of probed name by "
     "name") {
@@ -479,6 +463,32 @@ TEST_CASE("A busy directory's listing is refreshed ahead of its expiry: no looku
   // Past the first listing's expiry the refreshed one answers everything, with no request.
   h.Advance(8s);
   for (int i = 0; i < 10; ++i) REQUIRE(h.Lookup(d->attr.ino, "f" + std::to_string(i)).ok());
+  CHECK(ListingsAndProbes(h, "d/") == std::pair(2, 0));
+}
+
+TEST_CASE("A refresh ahead that failed is tried again once the lookups have come back") {
+  FsOptions options = Harness::DefaultOptions();
+  options.metadata_ttl = 20s;
+  Harness h(options, /*failing=*/true);
+  for (int i = 0; i < 10; ++i) h.fake->PutObject("d/f" + std::to_string(i), "data");
+  auto d = h.Lookup(kRootInode, "d");
+  REQUIRE(d.ok());
+  REQUIRE(h.List(d->attr.ino)->size() == 10);
+  for (int i = 0; i < 3; ++i) REQUIRE(h.Lookup(d->attr.ino, "f" + std::to_string(i)).ok());
+  h.Advance(16s);
+  h.fail->FailKey("d/");
+  REQUIRE(h.Lookup(d->attr.ino, "f3").ok());  // claims the refresh, which fails
+  CHECK(Eventually([&] { return h.fail->failures() == 1; }));
+  h.fail->ClearFailures();
+  // Its demand counts again from nothing (from when the failure's completion released the
+  // claim): more than 2 lookups for the page, then one more refresh.
+  int lookups = 0;
+  CHECK(Eventually([&] {
+    REQUIRE(h.Lookup(d->attr.ino, "f" + std::to_string(4 + lookups % 6)).ok());
+    ++lookups;
+    return ListingsAndProbes(h, "d/").first == 2;
+  }));
+  CHECK(lookups >= 3);
   CHECK(ListingsAndProbes(h, "d/") == std::pair(2, 0));
 }
 

@@ -231,6 +231,101 @@ TEST_CASE("MetadataCache: a listing in demand is claimed for refresh once, in it
   }
 }
 
+using LookupListing = MetadataCache::LookupListing;
+
+TEST_CASE(
+    "MetadataCache: the third name probed in a directory with no listing claims one listing") {
+  FakeClock clock;
+  for (auto ttl : {std::optional<std::chrono::milliseconds>(10s),
+                   std::optional<std::chrono::milliseconds>()}) {
+    MetadataCache cache(TtlPolicy(ttl, 2s, clock.fn()));
+    CHECK(cache.ClaimListingForLookups("d") == LookupListing::kNone);
+    CHECK(cache.ClaimListingForLookups("e") == LookupListing::kNone);  // counted per directory
+    CHECK(cache.ClaimListingForLookups("d") == LookupListing::kNone);
+    CHECK(cache.ClaimListingForLookups("d") == LookupListing::kFirst);
+    CHECK(cache.ClaimListingForLookups("d") == LookupListing::kNone);  // claimed once
+    // 4 probes: the listing is worth 2 pages, not 3.
+    CHECK(cache.LookupsStillWaiting("d", 1));
+    CHECK(cache.LookupsStillWaiting("d", 2));
+    CHECK_FALSE(cache.LookupsStillWaiting("d", 3));
+    CHECK_FALSE(cache.LookupsStillWaiting("never_probed", 1));
+
+    // Given up after 3 pages: the next listing needs 6 probes.
+    cache.BackgroundListingEnded("d", 3);
+    for (int i = 0; i < 5; ++i) CHECK(cache.ClaimListingForLookups("d") == LookupListing::kNone);
+    CHECK(cache.ClaimListingForLookups("d") == LookupListing::kFirst);
+    // Failed: as many probes as before, counted afresh.
+    cache.BackgroundListingEnded("d", 0);
+    for (int i = 0; i < 5; ++i) CHECK(cache.ClaimListingForLookups("d") == LookupListing::kNone);
+    CHECK(cache.ClaimListingForLookups("d") == LookupListing::kFirst);
+
+    // Cached: the listing answers, and its demand starts from nothing if it is ever replaced.
+    cache.PutListing("d", Listing({"a"}));
+    CHECK(cache.Find("d/b").state == MetadataCache::Answer::kAbsent);
+    for (int i = 0; i < 10; ++i) CHECK(cache.ClaimListingForLookups("d") == LookupListing::kNone);
+    CHECK_FALSE(cache.LookupsStillWaiting("d", 1));
+  }
+  // Under a zero TTL a listing is stale when it lands: names are only ever probed.
+  MetadataCache zero(TtlPolicy(0ms, 2s, clock.fn()));
+  for (int i = 0; i < 10; ++i) CHECK(zero.ClaimListingForLookups("d") == LookupListing::kNone);
+}
+
+TEST_CASE(
+    "MetadataCache: an expired listing over 10,000 names in demand is claimed for lookups, once") {
+  FakeClock clock;
+  MetadataCache cache(TtlPolicy(10s, 2s, clock.fn()));
+  std::vector<std::string> names;
+  for (size_t i = 0; i <= MetadataCache::kRelistMaxEntries; ++i) {
+    names.push_back("f" + std::to_string(100000 + i));
+  }
+  cache.PutListing("huge", Listing(names));
+  cache.PutListing("small", Listing({"a", "b", "c"}));
+  cache.PutListing("quiet", Listing(names));
+  // 11 pages: in demand above 22 lookups.
+  for (int i = 0; i < 23; ++i) cache.Find("huge/" + names[i]);
+  for (const char* name : {"small/a", "small/b", "small/c"}) cache.Find(name);
+  for (int i = 0; i < 22; ++i) cache.Find("quiet/" + names[i]);
+  CHECK(cache.ClaimListingForLookups("huge") == LookupListing::kNone);  // fresh: it answers
+  clock.Advance(10s);
+  CHECK(cache.ClaimListingForLookups("quiet") == LookupListing::kNone);  // 22: not in demand
+  CHECK(cache.ClaimListingForLookups("small") == LookupListing::kNone);  // WorthRelisting's
+  CHECK(cache.WorthRelisting("small"));
+  CHECK_FALSE(cache.WorthRelisting("huge"));
+  CHECK(cache.ClaimListingForLookups("huge") == LookupListing::kAgain);
+  CHECK(cache.ClaimListingForLookups("huge") == LookupListing::kNone);
+  // It failed: the demand must build again.
+  cache.BackgroundListingEnded("huge", 0);
+  for (int i = 0; i < 22; ++i) cache.Find("huge/" + names[i]);
+  CHECK(cache.ClaimListingForLookups("huge") == LookupListing::kNone);
+  cache.Find("huge/" + names[22]);
+  CHECK(cache.ClaimListingForLookups("huge") == LookupListing::kAgain);
+  // The new listing is fresh, and its own.
+  cache.PutListing("huge", Listing(names));
+  CHECK(cache.ClaimListingForLookups("huge") == LookupListing::kNone);
+}
+
+TEST_CASE("MetadataCache: a large listing in demand is refreshed ahead too") {
+  FakeClock clock;
+  MetadataCache cache(TtlPolicy(20s, 2s, clock.fn()));
+  std::vector<std::string> names;
+  for (size_t i = 0; i <= MetadataCache::kRelistMaxEntries; ++i) {
+    names.push_back("f" + std::to_string(100000 + i));
+  }
+  cache.PutListing("huge", Listing(names));
+  for (int i = 0; i < 23; ++i) cache.Find("huge/" + names[i]);
+  clock.Advance(15s);
+  // Nobody waits for a refresh ahead: any size is worth it.
+  CHECK(cache.ClaimRefreshAhead("huge"));
+  CHECK_FALSE(cache.ClaimRefreshAhead("huge"));
+  // The refresh failed: claimed again once the demand is back.
+  cache.BackgroundListingEnded("huge", 0);
+  CHECK_FALSE(cache.ClaimRefreshAhead("huge"));
+  for (int i = 0; i < 23; ++i) cache.Find("huge/" + names[i]);
+  CHECK(cache.ClaimRefreshAhead("huge"));
+  clock.Advance(5s);
+  CHECK(cache.ClaimListingForLookups("huge") == LookupListing::kNone);  // the claim is shared
+}
+
 TEST_CASE("MetadataCache: counts the names and bytes of the listings it holds, replaced ones not") {
   FakeClock clock;
   MetadataCache cache(TtlPolicy(10s, 2s, clock.fn()));
