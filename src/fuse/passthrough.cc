@@ -17,6 +17,7 @@ namespace {
 
 // From the kernel's include/uapi/linux/fuse.h (7.40), which Debian 12's headers predate.
 constexpr uint32_t kOpcodeInit = 26;                  // FUSE_INIT
+constexpr uint32_t kParallelDirops = 1u << 18;        // FUSE_PARALLEL_DIROPS (flags)
 constexpr uint32_t kInitExt = 1u << 30;               // FUSE_INIT_EXT: flags2 is valid
 constexpr uint32_t kPassthroughFlags2 = 1u << 5;      // FUSE_PASSTHROUGH (1ULL << 37) >> 32
 constexpr size_t kInHeaderSize = 40;                  // struct fuse_in_header
@@ -69,15 +70,14 @@ ssize_t WritevHook(int fd, struct iovec* iov, int count, void* userdata) {
 }  // namespace
 
 bool Passthrough::Install(fuse_session* se) {
-  if (!wanted_) {
-    spdlog::info("FUSE passthrough off: {}", off_reason());
-    return true;
-  }
+  if (!wanted_) spdlog::info("FUSE passthrough off: {}", off_reason());
   dev_fd_ = fuse_session_fd(se);
   fuse_custom_io io{};
   io.read = ReadHook;
   io.writev = WritevHook;
   if (int rc = fuse_session_custom_io(se, &io, dev_fd_); rc != 0) {
+    spdlog::warn("libfuse refused the I/O hooks ({}): lookups in one directory run one at a time",
+                 std::strerror(-rc));
     TurnOff(std::string("libfuse refused the I/O hooks: ") + std::strerror(-rc));
     return false;
   }
@@ -92,6 +92,7 @@ void Passthrough::OnRequestRead(const char* buf, size_t size) {
   const uint32_t flags = LoadU32(buf + kInitInFlags);
   const uint32_t flags2 = LoadU32(buf + kInitInFlags2);
   offered_.store((flags & kInitExt) && (flags2 & kPassthroughFlags2), std::memory_order_relaxed);
+  parallel_dirops_offered_ = (flags & kParallelDirops) != 0;
   init_seen_.store(true, std::memory_order_release);
 }
 
@@ -107,6 +108,14 @@ void Passthrough::OnReplyWrite(::iovec* iov, int count) {
   if (unique != init_unique_) return;
   init_patched_.store(true, std::memory_order_relaxed);
   char* out = static_cast<char*>(iov[1].iov_base);
+  // libfuse 3.14 takes FUSE_CAP_PARALLEL_DIROPS in `want` but never tells the kernel (fixed
+  // in 3.16), which then holds a mutex per directory across every LOOKUP and READDIR: the
+  // lookups of a directory would reach the server one at a time.
+  if (error == 0 && parallel_dirops_offered_ && iov[1].iov_len >= kInitOutFlags + 4) {
+    StoreU32(out + kInitOutFlags, LoadU32(out + kInitOutFlags) | kParallelDirops);
+    spdlog::info("FUSE: lookups and readdirs in one directory run in parallel");
+  }
+  if (!wanted_) return;
   if (!offered_.load(std::memory_order_relaxed)) {
     TurnOff(
         "this kernel does not offer FUSE passthrough (Linux 6.9+ with "

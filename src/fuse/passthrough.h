@@ -48,9 +48,11 @@ class Passthrough {
         on_change_(std::move(on_change)),
         off_reason_(std::move(off_reason)) {}
 
-  // Routes the session's device I/O through hooks that enable passthrough in the INIT
-  // reply when the kernel offers it. After fuse_session_mount, before the loop; the
-  // session's userdata must be an AdapterContext whose `passthrough` is this object.
+  // Routes the session's device I/O through hooks that amend the INIT reply: passthrough
+  // when wanted and the kernel offers it, and, whether or not passthrough is wanted,
+  // FUSE_PARALLEL_DIROPS (parallel LOOKUPs and READDIRs in one directory), which libfuse
+  // 3.14 accepts in `want` but never passes on. After fuse_session_mount, before the loop;
+  // the session's userdata must be an AdapterContext whose `passthrough` is this object.
   // False (and passthrough off) when libfuse refuses the hooks.
   bool Install(fuse_session* se);
 
@@ -86,8 +88,9 @@ class Passthrough {
   int dev_fd_ = -1;  // the session's /dev/fuse fd, for the backing ioctls
   std::atomic<bool> enabled_{false};
   std::atomic<bool> init_seen_{false};
-  std::atomic<bool> offered_{false};  // the kernel's INIT offered passthrough
-  uint64_t init_unique_ = 0;          // written before init_seen_ is set
+  std::atomic<bool> offered_{false};      // the kernel's INIT offered passthrough
+  uint64_t init_unique_ = 0;              // written before init_seen_ is set
+  bool parallel_dirops_offered_ = false;  // likewise
   std::atomic<bool> init_patched_{false};
 
   mutable std::mutex mu_;  // guards inodes_, fh_passthrough_, off_reason_

@@ -9,13 +9,17 @@ without a request (docs/SEMANTICS.md "Metadata cache"). Checks, behind a 10 ms t
 first byte: a torch DataLoader over such a dataset reads every byte right with one GET per
 file and a handful of LISTs per directory instead of one per file; a flat directory of
 2,500 names (3 listing pages) likewise; `ossmount stats` counts the listings; a manifest
-mount, whose lookups cost no request, lists nothing for them.
+mount, whose lookups cost no request, lists nothing for them; and lookups of names in one
+directory reach the server together, not one at a time (the kernel's per-directory lock,
+which libfuse 3.14 leaves on, is lifted in the INIT reply).
 """
+import concurrent.futures
 import json
 import os
 import random
 import subprocess
 import tempfile
+import threading
 import unittest
 
 import harness
@@ -134,6 +138,34 @@ class ByPathTest(unittest.TestCase):
         # 3 pages, and the probes sent while they came: a tenth of the names at most.
         self.assertLessEqual(stats["LIST"], FLAT // 10, stats)
         print("flat directory: %d LISTs for %d files" % (stats["LIST"], FLAT))
+
+    def test_lookups_in_one_directory_reach_the_server_together(self):
+        # libfuse 3.14 never tells the kernel that lookups may run in parallel, and the kernel
+        # then sends one LOOKUP per directory at a time; the daemon amends its INIT reply.
+        # Under TTL 0 every stat is a probe: 16 at once, each held 300 ms by the server,
+        # open 16 connections when they overlap and reuse one when they come one by one.
+        slow = harness.TestServer(self.root, bucket="bypath", args=["--ttfb-ms", "300"])
+        mount = harness.Mount(slow, args=["--metadata-ttl", "0"])
+        try:
+            names = sorted(p for p in self.files if p.startswith("flat/"))[:16]
+            os.stat(mount.path("flat"))
+            slow.reset_stats()
+            barrier = threading.Barrier(len(names))
+
+            def stat(p):
+                barrier.wait()
+                return os.stat(mount.path(p)).st_size
+
+            with concurrent.futures.ThreadPoolExecutor(len(names)) as pool:
+                sizes = list(pool.map(stat, names))
+            stats = slow.stats()
+            log = mount.output()
+        finally:
+            mount.close()
+            slow.stop()
+        self.assertEqual(sizes, [len(self.files[p]) for p in names])
+        self.assertIn("lookups and readdirs in one directory run in parallel", log)
+        self.assertGreaterEqual(stats["connections"], 8, stats)
 
     def test_a_manifest_mount_lists_nothing_for_lookups(self):
         paths = sorted(p for p in self.files if p.startswith("train/c00/"))
