@@ -84,26 +84,31 @@ class ByPathTest(unittest.TestCase):
         cls.server.stop()
         subprocess.run(["rm", "-rf", cls.root], check=False)
 
-    def lookup_listings(self, mount):
-        doc = json.loads(harness.stats_json(mount.mountpoint).stdout)
-        return {r: harness.metric(doc, "counters", "ossmount_lookup_listings_total", result=r)
-                for r in ("listed", "abandoned", "failed")}
+    def read_by_path(self, args, paths, workers):
+        """Mounts with `args`, reads `paths` through a DataLoader with `workers`, unmounts.
+        Returns what was read, the server's requests during the read, the lookup listings
+        (ossmount_lookup_listings_total by result) and `ossmount stats`."""
+        mount = harness.Mount(self.server, args=args)
+        try:
+            self.server.reset_stats()
+            got = read_all(mount.mountpoint, paths, workers)
+            stats = self.server.stats()
+            doc = json.loads(harness.stats_json(mount.mountpoint).stdout)
+            listings = {r: harness.metric(doc, "counters", "ossmount_lookup_listings_total",
+                                          result=r)
+                        for r in ("listed", "abandoned", "failed")}
+            text = subprocess.run([harness.OSSMOUNT, "stats", mount.mountpoint],
+                                  capture_output=True, text=True, check=True).stdout
+        finally:
+            mount.close()
+        return got, stats, listings, text
 
     def test_a_file_list_dataset_costs_one_get_per_file_and_few_lists(self):
         # The default finite TTL (60 s) and the dataset setting.
         for args in ([], ["--metadata-ttl", "indefinite"]):
             with self.subTest(args=args):
                 paths = sorted(p for p in self.files if p.startswith("train/"))
-                mount = harness.Mount(self.server, args=args)
-                try:
-                    self.server.reset_stats()
-                    got = read_all(mount.mountpoint, paths, workers=4)
-                    stats = self.server.stats()
-                    listings = self.lookup_listings(mount)
-                    text = subprocess.run([harness.OSSMOUNT, "stats", mount.mountpoint],
-                                          capture_output=True, text=True, check=True).stdout
-                finally:
-                    mount.close()
+                got, stats, listings, text = self.read_by_path(args, paths, workers=4)
                 self.assertEqual(set(got), set(paths))
                 for p in paths:
                     self.assertEqual(got[p], self.files[p], p)
@@ -121,14 +126,7 @@ class ByPathTest(unittest.TestCase):
 
     def test_a_flat_directory_is_listed_behind_its_probes(self):
         paths = sorted(p for p in self.files if p.startswith("flat/"))
-        mount = harness.Mount(self.server)
-        try:
-            self.server.reset_stats()
-            got = read_all(mount.mountpoint, paths, workers=8)
-            stats = self.server.stats()
-            listings = self.lookup_listings(mount)
-        finally:
-            mount.close()
+        got, stats, listings, _ = self.read_by_path([], paths, workers=8)
         self.assertEqual(len(got), FLAT)
         for p in paths:
             self.assertEqual(got[p], self.files[p], p)
@@ -173,14 +171,7 @@ class ByPathTest(unittest.TestCase):
         with open(manifest, "w") as f:
             for p in paths:
                 f.write("%s\t%d\n" % (p, len(self.files[p])))
-        mount = harness.Mount(self.server, args=["--manifest", manifest])
-        try:
-            self.server.reset_stats()
-            got = read_all(mount.mountpoint, paths, workers=2)
-            stats = self.server.stats()
-            listings = self.lookup_listings(mount)
-        finally:
-            mount.close()
+        got, stats, listings, _ = self.read_by_path(["--manifest", manifest], paths, workers=2)
         self.assertEqual(got, {p: self.files[p] for p in paths})
         self.assertEqual(stats.get("LIST", 0), 0)
         self.assertEqual(listings, {"listed": 0, "abandoned": 0, "failed": 0})

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/metrics.h"
 #include "fs/object_filesystem.h"
 #include "fs/object_filesystem_impl.h"
 #include "support/eventually.h"
@@ -196,5 +197,28 @@ inline std::pair<int, int> ListingsAndProbes(const Harness& h, const std::string
   }
   return {listings, probes};
 }
+
+// A listing-outcome counter family (ossmount_list_ahead_total, ossmount_lookup_listings_total:
+// result listed, abandoned, failed). The counters are process-wide, so a case compares them
+// with their values when this was made.
+class ListingOutcomeCounts {
+ public:
+  explicit ListingOutcomeCounts(std::string name)
+      : name_(std::move(name)),
+        listed_(Value("listed")),
+        abandoned_(Value("abandoned")),
+        failed_(Value("failed")) {}
+
+  uint64_t ListedSince() const { return Value("listed") - listed_; }
+  uint64_t AbandonedSince() const { return Value("abandoned") - abandoned_; }
+  uint64_t FailedSince() const { return Value("failed") - failed_; }
+
+ private:
+  uint64_t Value(const char* result) const {
+    return metrics::Registry::Global().GetCounter(name_, "", {{"result", result}}).Value();
+  }
+  std::string name_;
+  uint64_t listed_, abandoned_, failed_;
+};
 
 }  // namespace fstest

@@ -86,21 +86,8 @@ Entering EnterAsync(Harness& h, InodeId ino) {
   return e;
 }
 
-// ossmount_list_ahead_total{result}: process-wide, so cases compare before and after.
-uint64_t ListAheadCount(const char* result) {
-  return metrics::Registry::Global()
-      .GetCounter("ossmount_list_ahead_total", "", {{"result", result}})
-      .Value();
-}
-
-struct ListAheadCounts {
-  uint64_t listed = ListAheadCount("listed");
-  uint64_t abandoned = ListAheadCount("abandoned");
-  uint64_t failed = ListAheadCount("failed");
-
-  uint64_t ListedSince() const { return ListAheadCount("listed") - listed; }
-  uint64_t AbandonedSince() const { return ListAheadCount("abandoned") - abandoned; }
-  uint64_t FailedSince() const { return ListAheadCount("failed") - failed; }
+struct ListAheadCounts : ListingOutcomeCounts {
+  ListAheadCounts() : ListingOutcomeCounts("ossmount_list_ahead_total") {}
 };
 
 }  // namespace

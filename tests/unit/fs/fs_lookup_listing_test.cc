@@ -3,31 +3,25 @@
 // them.
 #include <future>
 
-#include "common/metrics.h"
 #include "fs_harness.h"
 
 using namespace fstest;
 
 namespace {
 
-// ossmount_lookup_listings_total{result}: process-wide, so cases compare before and after.
-uint64_t LookupListingCount(const char* result) {
-  return metrics::Registry::Global()
-      .GetCounter("ossmount_lookup_listings_total", "", {{"result", result}})
-      .Value();
-}
-
-struct LookupListingCounts {
-  uint64_t listed = LookupListingCount("listed");
-  uint64_t abandoned = LookupListingCount("abandoned");
-  uint64_t failed = LookupListingCount("failed");
-
-  uint64_t ListedSince() const { return LookupListingCount("listed") - listed; }
-  uint64_t AbandonedSince() const { return LookupListingCount("abandoned") - abandoned; }
-  uint64_t FailedSince() const { return LookupListingCount("failed") - failed; }
+struct LookupListingCounts : ListingOutcomeCounts {
+  LookupListingCounts() : ListingOutcomeCounts("ossmount_lookup_listings_total") {}
 };
 
 std::string Name(int i) { return "f" + std::to_string(100000 + i); }
+
+// Directory "d" of `names` files f100000, f100001, ... (1,000 per listing page); its inode.
+InodeId DirectoryOfNames(Harness& h, int names) {
+  for (int i = 0; i < names; ++i) h.fake->PutObject("d/" + Name(i), "data");
+  auto d = h.Lookup(kRootInode, "d");
+  REQUIRE(d.ok());
+  return d->attr.ino;
+}
 
 // A Lookup + Open + Release by path, as a program reading a file list does.
 void OpenByName(Harness& h, InodeId dir, const std::string& name) {
@@ -45,22 +39,20 @@ TEST_CASE("Files opened by path: the third name probed lists the directory, late
   SECTION("finite TTL") { options.metadata_ttl = 60s; }
   SECTION("indefinite TTL") { options.metadata_ttl = std::nullopt; }
   Harness h(options);
-  for (int i = 0; i < 50; ++i) h.fake->PutObject("d/" + Name(i), "data");
+  const InodeId d = DirectoryOfNames(h, 50);
   h.fake->PutObject("two/a", "1");
   h.fake->PutObject("two/b", "2");
-  auto d = h.Lookup(kRootInode, "d");
   auto two = h.Lookup(kRootInode, "two");
-  REQUIRE(d.ok());
   REQUIRE(two.ok());
   LookupListingCounts counts;
 
-  for (int i = 0; i < 3; ++i) OpenByName(h, d->attr.ino, Name(i));
+  for (int i = 0; i < 3; ++i) OpenByName(h, d, Name(i));
   CHECK(Eventually([&] { return counts.ListedSince() == 1; }));
   // One page listed, three names probed (the third beside the listing).
   CHECK(ListingsAndProbes(h, "d/") == std::pair(1, 3));
   h.fake->PutObject("d/late", "x");  // after the listing: it answers "absent" for its life
-  for (int i = 3; i < 50; ++i) OpenByName(h, d->attr.ino, Name(i));
-  CHECK(h.Lookup(d->attr.ino, "late").status().ToErrno() == ENOENT);
+  for (int i = 3; i < 50; ++i) OpenByName(h, d, Name(i));
+  CHECK(h.Lookup(d, "late").status().ToErrno() == ENOENT);
   CHECK(ListingsAndProbes(h, "d/") == std::pair(1, 3));
   CHECK(h.fake->count(Op::kHead) == 0);
 
@@ -77,10 +69,8 @@ TEST_CASE("Under a zero TTL names opened by path are probed and nothing is liste
   FsOptions options = Harness::DefaultOptions();
   options.metadata_ttl = 0ms;
   Harness h(options);
-  for (int i = 0; i < 10; ++i) h.fake->PutObject("d/" + Name(i), "data");
-  auto d = h.Lookup(kRootInode, "d");
-  REQUIRE(d.ok());
-  for (int i = 0; i < 10; ++i) OpenByName(h, d->attr.ino, Name(i));
+  const InodeId d = DirectoryOfNames(h, 10);
+  for (int i = 0; i < 10; ++i) OpenByName(h, d, Name(i));
   // Each name twice: its lookup and its open revalidate.
   CHECK(ListingsAndProbes(h, "d/") == std::pair(0, 20));
 }
@@ -89,22 +79,20 @@ TEST_CASE("A lookup listing stops when the lookups stop, and starts again after 
   FsOptions options = Harness::DefaultOptions();
   options.metadata_ttl = 60s;
   Harness h(options);
-  for (int i = 0; i < 5000; ++i) h.fake->PutObject("d/" + Name(i), "data");  // 5 pages
-  auto d = h.Lookup(kRootInode, "d");
-  REQUIRE(d.ok());
+  const InodeId d = DirectoryOfNames(h, 5000);  // 5 pages
   LookupListingCounts counts;
 
   // 3 probes pay for the first page and a half: given up after page 2.
-  for (int i = 0; i < 3; ++i) REQUIRE(h.Lookup(d->attr.ino, Name(i)).ok());
+  for (int i = 0; i < 3; ++i) REQUIRE(h.Lookup(d, Name(i)).ok());
   CHECK(Eventually([&] { return counts.AbandonedSince() == 1; }));
   CHECK(ListingsAndProbes(h, "d/") == std::pair(2, 3));
   // Nothing of it was kept: a name it listed is still probed.
-  REQUIRE(h.Lookup(d->attr.ino, Name(3)).ok());
+  REQUIRE(h.Lookup(d, Name(3)).ok());
   CHECK(ListingsAndProbes(h, "d/") == std::pair(2, 4));
   // The next listing waits for 4 probes since (twice the 2 pages spent)...
-  for (int i = 4; i < 6; ++i) REQUIRE(h.Lookup(d->attr.ino, Name(i)).ok());
+  for (int i = 4; i < 6; ++i) REQUIRE(h.Lookup(d, Name(i)).ok());
   CHECK(ListingsAndProbes(h, "d/") == std::pair(2, 6));
-  REQUIRE(h.Lookup(d->attr.ino, Name(6)).ok());
+  REQUIRE(h.Lookup(d, Name(6)).ok());
   // ... and those 4 pay for 2 pages: given up after page 3.
   CHECK(Eventually([&] { return counts.AbandonedSince() == 2; }));
   CHECK(ListingsAndProbes(h, "d/") == std::pair(5, 7));
@@ -115,9 +103,7 @@ TEST_CASE("Lookups that keep coming carry a large directory's listing to its end
   FsOptions options = Harness::DefaultOptions();
   options.metadata_ttl = 60s;
   Harness h(options);
-  for (int i = 0; i < 5000; ++i) h.fake->PutObject("d/" + Name(i), "data");  // 5 pages
-  auto d = h.Lookup(kRootInode, "d");
-  REQUIRE(d.ok());
+  const InodeId d = DirectoryOfNames(h, 5000);  // 5 pages
   LookupListingCounts counts;
   // 12 names asked while the server holds every reply: 12 probes, more than 2 per page.
   h.fake->Pause();
@@ -125,7 +111,7 @@ TEST_CASE("Lookups that keep coming carry a large directory's listing to its end
   for (int i = 0; i < 12; ++i) {
     auto p = std::make_shared<std::promise<Result<Entry>>>();
     lookups.push_back(p->get_future());
-    h.fs->Lookup(d->attr.ino, Name(i), [p](Result<Entry> r) { p->set_value(std::move(r)); });
+    h.fs->Lookup(d, Name(i), [p](Result<Entry> r) { p->set_value(std::move(r)); });
   }
   h.fake->Resume();
   for (auto& f : lookups) {
@@ -134,8 +120,8 @@ TEST_CASE("Lookups that keep coming carry a large directory's listing to its end
   }
   CHECK(Eventually([&] { return counts.ListedSince() == 1; }));
   CHECK(ListingsAndProbes(h, "d/") == std::pair(5, 12));
-  for (int i = 12; i < 5000; i += 7) REQUIRE(h.Lookup(d->attr.ino, Name(i)).ok());
-  CHECK(h.Lookup(d->attr.ino, "missing").status().ToErrno() == ENOENT);
+  for (int i = 12; i < 5000; i += 7) REQUIRE(h.Lookup(d, Name(i)).ok());
+  CHECK(h.Lookup(d, "missing").status().ToErrno() == ENOENT);
   CHECK(ListingsAndProbes(h, "d/") == std::pair(5, 12));
   CHECK(counts.AbandonedSince() == 0);
 }
@@ -147,11 +133,9 @@ TEST_CASE(
   options.metadata_ttl = 30s;
   Harness h(options);
   const int names = static_cast<int>(meta::MetadataCache::kRelistMaxEntries) + 1;  // 11 pages
-  for (int i = 0; i < names; ++i) h.fake->PutObject("d/" + Name(i), "data");
-  auto d = h.Lookup(kRootInode, "d");
-  REQUIRE(d.ok());
-  REQUIRE(h.List(d->attr.ino)->size() == static_cast<size_t>(names));  // a scan
-  for (int i = 0; i < 30; ++i) OpenByName(h, d->attr.ino, Name(i));
+  const InodeId d = DirectoryOfNames(h, names);
+  REQUIRE(h.List(d)->size() == static_cast<size_t>(names));  // a scan
+  for (int i = 0; i < 30; ++i) OpenByName(h, d, Name(i));
   CHECK(ListingsAndProbes(h, "d/") == std::pair(11, 0));
   LookupListingCounts counts;
 
@@ -159,11 +143,11 @@ TEST_CASE(
   h.Advance(30s);
   // The first lookup after expiry is probed (waiting for 11 pages would be slower); the
   // listing goes on behind it.
-  OpenByName(h, d->attr.ino, Name(30));
+  OpenByName(h, d, Name(30));
   CHECK(Eventually([&] { return counts.ListedSince() == 1; }));
   CHECK(ListingsAndProbes(h, "d/") == std::pair(22, 1));
-  REQUIRE(h.Lookup(d->attr.ino, "new").ok());
-  for (int i = 31; i < 60; ++i) OpenByName(h, d->attr.ino, Name(i));
+  REQUIRE(h.Lookup(d, "new").ok());
+  for (int i = 31; i < 60; ++i) OpenByName(h, d, Name(i));
   CHECK(ListingsAndProbes(h, "d/") == std::pair(22, 1));
 }
 
@@ -171,18 +155,16 @@ TEST_CASE("A failed lookup listing leaves the names probed, and is tried again a
   FsOptions options = Harness::DefaultOptions();
   options.metadata_ttl = 60s;
   Harness h(options, /*failing=*/true);
-  for (int i = 0; i < 20; ++i) h.fake->PutObject("d/" + Name(i), "data");
-  auto d = h.Lookup(kRootInode, "d");
-  REQUIRE(d.ok());
+  const InodeId d = DirectoryOfNames(h, 20);
   LookupListingCounts counts;
   h.fail->FailKey("d/");  // the listing fails before the server; the probes do not
-  for (int i = 0; i < 3; ++i) OpenByName(h, d->attr.ino, Name(i));
+  for (int i = 0; i < 3; ++i) OpenByName(h, d, Name(i));
   CHECK(Eventually([&] { return counts.FailedSince() == 1; }));
   h.fail->ClearFailures();
-  for (int i = 3; i < 5; ++i) OpenByName(h, d->attr.ino, Name(i));
+  for (int i = 3; i < 5; ++i) OpenByName(h, d, Name(i));
   CHECK(ListingsAndProbes(h, "d/") == std::pair(0, 5));
-  OpenByName(h, d->attr.ino, Name(5));
+  OpenByName(h, d, Name(5));
   CHECK(Eventually([&] { return counts.ListedSince() == 1; }));
-  for (int i = 6; i < 20; ++i) OpenByName(h, d->attr.ino, Name(i));
+  for (int i = 6; i < 20; ++i) OpenByName(h, d, Name(i));
   CHECK(ListingsAndProbes(h, "d/") == std::pair(1, 6));
 }
