@@ -44,10 +44,11 @@ class MountError(Exception):
 
 class Mount:
     """kind: ossmount | s3fs | rclone-off | rclone-full. bucket: a server bucket name.
-    build: the build directory holding daemon/ossmount."""
+    build: the build directory holding daemon/ossmount. metadata_ttl: ossmount's
+    --metadata-ttl (the harness's "indefinite" unless a workload measures another)."""
 
     def __init__(self, kind, build, work, endpoint, bucket, cache_dir=None, extra=None,
-                 timeout=60):
+                 timeout=60, metadata_ttl="indefinite"):
         self.kind = kind
         self.build = build
         self.endpoint = endpoint
@@ -55,6 +56,7 @@ class Mount:
         self.cache_dir = cache_dir
         self.extra = list(extra or [])
         self.timeout = timeout
+        self.metadata_ttl = metadata_ttl
         self.dir = tempfile.mkdtemp(prefix="%s-" % kind, dir=work)
         self.mnt = os.path.join(self.dir, "mnt")
         os.mkdir(self.mnt)
@@ -68,7 +70,7 @@ class Mount:
             env.update(OSS_ACCESS_KEY_ID=DUMMY_ID, OSS_ACCESS_KEY_SECRET=DUMMY_SECRET)
             cmd = [os.path.join(self.build, "daemon", "ossmount"), self.bucket, self.mnt,
                    "--endpoint", self.endpoint, "--path-style", "--region", "cn-bench",
-                   "--metadata-ttl", "indefinite", "-f"]
+                   "--metadata-ttl", self.metadata_ttl, "-f"]
             if self.cache_dir:
                 cmd += ["--cache", self.cache_dir]
             return cmd + self.extra, env

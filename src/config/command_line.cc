@@ -55,7 +55,7 @@ struct RawOptions {
   bool no_passthrough = false;
   // Metadata from a file instead of LIST (--manifest).
   std::string manifest;
-  std::string kernel_readahead = "16MiB";
+  std::string kernel_readahead = "1MiB";
 };
 
 // Defines every option on `app`, bound to `r`. Returns the options that are flags (take
@@ -172,7 +172,7 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
       ->group(data);
   app.add_option("--kernel-readahead", r.kernel_readahead,
                  "The kernel's readahead on the mount (root only), 0 = the kernel's 128KiB "
-                 "(default 16MiB)")
+                 "(default 1MiB with --metadata-ttl indefinite)")
       ->group(data);
   app.add_option("--prefetch-unit", r.prefetch_unit,
                  "Size of one ranged GET of a large file (default 8MiB)")
@@ -567,8 +567,12 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   if (*kernel_ra > (1ull << 30)) return Error("--kernel-readahead: at most 1GiB");
   fso.readahead.kernel_readahead = *kernel_ra;
   if (!given("--kernel-readahead")) {
-    // The kernel's readahead requests of every open file are answered even when the budget
-    // is spent, so by default they are kept a small share of it (1 GiB -> 16 MiB). And only
+    // 1 MiB: the kernel then sends 1 MiB reads (its largest), as many as with 16 MiB for a
+    // sequential reader, whose readahead is the daemon's window. But the kernel also reads
+    // its whole readahead around every page fault of a memory-mapped file: 16 MiB per
+    // record of a random-access reader (Arrow, numpy.memmap, LMDB), where 1 MiB costs one
+    // 1 MiB GET. The kernel's readahead requests of every open file are answered even when
+    // the budget is spent, so by default they are kept a small share of it. And only
     // with an indefinite metadata TTL: where objects may change, the kernel can still hold
     // an old, larger size, and its concurrent readahead requests past the new end then
     // leave zeroed pages (seen in mount:replace), which one 128 KiB request at a time does

@@ -41,7 +41,7 @@ void SequentialReader::StartParts(StartList parts) {
 
 void SequentialReader::StartPart(const std::shared_ptr<Part>& part) {
   const data::BlockId id{key_, etag_, part->index};
-  const bool cached = shared_.disk_cache && part->index != kSpillIndex;
+  const bool cached = shared_.disk_cache && part->index != kPieceIndex;
   PartBuffer& buffer = *part->buffer;  // nobody else touches it until the part is ready
   if (cached) {
     if (auto hit = shared_.disk_cache->Get(id, part->length)) {
@@ -91,7 +91,7 @@ void SequentialReader::OnPartDone(const std::shared_ptr<Part>& part, Status stat
       part->status = std::move(status);
       dropped = std::move(part->buffer);
       if (kept) parts_.erase(it);
-      if (spill_ == part) spill_.reset();
+      if (piece_ == part) piece_.reset();
     }
     // A slot (and maybe memory) came free: continue the readahead.
     if (!closed_ && part->state == Part::State::kReady) TopUpLocked(start);

@@ -16,6 +16,7 @@ ReadaheadWindow::Options WindowOptions(const ReaderOptions& o) {
   w.initial = o.initial_window;
   w.max = std::max(o.max_window, o.initial_window);
   w.slack = std::max(o.slack, o.late_tolerance);
+  w.establish = o.part_size;
   return w;
 }
 
@@ -74,17 +75,24 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
     const auto access = window_.OnRead(offset, end - offset);
     bool covered = true;
     for (uint64_t i = first; i <= last && covered; ++i) covered = parts_.count(i) > 0;
-    const bool in_spill =
-        spill_ && spill_->offset <= offset && end <= spill_->offset + spill_->length;
-    if (spill_ && !in_spill && spill_->state != Part::State::kFetching && spill_->waiters.empty()) {
-      spill_.reset();  // the reader left it
+    const bool in_piece =
+        piece_ && piece_->offset <= offset && end <= piece_->offset + piece_->length;
+    if (piece_ && !in_piece && piece_->state != Part::State::kFetching && piece_->waiters.empty()) {
+      piece_.reset();  // the reader left it
     }
 
-    if (access == ReadaheadWindow::Access::kRandom) {
+    bool short_run_piece = false;
+    if (access != ReadaheadWindow::Access::kSequential) {
       // Whatever was fetched for the old position is no longer wanted.
       DropOutsideLocked(covered ? first : 1, covered ? last : 0);
-      direct = !covered && !in_spill && !shared_.disk_cache;
-    } else if (!covered && !in_spill && window_.end() > options_.slack &&
+      // Without a disk cache, a random read fetches exactly its bytes and a short run a piece
+      // as long as the run so far (so its next reads find their bytes there, and a run
+      // that goes on doubles its pieces until its window opens). With one, both fetch the
+      // covering parts, the cache's units.
+      const bool fetch_parts = covered || in_piece || shared_.disk_cache;
+      direct = !fetch_parts && access == ReadaheadWindow::Access::kRandom;
+      short_run_piece = !fetch_parts && access == ReadaheadWindow::Access::kShortRun;
+    } else if (!covered && !in_piece && window_.end() > options_.slack &&
                end <= window_.end() - options_.slack) {
       // A straggler: a request the kernel sent long before the reads ahead of it arrived,
       // for bytes whose part was already dropped. Fetch just those bytes (or, with a disk
@@ -101,19 +109,32 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
     if (!direct) {
       if (covered) {
         for (uint64_t i = first; i <= last; ++i) gather->parts.push_back(parts_[i]);
-      } else if (in_spill) {
-        gather->parts.push_back(spill_);
-      } else if (auto created = NewNeededPartsLocked(first, last)) {
+      } else if (in_piece) {
+        gather->parts.push_back(piece_);
+      } else if (auto created =
+                     short_run_piece ? std::nullopt : NewNeededPartsLocked(first, last)) {
         start = *created;
         for (uint64_t i = first; i <= last; ++i) gather->parts.push_back(parts_[i]);
       } else {
-        // The budget is spent (by readahead of all files): fetch a small piece instead of a
-        // whole part, so that waiting readers overshoot the limit by little.
-        const uint64_t len =
+        // A short run's piece, if the budget has room for it; otherwise (the budget is spent
+        // by readahead of all files) a small piece instead of a whole part, so that waiting
+        // readers overshoot the limit by little.
+        uint64_t len =
             std::max(end - offset, std::min(options_.part_size, options_.initial_window));
-        spill_ = NewSpillLocked(offset, std::min(len, size_ - offset));
-        start.push_back(spill_);
-        gather->parts.push_back(spill_);
+        data::Reservation reservation;
+        const uint64_t run_len = std::min(
+            size_ - offset, std::min(options_.part_size, std::max(end - offset, window_.run())));
+        if (short_run_piece && shared_.budget->TryReserve(run_len)) {
+          len = run_len;
+          reservation = data::Reservation(shared_.budget, run_len);
+        } else {
+          len = std::min(len, size_ - offset);
+          shared_.budget->Reserve(len);  // a reader waits: never refused
+          reservation = data::Reservation(shared_.budget, len);
+        }
+        piece_ = NewPieceLocked(offset, len, std::move(reservation));
+        start.push_back(piece_);
+        gather->parts.push_back(piece_);
       }
       size_t not_ready = 0;
       for (auto& part : gather->parts) not_ready += part->state != Part::State::kReady;
@@ -156,15 +177,14 @@ std::optional<SequentialReader::StartList> SequentialReader::NewNeededPartsLocke
   return created;
 }
 
-std::shared_ptr<SequentialReader::Part> SequentialReader::NewSpillLocked(uint64_t offset,
-                                                                         uint64_t length) {
-  shared_.budget->Reserve(length);  // a reader waits: never refused
+std::shared_ptr<SequentialReader::Part> SequentialReader::NewPieceLocked(
+    uint64_t offset, uint64_t length, data::Reservation reservation) {
   auto part = std::make_shared<Part>();
-  part->index = kSpillIndex;
+  part->index = kPieceIndex;
   part->offset = offset;
   part->length = length;
   part->buffer = std::make_shared<PartBuffer>();
-  part->buffer->reservation = data::Reservation(shared_.budget, length);
+  part->buffer->reservation = std::move(reservation);
   ++in_flight_;
   return part;
 }
@@ -229,8 +249,8 @@ void SequentialReader::Close() {
   {
     std::lock_guard lock(mu_);
     closed_ = true;
-    if (spill_ && spill_->state == Part::State::kFetching) spill_->cancel->cancelled = true;
-    spill_.reset();
+    if (piece_ && piece_->state == Part::State::kFetching) piece_->cancel->cancelled = true;
+    piece_.reset();
     for (auto& [index, part] : parts_) {
       if (part->state == Part::State::kFetching) part->cancel->cancelled = true;
     }

@@ -10,6 +10,14 @@
 //     every part it does not need, and fetches exactly the bytes asked for with one ranged GET
 //     that is not kept (a 4 KiB pread costs 4 KiB, not a part). With a disk cache, random reads
 //     fetch the covering parts instead, so that they are looked up in and fed to the cache.
+//   - Reads that continue a random read are a short run until the run covers part_size
+//     (ReadaheadWindow's `establish`): each read its last piece does not cover fetches one
+//     unaligned piece from its offset, as long as the run so far (at most part_size), and
+//     nothing ahead. A random-access reader of a memory-mapped file (whose page faults come
+//     as two or three adjacent reads of the kernel's read-around) so costs about what the
+//     kernel asked for, not a part and a window per record; a run that goes on doubles its
+//     pieces until its window opens. A run from offset 0 opens the window at once. With a
+//     disk cache, short runs fetch the covering parts, like random reads.
 //   - Parts behind the reader (ended more than `slack` before it) are dropped at once, so a
 //     sequential reader holds about one window of memory. A late read for bytes so dropped,
 //     within `late_tolerance` of the reader, is fetched exactly and alone (a straggler of
@@ -113,7 +121,7 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   struct PartBuffer;
   struct Part;
   struct Gather;
-  static constexpr uint64_t kSpillIndex = ~0ull;
+  static constexpr uint64_t kPieceIndex = ~0ull;
 
   // Parts to start once mu_ is released.
   using StartList = std::vector<std::shared_ptr<Part>>;
@@ -122,9 +130,10 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   // REQUIRES mu_. Creates the missing parts of [first, last] for a waiting reader if the
   // budget has room for them (TryReserve); nullopt (nothing created) when it has not.
   std::optional<StartList> NewNeededPartsLocked(uint64_t first, uint64_t last);
-  // REQUIRES mu_. A small unaligned piece for a waiting reader when the budget is spent:
-  // Reserve()d, not kept in parts_, not cached on disk.
-  std::shared_ptr<Part> NewSpillLocked(uint64_t offset, uint64_t length);
+  // REQUIRES mu_. An unaligned piece for a waiting reader (a short run's, or a small one
+  // when the budget is spent), holding `reservation`: not kept in parts_, not cached on disk.
+  std::shared_ptr<Part> NewPieceLocked(uint64_t offset, uint64_t length,
+                                       data::Reservation reservation);
   // REQUIRES mu_. A readahead part, or nullptr when the per-file cap, the global slots or the
   // budget (then *budget_refused) says no.
   std::shared_ptr<Part> NewReadaheadPartLocked(uint64_t index, bool* budget_refused);
@@ -154,7 +163,7 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   mutable std::mutex mu_;
   ReadaheadWindow window_;
   std::map<uint64_t, std::shared_ptr<Part>> parts_;
-  std::shared_ptr<Part> spill_;  // the last piece fetched under memory pressure
+  std::shared_ptr<Part> piece_;  // the last unaligned piece fetched
   int in_flight_ = 0;
   bool closed_ = false;
 };

@@ -478,16 +478,17 @@ TEST_CASE("Debug and no-verify-tls flags") {
   CHECK(t.warnings[0].find("NOT verified") != std::string::npos);
 }
 
-TEST_CASE("Kernel readahead defaults to 16MiB with an indefinite TTL within the memory budget") {
+TEST_CASE("Kernel readahead defaults to 1MiB with an indefinite TTL within the memory budget") {
   const std::vector<std::string> ds = {"--metadata-ttl", "indefinite"};
   auto with = [&](std::vector<std::string> extra) {
     std::vector<std::string> args = ds;
     args.insert(args.end(), extra.begin(), extra.end());
     return With(args);
   };
-  CHECK(Ok(with({})).fs.readahead.kernel_readahead == (16ull << 20));
-  // By default at most a 64th of --max-memory; a value given explicitly is kept.
-  CHECK(Ok(with({"--max-memory", "256MiB"})).fs.readahead.kernel_readahead == (4ull << 20));
+  CHECK(Ok(with({})).fs.readahead.kernel_readahead == (1ull << 20));
+  // By default at most a 64th of --max-memory (in whole MiB); a value given explicitly is kept.
+  CHECK(Ok(with({"--max-memory", "64MiB"})).fs.readahead.kernel_readahead == (1ull << 20));
+  CHECK(Ok(with({"--max-memory", "32MiB"})).fs.readahead.kernel_readahead == 0);
   CHECK(Ok(with({"--max-memory", "256MiB", "--kernel-readahead", "16MiB"}))
             .fs.readahead.kernel_readahead == (16ull << 20));
   // A finite TTL (objects may change under the kernel's cached size): 0 unless given.

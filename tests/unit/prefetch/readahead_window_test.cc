@@ -71,3 +71,27 @@ TEST_CASE("Shrink halves the window but not below the initial size") {
   w.Shrink();
   CHECK(w.window() == 1 * MiB);
 }
+
+TEST_CASE("A run away from offset 0 is short until it covers the establish size") {
+  ReadaheadWindow::Options o = Opts();
+  o.establish = 1 * MiB;
+  ReadaheadWindow w(o);
+  CHECK(w.OnRead(10 * MiB, 128 * KiB) == Access::kRandom);
+  uint64_t off = 10 * MiB + 128 * KiB;
+  for (; off < 11 * MiB - 128 * KiB; off += 128 * KiB) {
+    REQUIRE(w.OnRead(off, 128 * KiB) == Access::kShortRun);
+    CHECK(w.window() == 0);
+    CHECK(w.run() == off + 128 * KiB - 10 * MiB);
+  }
+  // The read that takes the run to 1 MiB opens the window at its initial size.
+  CHECK(w.OnRead(off, 128 * KiB) == Access::kSequential);
+  CHECK(w.window() == 1 * MiB);
+  // A random read ends the run; a run from offset 0 opens the window at once.
+  CHECK(w.OnRead(100 * MiB, 4 * KiB) == Access::kRandom);
+  CHECK(w.OnRead(100 * MiB + 4 * KiB, 4 * KiB) == Access::kShortRun);
+  CHECK(w.OnRead(0, 4 * KiB) == Access::kRandom);
+  CHECK(w.OnRead(4 * KiB, 4 * KiB) == Access::kSequential);
+  CHECK(w.window() == 1 * MiB);
+  ReadaheadWindow fresh(o);
+  CHECK(fresh.OnRead(0, 4 * KiB) == Access::kSequential);
+}

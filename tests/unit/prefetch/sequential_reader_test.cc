@@ -99,7 +99,9 @@ TEST_CASE("Random, mixed and part-spanning reads are byte-exact") {
   CHECK(Eventually([&] { return h.budget->used() == 0; }));
 }
 
-TEST_CASE("A seek resets the window, cancels unwanted parts and fetches only the bytes asked") {
+TEST_CASE(
+    "A seek resets the window, cancels unwanted parts, fetches only the bytes asked, and reading "
+    "on fetches growing pieces until the run covers a part") {
   Harness h;
   const std::string data = Content(32 * MiB, 3);
   h.fake->PutObject("big", data);
@@ -137,11 +139,86 @@ TEST_CASE("A seek resets the window, cancels unwanted parts and fetches only the
   CHECK(*log[3].length == 4 * KiB);
   CHECK(log[3].priority == Priority::kForeground);
 
-  // Reading on from there is sequential again: the window reopens at its initial size.
-  auto next = Harness::Read(*reader, 20 * MiB + 5 + 4 * KiB, 128 * KiB);
-  REQUIRE(next.ok());
-  CHECK(*next == data.substr(20 * MiB + 5 + 4 * KiB, 128 * KiB));
+  // Reading on from there is a short run: each read its last piece does not cover fetches a
+  // piece from its offset as long as the run so far, nothing ahead; the window reopens at its
+  // initial size once the run covers a part (1 MiB).
+  const uint64_t at = 20 * MiB + 5 + 4 * KiB;
+  uint64_t off = at;
+  while (reader->stats().window == 0) {
+    REQUIRE(off < at + 2 * MiB);
+    auto next = Harness::Read(*reader, off, 128 * KiB);
+    REQUIRE(next.ok());
+    CHECK(*next == data.substr(off, 128 * KiB));
+    off += 128 * KiB;
+  }
+  CHECK(off == at + 1 * MiB);  // opened by the read that took the run past 1 MiB
   CHECK(reader->stats().window == 2 * MiB);
+  const auto after = h.fake->requests();
+  REQUIRE(after.size() >= 7);
+  const std::vector<std::pair<uint64_t, uint64_t>> pieces{
+      {at, 132 * KiB}, {at + 128 * KiB, 260 * KiB}, {at + 384 * KiB, 516 * KiB}};
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    INFO("piece " << i);
+    CHECK(after[4 + i].offset == pieces[i].first);
+    CHECK(*after[4 + i].length == pieces[i].second);
+    CHECK(after[4 + i].priority == Priority::kForeground);
+  }
+  // Then parts again: the one holding the read, and the window ahead.
+  CHECK(after[7].offset % MiB == 0);
+  CHECK(*after[7].length == 1 * MiB);
+  reader->Close();
+  CHECK(Eventually([&] { return h.budget->used() == 0 && h.fake->in_flight() == 0; }));
+}
+
+TEST_CASE(
+    "Records read the way a memory-mapped file's page faults arrive cost what the kernel asked "
+    "for, not a part each") {
+  // A page fault of a mapped file reaches the daemon as the kernel's read-around (128 KiB
+  // around the page) and, once the reader touches its end, the next 128 KiB: a random read
+  // and one adjacent read per record, from several threads at once.
+  Harness h;
+  const std::string data = Content(256 * MiB, 11);
+  h.fake->PutObject("big", data);
+  ReaderOptions o;  // the daemon's defaults: 8 MiB parts, a 1 MiB initial window
+  auto reader = h.Open("big", o);
+  // Records at distinct MiB offsets (records closer than the kernel's read-around would
+  // look like one run to anyone).
+  std::vector<uint64_t> slots;
+  for (uint64_t m = 1; m < 250; ++m) slots.push_back(m * MiB);
+  std::shuffle(slots.begin(), slots.end(), std::mt19937_64(12));
+  auto next_slot = [&, i = size_t{0}]() mutable { return slots.at(i++); };
+  constexpr int kRecords = 40;
+  for (int i = 0; i < kRecords; i += 2) {
+    // Two readers interleaved (a, b, a + 128K, b + 128K), then one alone.
+    const uint64_t a = next_slot();
+    const uint64_t b = next_slot();
+    for (uint64_t off : {a, b, a + 128 * KiB, b + 128 * KiB}) {
+      auto r = Harness::Read(*reader, off, 128 * KiB);
+      REQUIRE(r.ok());
+      CHECK(*r == data.substr(off, 128 * KiB));
+      CHECK(reader->stats().window == 0);
+    }
+  }
+  for (int i = 0; i < 10; ++i) {
+    const uint64_t a = next_slot();
+    for (uint64_t off : {a, a + 128 * KiB}) {
+      auto r = Harness::Read(*reader, off, 128 * KiB);
+      REQUIRE(r.ok());
+      CHECK(*r == data.substr(off, 128 * KiB));
+    }
+  }
+  const auto log = h.fake->requests();
+  uint64_t bytes = 0;
+  for (const auto& rec : log) {
+    CHECK(rec.priority == Priority::kForeground);  // nothing fetched ahead
+    INFO("GET " << rec.offset / KiB << " KiB, " << *rec.length / KiB << " KiB");
+    CHECK(*rec.length <= 256 * KiB);  // no part
+    bytes += *rec.length;
+  }
+  CHECK(log.size() == 2 * (kRecords + 10));
+  // The random read exactly, the adjacent read a piece of the run so far: 384 KiB per record
+  // alone; interleaved ones are each random.
+  CHECK(bytes <= (kRecords + 10) * 384 * KiB);
   reader->Close();
   CHECK(Eventually([&] { return h.budget->used() == 0 && h.fake->in_flight() == 0; }));
 }

@@ -1,0 +1,139 @@
+#!/usr/bin/python3
+"""Random records of one large object, read through a mount by forked worker processes.
+
+  bench/random_records.py [--build DIR] [--old-build DIR] [--rounds N] [--records N]
+                          [--workers N] [--no-rclone]
+
+The access pattern of datasets kept in a few large files and read at random: an Arrow file
+(Hugging Face datasets) or a numpy.memmap mapped by the Dataset, LMDB, HDF5. WORKERS
+processes forked after the file was opened (and, for mmap, mapped), as DataLoader workers
+inherit their Dataset, read RECORDS records of 100 KB at random offsets (one per 16 MiB
+slot) of a 16 GiB sparse object (4 KiB of random bytes at every MiB, holes elsewhere) on
+the project's server at 35 ms TTFB, every record compared with the source file. Two modes:
+`pread` (os.pread on the shared descriptor) and `mmap` (a slice of the shared mapping, so
+every record arrives as the kernel's read-around of a page fault).
+
+Mounts, in alternating rounds: ossmount with --metadata-ttl indefinite (as in the harness)
+and 60 (the default), the same for the build in --old-build if given, and rclone mount
+--vfs-cache-mode off (the harness's peer options). Reported per mount and mode: records/s
+(the bound is WORKERS / 35 ms), GETs and KiB the server sent per record. Indicative figures
+on a shared machine; compare rounds of the same minutes.
+"""
+import argparse
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ossbench.mounts import Mount  # noqa: E402
+from ossbench.server import TestServer  # noqa: E402
+
+MiB = 1 << 20
+OBJECT_SIZE = 16 * 1024 * MiB
+RECORD = 100 * 1000
+BUCKET = "records"
+
+
+def make_object(root):
+    path = os.path.join(root, BUCKET, "16g.bin")
+    if os.path.exists(path + ".complete"):
+        return path
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    rng = random.Random(3)
+    with open(path, "wb") as f:
+        f.truncate(OBJECT_SIZE)
+        for off in range(0, OBJECT_SIZE, MiB):
+            os.pwrite(f.fileno(), rng.randbytes(4096), off + rng.randrange(MiB - 4096))
+    os.sync()  # a read during the new file's writeback would be slow for the server
+    open(path + ".complete", "w").close()
+    return path
+
+
+def read_records(path, source, mode, workers, offsets):
+    """Forks `workers` readers sharing one descriptor (and mapping); returns seconds."""
+    import mmap
+    fd = os.open(path, os.O_RDONLY)
+    src = os.open(source, os.O_RDONLY)
+    mapping = mmap.mmap(fd, 0, prot=mmap.PROT_READ) if mode == "mmap" else None
+    start = time.monotonic()
+    pids = []
+    for w in range(workers):
+        pid = os.fork()
+        if pid == 0:
+            ok = True
+            for o in offsets[w::workers]:
+                got = mapping[o:o + RECORD] if mapping is not None else os.pread(fd, RECORD, o)
+                ok = ok and got == os.pread(src, RECORD, o)
+            os._exit(0 if ok else 1)
+        pids.append(pid)
+    bad = sum(os.waitpid(pid, 0)[1] != 0 for pid in pids)
+    seconds = time.monotonic() - start
+    if mapping is not None:
+        mapping.close()
+    os.close(fd)
+    os.close(src)
+    if bad:
+        raise SystemExit("random_records: %d worker(s) read wrong bytes" % bad)
+    return seconds
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--build", default="build")
+    p.add_argument("--old-build", default="")
+    p.add_argument("--rounds", type=int, default=1)
+    p.add_argument("--records", type=int, default=480)
+    p.add_argument("--workers", type=int, default=16)
+    p.add_argument("--no-rclone", action="store_true")
+    args = p.parse_args()
+    src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    build = os.path.abspath(args.build)
+    root = os.path.join(src, "bench", "data", "records")
+    source = make_object(root)
+    work = tempfile.mkdtemp(prefix="ossmount-random-records-")
+    server = TestServer(os.path.join(build, "tests", "server", "ossmount-testserver"), root,
+                        work)
+    server.start()
+    slots = OBJECT_SIZE // (16 * MiB)
+    try:
+        server.set_ttfb(35)
+        mounts = [("new", "ossmount", build, "indefinite"), ("new", "ossmount", build, "60")]
+        if args.old_build:
+            mounts += [("old", "ossmount", os.path.abspath(args.old_build), "indefinite"),
+                       ("old", "ossmount", os.path.abspath(args.old_build), "60")]
+        if not args.no_rclone:
+            mounts.append(("peer", "rclone-off", build, "-"))
+        print("%d records of %d bytes, %d workers, 35 ms TTFB (bound %.0f records/s)"
+              % (args.records, RECORD, args.workers, args.workers / 0.035), flush=True)
+        # Untimed: the server's first reads of the object (its extents) are slower.
+        with Mount("ossmount", build, work, server.endpoint, BUCKET) as m:
+            read_records(os.path.join(m.mnt, "16g.bin"), source, "pread", args.workers,
+                         [s * 16 * MiB for s in range(0, slots, 4)])
+        for rnd in range(args.rounds):
+            for label, kind, b, ttl in mounts:
+                with Mount(kind, b, work, server.endpoint, BUCKET,
+                           metadata_ttl=ttl if ttl != "-" else "indefinite") as m:
+                    path = os.path.join(m.mnt, "16g.bin")
+                    os.stat(path)
+                    for mode in ("pread", "mmap"):
+                        rng = random.Random(1000 * rnd + len(mode))
+                        offsets = [s * 16 * MiB + rng.randrange(16 * MiB - RECORD)
+                                   for s in rng.sample(range(slots), args.records)]
+                        server.reset()
+                        seconds = read_records(path, source, mode, args.workers, offsets)
+                        st = server.stats()
+                        print("round %d %-4s %-10s ttl %-10s %-5s %7.1f records/s %5.2f GETs "
+                              "%7.0f KiB per record" % (
+                                  rnd + 1, label, kind, ttl, mode, args.records / seconds,
+                                  st["GET"] / args.records,
+                                  st["bytes_sent"] / args.records / 1024), flush=True)
+    finally:
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
