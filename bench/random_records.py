@@ -15,7 +15,7 @@ every record arrives as the kernel's read-around of a page fault).
 
 Mounts, in alternating rounds: ossmount with --metadata-ttl indefinite (as in the harness)
 and 60 (the default), the same for the build in --old-build if given, and rclone mount
---vfs-cache-mode off (the harness's peer options). Reported per mount and mode: records/s
+--vfs-cache-mode off (the harness's peer options), also with --vfs-read-chunk-size 128Ki. Reported per mount and mode: records/s
 (the bound is WORKERS / 35 ms), GETs and KiB the server sent per record. Indicative figures
 on a shared machine; compare rounds of the same minutes.
 """
@@ -100,12 +100,19 @@ def main():
     slots = OBJECT_SIZE // (16 * MiB)
     try:
         server.set_ttfb(35)
-        mounts = [("new", "ossmount", build, "indefinite"), ("new", "ossmount", build, "60")]
+        # (label, kind, build, --metadata-ttl or rclone's setting, extra arguments)
+        mounts = [("new", "ossmount", build, "indefinite", []),
+                  ("new", "ossmount", build, "60", [])]
         if args.old_build:
-            mounts += [("old", "ossmount", os.path.abspath(args.old_build), "indefinite"),
-                       ("old", "ossmount", os.path.abspath(args.old_build), "60")]
+            old = os.path.abspath(args.old_build)
+            mounts += [("old", "ossmount", old, "indefinite", []),
+                       ("old", "ossmount", old, "60", [])]
         if not args.no_rclone:
-            mounts.append(("peer", "rclone-off", build, "-"))
+            # As in the harness, and with rclone's first ranged GET of a file cut from 128 MiB
+            # (--vfs-read-chunk-size) to 128 KiB, its setting for random reads.
+            mounts += [("peer", "rclone-off", build, "harness", []),
+                       ("peer", "rclone-off", build, "chunk128Ki",
+                        ["--vfs-read-chunk-size", "128Ki"])]
         print("%d records of %d bytes, %d workers, 35 ms TTFB (bound %.0f records/s)"
               % (args.records, RECORD, args.workers, args.workers / 0.035), flush=True)
         # Untimed: the server's first reads of the object (its extents) are slower.
@@ -113,9 +120,10 @@ def main():
             read_records(os.path.join(m.mnt, "16g.bin"), source, "pread", args.workers,
                          [s * 16 * MiB for s in range(0, slots, 4)])
         for rnd in range(args.rounds):
-            for label, kind, b, ttl in mounts:
-                with Mount(kind, b, work, server.endpoint, BUCKET,
-                           metadata_ttl=ttl if ttl != "-" else "indefinite") as m:
+            for label, kind, b, setting, extra in mounts:
+                ttl = setting if kind == "ossmount" else "indefinite"
+                with Mount(kind, b, work, server.endpoint, BUCKET, extra=extra,
+                           metadata_ttl=ttl) as m:
                     path = os.path.join(m.mnt, "16g.bin")
                     os.stat(path)
                     for mode in ("pread", "mmap"):
@@ -125,9 +133,9 @@ def main():
                         server.reset()
                         seconds = read_records(path, source, mode, args.workers, offsets)
                         st = server.stats()
-                        print("round %d %-4s %-10s ttl %-10s %-5s %7.1f records/s %5.2f GETs "
+                        print("round %d %-4s %-10s %-10s %-5s %7.1f records/s %5.2f GETs "
                               "%7.0f KiB per record" % (
-                                  rnd + 1, label, kind, ttl, mode, args.records / seconds,
+                                  rnd + 1, label, kind, setting, mode, args.records / seconds,
                                   st["GET"] / args.records,
                                   st["bytes_sent"] / args.records / 1024), flush=True)
     finally:
