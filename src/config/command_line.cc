@@ -567,11 +567,10 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   if (*kernel_ra > (1ull << 30)) return Error("--kernel-readahead: at most 1GiB");
   fso.readahead.kernel_readahead = *kernel_ra;
   if (!given("--kernel-readahead")) {
-    // 1 MiB: the kernel then sends 1 MiB reads (its largest), as many as with 16 MiB for a
-    // sequential reader, whose readahead is the daemon's window. But the kernel also reads
-    // its whole readahead around every page fault of a memory-mapped file: 16 MiB per
-    // record of a random-access reader (Arrow, numpy.memmap, LMDB), where 1 MiB costs one
-    // 1 MiB GET. The kernel's readahead requests of every open file are answered even when
+    // 1 MiB: the kernel's reads are then 1 MiB (its largest), as with more, and a
+    // sequential reader's readahead is the daemon's window (a 1 GiB read was no faster with
+    // 16 MiB). More would cost random readers of a memory-mapped file (Arrow, numpy.memmap,
+    // LMDB): the kernel reads its whole readahead around every page fault. The kernel's readahead requests of every open file are answered even when
     // the budget is spent, so by default they are kept a small share of it. And only
     // with an indefinite metadata TTL: where objects may change, the kernel can still hold
     // an old, larger size, and its concurrent readahead requests past the new end then
