@@ -570,12 +570,12 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
     // 1 MiB: the kernel's reads are then 1 MiB (its largest), as with more, and a
     // sequential reader's readahead is the daemon's window (a 1 GiB read was no faster with
     // 16 MiB). More would cost random readers of a memory-mapped file (Arrow, numpy.memmap,
-    // LMDB): the kernel reads its whole readahead around every page fault. The kernel's readahead requests of every open file are answered even when
-    // the budget is spent, so by default they are kept a small share of it. And only
-    // with an indefinite metadata TTL: where objects may change, the kernel can still hold
-    // an old, larger size, and its concurrent readahead requests past the new end then
-    // leave zeroed pages (seen in mount:replace), which one 128 KiB request at a time does
-    // not.
+    // LMDB): the kernel reads its whole readahead around every page fault. The kernel's readahead
+    // requests of every open file are answered even when the budget is spent, so by default they
+    // are kept a small share of it. And only with an indefinite metadata TTL: where objects may
+    // change, the kernel can still hold an old, larger size, and its concurrent readahead requests
+    // past the new end then leave zeroed pages (seen in mount:replace), which one 128 KiB request
+    // at a time does not.
     fso.readahead.kernel_readahead =
         fso.metadata_ttl.has_value() ? 0 : std::min(*kernel_ra, fso.max_memory / 64 >> 20 << 20);
   }
