@@ -119,20 +119,17 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
         // A short run's piece, if the budget has room for it; otherwise (the budget is spent
         // by readahead of all files) a small piece instead of a whole part, so that waiting
         // readers overshoot the limit by little.
-        uint64_t len =
-            std::max(end - offset, std::min(options_.part_size, options_.initial_window));
-        data::Reservation reservation;
-        const uint64_t run_len = std::min(
-            size_ - offset, std::min(options_.part_size, std::max(end - offset, window_.run())));
+        const uint64_t left = size_ - offset;
+        const uint64_t run_len =
+            std::min({left, options_.part_size, std::max(end - offset, window_.run())});
+        uint64_t len = std::min(
+            left, std::max(end - offset, std::min(options_.part_size, options_.initial_window)));
         if (short_run_piece && shared_.budget->TryReserve(run_len)) {
           len = run_len;
-          reservation = data::Reservation(shared_.budget, run_len);
         } else {
-          len = std::min(len, size_ - offset);
           shared_.budget->Reserve(len);  // a reader waits: never refused
-          reservation = data::Reservation(shared_.budget, len);
         }
-        piece_ = NewPieceLocked(offset, len, std::move(reservation));
+        piece_ = NewPieceLocked(offset, len, data::Reservation(shared_.budget, len));
         start.push_back(piece_);
         gather->parts.push_back(piece_);
       }

@@ -30,6 +30,15 @@ std::shared_ptr<const DirSnapshot> Listing(std::vector<std::string> files) {
   return std::make_shared<DirSnapshot>(children);
 }
 
+// One name more than a listing WorthRelisting() leaves to probes: 11 pages.
+std::vector<std::string> NamesOverRelistMax() {
+  std::vector<std::string> names;
+  for (size_t i = 0; i <= MetadataCache::kRelistMaxEntries; ++i) {
+    names.push_back("f" + std::to_string(100000 + i));
+  }
+  return names;
+}
+
 }  // namespace
 
 TEST_CASE("MetadataCache: positive entries live for the TTL, negative for the negative TTL") {
@@ -274,10 +283,7 @@ TEST_CASE(
     "MetadataCache: an expired listing over 10,000 names in demand is claimed for lookups, once") {
   FakeClock clock;
   MetadataCache cache(TtlPolicy(10s, 2s, clock.fn()));
-  std::vector<std::string> names;
-  for (size_t i = 0; i <= MetadataCache::kRelistMaxEntries; ++i) {
-    names.push_back("f" + std::to_string(100000 + i));
-  }
+  const std::vector<std::string> names = NamesOverRelistMax();
   cache.PutListing("huge", Listing(names));
   cache.PutListing("small", Listing({"a", "b", "c"}));
   cache.PutListing("quiet", Listing(names));
@@ -307,10 +313,7 @@ TEST_CASE(
 TEST_CASE("MetadataCache: a large listing in demand is refreshed ahead too") {
   FakeClock clock;
   MetadataCache cache(TtlPolicy(20s, 2s, clock.fn()));
-  std::vector<std::string> names;
-  for (size_t i = 0; i <= MetadataCache::kRelistMaxEntries; ++i) {
-    names.push_back("f" + std::to_string(100000 + i));
-  }
+  const std::vector<std::string> names = NamesOverRelistMax();
   cache.PutListing("huge", Listing(names));
   for (int i = 0; i < 23; ++i) cache.Find("huge/" + names[i]);
   clock.Advance(15s);
