@@ -2,13 +2,13 @@
 """Random records of one large object, read through a mount by forked worker processes.
 
   bench/random_records.py [--build DIR] [--old-build DIR] [--rounds N] [--records N]
-                          [--workers N] [--no-rclone]
+                          [--record-size BYTES] [--workers N] [--no-rclone]
 
 The access pattern of datasets kept in a few large files and read at random: an Arrow file
 (Hugging Face datasets) or a numpy.memmap mapped by the Dataset, LMDB, HDF5. WORKERS
 processes forked after the file was opened (and, for mmap, mapped), as DataLoader workers
-inherit their Dataset, read RECORDS records of 100 KB at random offsets (one per 16 MiB
-slot) of a 16 GiB sparse object (4 KiB of random bytes at every MiB, holes elsewhere) on
+inherit their Dataset, read RECORDS records of 100 KB (--record-size: HDF5 chunks, audio or
+video clips run to megabytes) at random offsets (one per 16 MiB slot) of a 16 GiB sparse object (4 KiB of random bytes at every MiB, holes elsewhere) on
 the project's server at 35 ms TTFB, every record compared with the source file. Two modes:
 `pread` (os.pread on the shared descriptor) and `mmap` (a slice of the shared mapping, so
 every record arrives as the kernel's read-around of a page fault).
@@ -33,7 +33,6 @@ from ossbench.server import TestServer  # noqa: E402
 
 MiB = 1 << 20
 OBJECT_SIZE = 16 * 1024 * MiB
-RECORD = 100 * 1000
 BUCKET = "records"
 
 
@@ -52,7 +51,7 @@ def make_object(root):
     return path
 
 
-def read_records(path, source, mode, workers, offsets):
+def read_records(path, source, mode, workers, offsets, record):
     """Forks `workers` readers sharing one descriptor (and mapping); returns seconds."""
     import mmap
     fd = os.open(path, os.O_RDONLY)
@@ -65,8 +64,8 @@ def read_records(path, source, mode, workers, offsets):
         if pid == 0:
             ok = True
             for o in offsets[w::workers]:
-                got = mapping[o:o + RECORD] if mapping is not None else os.pread(fd, RECORD, o)
-                ok = ok and got == os.pread(src, RECORD, o)
+                got = mapping[o:o + record] if mapping is not None else os.pread(fd, record, o)
+                ok = ok and got == os.pread(src, record, o)
             os._exit(0 if ok else 1)
         pids.append(pid)
     bad = sum(os.waitpid(pid, 0)[1] != 0 for pid in pids)
@@ -86,6 +85,7 @@ def main():
     p.add_argument("--old-build", default="")
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--records", type=int, default=480)
+    p.add_argument("--record-size", type=int, default=100 * 1000)
     p.add_argument("--workers", type=int, default=16)
     p.add_argument("--no-rclone", action="store_true")
     args = p.parse_args()
@@ -98,6 +98,9 @@ def main():
                         work)
     server.start()
     slots = OBJECT_SIZE // (16 * MiB)
+    record = args.record_size
+    if not 0 < record <= 16 * MiB:
+        raise SystemExit("random_records: --record-size must be 1 to %d bytes" % (16 * MiB))
     try:
         server.set_ttfb(35)
         # (label, kind, build, --metadata-ttl or rclone's setting, extra arguments)
@@ -114,11 +117,11 @@ def main():
                        ("peer", "rclone-off", build, "chunk128Ki",
                         ["--vfs-read-chunk-size", "128Ki"])]
         print("%d records of %d bytes, %d workers, 35 ms TTFB (bound %.0f records/s)"
-              % (args.records, RECORD, args.workers, args.workers / 0.035), flush=True)
+              % (args.records, record, args.workers, args.workers / 0.035), flush=True)
         # Untimed: the server's first reads of the object (its extents) are slower.
         with Mount("ossmount", build, work, server.endpoint, BUCKET) as m:
             read_records(os.path.join(m.mnt, "16g.bin"), source, "pread", args.workers,
-                         [s * 16 * MiB for s in range(0, slots, 4)])
+                         [s * 16 * MiB for s in range(0, slots, 4)], 100 * 1000)
         for rnd in range(args.rounds):
             for label, kind, b, setting, extra in mounts:
                 ttl = setting if kind == "ossmount" else "indefinite"
@@ -128,10 +131,11 @@ def main():
                     os.stat(path)
                     for mode in ("pread", "mmap"):
                         rng = random.Random(1000 * rnd + len(mode))
-                        offsets = [s * 16 * MiB + rng.randrange(16 * MiB - RECORD)
+                        offsets = [s * 16 * MiB + rng.randrange(16 * MiB - record + 1)
                                    for s in rng.sample(range(slots), args.records)]
                         server.reset()
-                        seconds = read_records(path, source, mode, args.workers, offsets)
+                        seconds = read_records(path, source, mode, args.workers, offsets,
+                                               record)
                         st = server.stats()
                         print("round %d %-4s %-10s %-10s %-5s %7.1f records/s %5.2f GETs "
                               "%7.0f KiB per record" % (

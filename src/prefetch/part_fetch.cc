@@ -86,12 +86,15 @@ void SequentialReader::OnPartDone(const std::shared_ptr<Part>& part, Status stat
     const bool kept = it != parts_.end() && it->second == part;
     if (status.ok()) {
       part->state = Part::State::kReady;
+      part->used = std::chrono::steady_clock::now();
     } else {
       part->state = Part::State::kFailed;
       part->status = std::move(status);
       dropped = std::move(part->buffer);
       if (kept) parts_.erase(it);
-      if (piece_ == part) piece_.reset();
+      for (auto& piece : pieces_) {
+        if (piece == part) piece.reset();
+      }
     }
     // A slot (and maybe memory) came free: continue the readahead.
     if (!closed_ && part->state == Part::State::kReady) TopUpLocked(start);

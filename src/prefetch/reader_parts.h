@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -45,6 +46,10 @@ struct SequentialReader::Part {
   std::shared_ptr<PartBuffer> buffer;  // reserved at creation, filled when ready
   std::shared_ptr<CancelFlag> cancel = std::make_shared<CancelFlag>();
   std::vector<std::function<void()>> waiters;  // reads waiting for this part
+  // Pieces: when it was created, completed, or last answered a read; and whether its memory
+  // was Reserve()d past the budget (a reader waited and the budget was spent).
+  std::chrono::steady_clock::time_point used;
+  bool over_budget = false;
 };
 
 struct SequentialReader::Gather {

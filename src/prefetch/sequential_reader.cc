@@ -39,7 +39,8 @@ SequentialReader::SequentialReader(boost::asio::io_context& io,
       etag_(std::move(etag)),
       options_(Sanitise(options)),
       shared_(std::move(shared)),
-      window_(WindowOptions(options_)) {}
+      window_(WindowOptions(options_)),
+      pieces_(WindowOptions(options_).streams) {}
 
 SequentialReader::~SequentialReader() {
   // In-flight GETs hold a reference, so nothing is in flight here; parts_ frees its buffers.
@@ -75,15 +76,40 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
     const auto access = window_.OnRead(offset, end - offset);
     bool covered = true;
     for (uint64_t i = first; i <= last && covered; ++i) covered = parts_.count(i) > 0;
-    const bool in_piece =
-        piece_ && piece_->offset <= offset && end <= piece_->offset + piece_->length;
-    if (piece_ && !in_piece && piece_->state != Part::State::kFetching && piece_->waiters.empty()) {
-      piece_.reset();  // the reader left it
+    // Any run's piece may hold the bytes (readers of one record, a run's read out of order).
+    std::shared_ptr<Part> holding_piece;
+    for (const auto& piece : pieces_) {
+      if (piece && piece->offset <= offset && end <= piece->offset + piece->length) {
+        holding_piece = piece;
+        break;
+      }
+    }
+    const bool in_piece = holding_piece != nullptr;
+    // A ready piece goes once its reader left it: no read used it for piece_idle, or, for a
+    // run never interleaved with others (one reader that jumped elsewhere), at once. A reply
+    // still being sent or a read waiting for it holds it until done.
+    const auto now = std::chrono::steady_clock::now();
+    if (holding_piece) holding_piece->used = now;
+    for (size_t i = 0; i < pieces_.size(); ++i) {
+      std::shared_ptr<Part>& piece = pieces_[i];
+      if (!piece || piece->state == Part::State::kFetching || !piece->waiters.empty() ||
+          piece == holding_piece) {
+        continue;
+      }
+      const bool moved_on = i != window_.stream() && !window_.interleaved(i);
+      if (moved_on || now - piece->used > options_.piece_idle) piece.reset();
+    }
+    std::shared_ptr<Part>& run_piece = pieces_[window_.stream()];
+    // A random read's slot was a forgotten run's.
+    if (access == ReadaheadWindow::Access::kRandom ||
+        (run_piece && run_piece != holding_piece && run_piece->state != Part::State::kFetching &&
+         run_piece->waiters.empty())) {
+      run_piece.reset();
     }
 
     bool short_run_piece = false;
     if (access != ReadaheadWindow::Access::kSequential) {
-      // Whatever was fetched for the old position is no longer wanted.
+      // Whatever was fetched for a position no run is at any more is no longer wanted.
       DropOutsideLocked(covered ? first : 1, covered ? last : 0);
       // Without a disk cache, a random read fetches exactly its bytes and a short run a piece
       // as long as the run so far (so its next reads find their bytes there, and a run
@@ -101,7 +127,8 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
     } else {
       // Keep parts from the one holding (reader - slack) to the end of the window.
       const uint64_t keep_from = offset > options_.slack ? offset - options_.slack : 0;
-      const uint64_t window_end = std::min<uint64_t>(size_, window_.end() + window_.window());
+      const uint64_t window_end =
+          std::min<uint64_t>(size_, window_.window_start() + window_.window());
       const uint64_t hi =
           std::max(last, window_end == 0 ? 0 : (window_end - 1) / options_.part_size);
       DropOutsideLocked(std::min(first, keep_from / options_.part_size), hi);
@@ -110,7 +137,7 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
       if (covered) {
         for (uint64_t i = first; i <= last; ++i) gather->parts.push_back(parts_[i]);
       } else if (in_piece) {
-        gather->parts.push_back(piece_);
+        gather->parts.push_back(holding_piece);
       } else if (auto created =
                      short_run_piece ? std::nullopt : NewNeededPartsLocked(first, last)) {
         start = *created;
@@ -121,17 +148,23 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
         // readers overshoot the limit by little.
         const uint64_t left = size_ - offset;
         const uint64_t run_len =
-            std::min({left, options_.part_size, std::max(end - offset, window_.run())});
+            std::min(left, std::max(end - offset, std::min(options_.part_size, window_.run())));
         uint64_t len = std::min(
             left, std::max(end - offset, std::min(options_.part_size, options_.initial_window)));
-        if (short_run_piece && shared_.budget->TryReserve(run_len)) {
+        const bool granted = short_run_piece && shared_.budget->TryReserve(run_len);
+        if (granted) {
           len = run_len;
         } else {
           shared_.budget->Reserve(len);  // a reader waits: never refused
+          // Beyond the budget, one piece is kept for later reads (of any run), not one per run.
+          for (auto& piece : pieces_) {
+            if (piece && piece->over_budget) piece.reset();
+          }
         }
-        piece_ = NewPieceLocked(offset, len, data::Reservation(shared_.budget, len));
-        start.push_back(piece_);
-        gather->parts.push_back(piece_);
+        run_piece = NewPieceLocked(offset, len, data::Reservation(shared_.budget, len));
+        run_piece->over_budget = !granted;
+        start.push_back(run_piece);
+        gather->parts.push_back(run_piece);
       }
       size_t not_ready = 0;
       for (auto& part : gather->parts) not_ready += part->state != Part::State::kReady;
@@ -180,6 +213,7 @@ std::shared_ptr<SequentialReader::Part> SequentialReader::NewPieceLocked(
   part->index = kPieceIndex;
   part->offset = offset;
   part->length = length;
+  part->used = std::chrono::steady_clock::now();
   part->buffer = std::make_shared<PartBuffer>();
   part->buffer->reservation = std::move(reservation);
   ++in_flight_;
@@ -211,7 +245,7 @@ std::shared_ptr<SequentialReader::Part> SequentialReader::NewReadaheadPartLocked
 void SequentialReader::TopUpLocked(StartList& start) {
   const uint64_t window = window_.window();
   if (window == 0 || closed_) return;
-  const uint64_t from = window_.end();
+  const uint64_t from = window_.window_start();
   const uint64_t to = std::min<uint64_t>(size_, from + window);
   if (from >= to) return;
   for (uint64_t i = from / options_.part_size; i <= (to - 1) / options_.part_size; ++i) {
@@ -229,7 +263,11 @@ void SequentialReader::TopUpLocked(StartList& start) {
 void SequentialReader::DropOutsideLocked(uint64_t lo, uint64_t hi) {
   for (auto it = parts_.begin(); it != parts_.end();) {
     auto next = std::next(it);
-    if ((it->first < lo || it->first > hi) && it->second->waiters.empty()) DropLocked(it);
+    const Part& part = *it->second;
+    if ((it->first < lo || it->first > hi) && part.waiters.empty() &&
+        !window_.NearAnyRun(part.offset, part.offset + part.length, options_.slack)) {
+      DropLocked(it);
+    }
     it = next;
   }
 }
@@ -246,8 +284,10 @@ void SequentialReader::Close() {
   {
     std::lock_guard lock(mu_);
     closed_ = true;
-    if (piece_ && piece_->state == Part::State::kFetching) piece_->cancel->cancelled = true;
-    piece_.reset();
+    for (auto& piece : pieces_) {
+      if (piece && piece->state == Part::State::kFetching) piece->cancel->cancelled = true;
+      piece.reset();
+    }
     for (auto& [index, part] : parts_) {
       if (part->state == Part::State::kFetching) part->cancel->cancelled = true;
     }

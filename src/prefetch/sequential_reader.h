@@ -6,18 +6,27 @@
 //     fetched or in flight: parts the reader waits for go out with Priority::kForeground,
 //     parts ahead of it with Priority::kPrefetch. The window starts at initial_window and
 //     doubles while reads stay sequential, up to max_window.
-//   - A random read that no kept part covers closes the window, cancels (CancelFlag) and drops
-//     every part it does not need, and fetches exactly the bytes asked for with one ranged GET
-//     that is not kept (a 4 KiB pread costs 4 KiB, not a part). With a disk cache, random reads
-//     fetch the covering parts instead, so that they are looked up in and fed to the cache.
-//   - Reads that continue a random read are a short run until the run covers part_size
-//     (ReadaheadWindow's `establish`): each read its last piece does not cover fetches one
-//     unaligned piece from its offset, as long as the run so far (at most part_size), and
+//   - A random read (one that continues no reader's run, see ReadaheadWindow) that no kept
+//     part covers closes the window, cancels (CancelFlag) and drops every part it does not
+//     need and that holds no other run's position, and fetches exactly the bytes asked for
+//     with one ranged GET that is not kept (a 4 KiB pread costs 4 KiB, not a part). With a
+//     disk cache, random reads fetch the covering parts instead, so that they are looked up
+//     in and fed to the cache.
+//   - Reads that continue a run other than the window's are a short run until the run covers
+//     part_size (ReadaheadWindow's `establish`), and stay one while another run holds the
+//     window: each read its run's last piece does not cover fetches one unaligned piece from
+//     its offset, as long as the run so far (at most part_size, at least the read), and
 //     nothing ahead. A random-access reader of a memory-mapped file (whose page faults come
 //     as two or three adjacent reads of the kernel's read-around) so costs about what the
 //     kernel asked for, not a part and a window per record; a run that goes on doubles its
 //     pieces until its window opens. A run from offset 0 opens the window at once. With a
 //     disk cache, short runs fetch the covering parts, like random reads.
+//   - Several readers of one open file (forked workers, threads) each have their own run, so
+//     each grows its own pieces, and one keeps the window and its parts while the others
+//     read elsewhere. Each run keeps its last piece for its next reads until the reader left
+//     it: it read past it, it was not read for piece_idle, or (a run never interleaved with
+//     another's reads: a lone reader that jumped) another run read. Beyond the budget, only
+//     one piece of the file is kept.
 //   - Parts behind the reader (ended more than `slack` before it) are dropped at once, so a
 //     sequential reader holds about one window of memory. A late read for bytes so dropped,
 //     within `late_tolerance` of the reader, is fetched exactly and alone (a straggler of
@@ -50,6 +59,7 @@
 #pragma once
 
 #include <boost/asio/io_context.hpp>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -80,6 +90,10 @@ struct ReaderOptions {
   // its readahead): it is fetched alone, without closing the window or dropping parts.
   // Values below `slack` mean `slack`.
   uint64_t late_tolerance = 0;
+  // A ready piece no read used for this long is dropped at the next read of the file: its
+  // reader has most likely moved on to another record. (Until then it stays; so does the
+  // last piece of each run, until the run is forgotten, at most ReadaheadWindow's streams.)
+  std::chrono::milliseconds piece_idle{1000};
 };
 
 // What all readers of one mount share.
@@ -137,7 +151,7 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   // REQUIRES mu_. A readahead part, or nullptr when the per-file cap, the global slots or the
   // budget (then *budget_refused) says no.
   std::shared_ptr<Part> NewReadaheadPartLocked(uint64_t index, bool* budget_refused);
-  // REQUIRES mu_. Issues readahead parts for [window_.end(), window_.end() + window).
+  // REQUIRES mu_. Issues readahead parts for the window: [window_start, + window).
   void TopUpLocked(StartList& start);
   // REQUIRES mu_. Drops (and cancels) parts nobody waits for with index outside [lo, hi].
   void DropOutsideLocked(uint64_t lo, uint64_t hi);
@@ -163,7 +177,8 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   mutable std::mutex mu_;
   ReadaheadWindow window_;
   std::map<uint64_t, std::shared_ptr<Part>> parts_;
-  std::shared_ptr<Part> piece_;  // the last unaligned piece fetched
+  // The last unaligned piece fetched for each run, by ReadaheadWindow::stream().
+  std::vector<std::shared_ptr<Part>> pieces_;
   int in_flight_ = 0;
   bool closed_ = false;
 };

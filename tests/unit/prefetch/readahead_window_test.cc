@@ -95,3 +95,74 @@ TEST_CASE("A run away from offset 0 is short until it covers the establish size"
   ReadaheadWindow fresh(o);
   CHECK(fresh.OnRead(0, 4 * KiB) == Access::kSequential);
 }
+
+TEST_CASE("Interleaved readers of one open file each keep their own run") {
+  ReadaheadWindow::Options o = Opts();
+  o.establish = 1 * MiB;
+  ReadaheadWindow w(o);
+  // Two readers sharing the descriptor, each reading on from its own random place.
+  CHECK(w.OnRead(10 * MiB, 128 * KiB) == Access::kRandom);
+  const size_t a = w.stream();
+  CHECK(w.OnRead(50 * MiB, 128 * KiB) == Access::kRandom);
+  const size_t b = w.stream();
+  CHECK(a != b);
+  CHECK(!w.interleaved(a));
+  CHECK(!w.interleaved(b));
+  for (uint64_t step = 1; step < 7; ++step) {
+    INFO("step " << step);
+    REQUIRE(w.OnRead(10 * MiB + step * 128 * KiB, 128 * KiB) == Access::kShortRun);
+    CHECK(w.stream() == a);
+    CHECK(w.run() == (step + 1) * 128 * KiB);
+    REQUIRE(w.OnRead(50 * MiB + step * 128 * KiB, 128 * KiB) == Access::kShortRun);
+    CHECK(w.stream() == b);
+    CHECK(w.run() == (step + 1) * 128 * KiB);
+  }
+  CHECK(w.interleaved(a));  // continued after b's reads: a reader sharing the file
+  CHECK(w.interleaved(b));
+  // a covers 1 MiB first and takes the window; b, past 1 MiB too, stays a short run and
+  // does not close a's window.
+  CHECK(w.OnRead(10 * MiB + 7 * 128 * KiB, 128 * KiB) == Access::kSequential);
+  CHECK(w.window() == 1 * MiB);
+  CHECK(w.OnRead(50 * MiB + 7 * 128 * KiB, 128 * KiB) == Access::kShortRun);
+  CHECK(w.OnRead(50 * MiB + 8 * 128 * KiB, 128 * KiB) == Access::kShortRun);
+  CHECK(w.run() == 9 * 128 * KiB);
+  CHECK(w.window() == 1 * MiB);
+  CHECK(w.OnRead(11 * MiB, 128 * KiB) == Access::kSequential);
+  CHECK(w.stream() == a);
+  CHECK(w.end() == 11 * MiB + 128 * KiB);
+  // Only a's window counts as ahead of a run: a read inside it continues a.
+  CHECK(w.NearAnyRun(11 * MiB + 900 * KiB, 11 * MiB + 901 * KiB, 256 * KiB));
+  CHECK(!w.NearAnyRun(50 * MiB + 1800 * KiB, 50 * MiB + 1801 * KiB, 256 * KiB));
+  CHECK(w.NearAnyRun(50 * MiB + 1100 * KiB, 50 * MiB + 1101 * KiB, 256 * KiB));
+  // A read that continues no run closes the window; b, established, takes it at its next
+  // read, and a, coming back, is a short run while b holds it.
+  CHECK(w.OnRead(200 * MiB, 4 * KiB) == Access::kRandom);
+  CHECK(w.window() == 0);
+  CHECK(w.OnRead(50 * MiB + 9 * 128 * KiB, 128 * KiB) == Access::kSequential);
+  CHECK(w.stream() == b);
+  CHECK(w.window() == 1 * MiB);
+  CHECK(w.OnRead(11 * MiB + 128 * KiB, 128 * KiB) == Access::kShortRun);
+  CHECK(w.stream() == a);
+}
+
+TEST_CASE("Beyond the runs it tracks, the least recently read run is forgotten") {
+  ReadaheadWindow::Options o = Opts();
+  o.establish = 1 * MiB;
+  o.streams = 3;
+  ReadaheadWindow w(o);
+  for (uint64_t r : {10, 20, 30}) CHECK(w.OnRead(r * MiB, 4 * KiB) == Access::kRandom);
+  CHECK(w.OnRead(10 * MiB + 4 * KiB, 4 * KiB) == Access::kShortRun);  // 10 read last now
+  CHECK(w.interleaved(w.stream()));
+  CHECK(w.OnRead(40 * MiB, 4 * KiB) == Access::kRandom);            // forgets 20
+  CHECK(w.OnRead(20 * MiB + 4 * KiB, 4 * KiB) == Access::kRandom);  // forgets 30
+  CHECK(w.OnRead(30 * MiB + 4 * KiB, 4 * KiB) == Access::kRandom);  // forgets 10
+  CHECK(w.OnRead(40 * MiB + 4 * KiB, 4 * KiB) == Access::kShortRun);
+  CHECK(w.OnRead(20 * MiB + 8 * KiB, 4 * KiB) == Access::kShortRun);
+  CHECK(w.OnRead(10 * MiB + 8 * KiB, 4 * KiB) == Access::kRandom);
+  // One tracked run is the single-reader behaviour: every jump is random.
+  o.streams = 1;
+  ReadaheadWindow one(o);
+  CHECK(one.OnRead(10 * MiB, 4 * KiB) == Access::kRandom);
+  CHECK(one.OnRead(20 * MiB, 4 * KiB) == Access::kRandom);
+  CHECK(one.OnRead(10 * MiB + 4 * KiB, 4 * KiB) == Access::kRandom);
+}

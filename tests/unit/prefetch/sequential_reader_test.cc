@@ -361,3 +361,171 @@ TEST_CASE("A straggler read far behind the reader is fetched alone and keeps the
   REQUIRE(*Harness::Read(*reader, 1 * MiB, 4096) == data.substr(1 * MiB, 4096));
   CHECK(reader->stats().window == 0);
 }
+
+TEST_CASE(
+    "Readers sharing one open file read records of several MiB with growing pieces each, not a "
+    "GET per read") {
+  // DataLoader workers forked after the Dataset opened the file share its descriptor: their
+  // reads arrive interleaved, each worker reading on through its own record.
+  Harness h;
+  const std::string data = Content(256 * MiB, 13);
+  h.fake->PutObject("big", data);
+  ReaderOptions o;  // the daemon's defaults: 8 MiB parts, a 1 MiB initial window
+  auto reader = h.Open("big", o);
+  constexpr int kReaders = 8;
+  constexpr uint64_t kRecord = 4 * MiB;
+  std::mt19937_64 rng(14);
+  std::vector<uint64_t> records;
+  for (int i = 0; i < kReaders; ++i) records.push_back(i * 32 * MiB + rng() % (16 * MiB));
+  for (uint64_t at = 0; at < kRecord; at += 128 * KiB) {
+    for (uint64_t record : records) {
+      auto r = Harness::Read(*reader, record + at, 128 * KiB);
+      REQUIRE(r.ok());
+      CHECK(*r == data.substr(record + at, 128 * KiB));
+    }
+    CHECK(reader->stats().window == 0);
+  }
+  const auto log = h.fake->requests();
+  uint64_t bytes = 0;
+  for (const auto& rec : log) {
+    CHECK(rec.priority == Priority::kForeground);
+    bytes += *rec.length;
+  }
+  // Per record: the first read exactly, then pieces of 256 KiB, 512 KiB, 1, 2 and 4 MiB (the
+  // last mostly past the record: the reader might have gone on). One run for all readers
+  // would make every read random: 32 GETs per record.
+  CHECK(log.size() == kReaders * 6);
+  CHECK(bytes <= kReaders * 2 * kRecord);
+  reader->Close();
+  CHECK(Eventually([&] { return h.budget->used() == 0 && h.fake->in_flight() == 0; }));
+}
+
+TEST_CASE(
+    "A sequential reader keeps its window and parts while another reader of the same open file "
+    "reads elsewhere") {
+  Harness h;
+  const std::string data = Content(64 * MiB, 15);
+  h.fake->PutObject("big", data);
+  auto reader = h.Open("big", SmallParts());  // 1 MiB parts, window 1 to 8 MiB
+  auto read = [&](uint64_t off) {
+    auto r = Harness::Read(*reader, off, 128 * KiB);
+    REQUIRE(r.ok());
+    CHECK(*r == data.substr(off, 128 * KiB));
+  };
+  uint64_t a = 0;
+  for (; a < 4 * MiB; a += 128 * KiB) read(a);
+  REQUIRE(reader->stats().window > 0);
+  // The other reader's first read is random: it closes the window; the first reader's next
+  // read opens it again (its run started at 0).
+  uint64_t b = 40 * MiB + 12345;
+  read(b);
+  b += 128 * KiB;
+  CHECK(reader->stats().window == 0);
+  read(a);
+  a += 128 * KiB;
+  REQUIRE(reader->stats().window == 1 * MiB);
+  REQUIRE(Eventually([&] { return h.fake->in_flight() == 0; }));
+  const size_t cancelled = h.fake->cancelled_count();
+  const size_t before = h.fake->requests().size();
+
+  // Interleaved from here: the window stays open and grows, nothing is cancelled, the first
+  // reader's parts are each fetched once, and the other reader gets pieces that grow up to a
+  // part.
+  for (int i = 0; i < 48; ++i, a += 128 * KiB, b += 128 * KiB) {
+    read(a);
+    read(b);
+    CHECK(reader->stats().window >= 1 * MiB);
+  }
+  CHECK(reader->stats().window >= 4 * MiB);
+  CHECK(h.fake->cancelled_count() == cancelled);
+  const auto log = h.fake->requests();
+  std::set<uint64_t> parts;
+  std::vector<uint64_t> pieces;
+  for (size_t i = before; i < log.size(); ++i) {
+    if (log[i].offset < 40 * MiB) {
+      CHECK(log[i].offset % MiB == 0);
+      CHECK(parts.insert(log[i].offset).second);  // never fetched twice
+    } else {
+      CHECK(log[i].priority == Priority::kForeground);
+      pieces.push_back(*log[i].length);
+    }
+  }
+  // The other reader's 6 MiB: pieces of 256 and 512 KiB, then parts' worth (1 MiB).
+  REQUIRE(pieces.size() >= 3);
+  CHECK(pieces[0] == 256 * KiB);
+  CHECK(pieces[1] == 512 * KiB);
+  for (size_t i = 2; i < pieces.size(); ++i) CHECK(pieces[i] == 1 * MiB);
+  CHECK(pieces.size() <= 8);
+  reader->Close();
+  CHECK(Eventually([&] { return h.budget->used() == 0 && h.fake->in_flight() == 0; }));
+}
+
+TEST_CASE("A short run's read longer than a part gets a piece that holds all of it") {
+  // Only a run that is established while another run holds the window reads on as a short
+  // run past a part: a reader of the whole file and one at a random place.
+  Harness h;
+  const std::string data = Content(32 * MiB, 16);
+  h.fake->PutObject("big", data);
+  auto reader = h.Open("big", SmallParts());  // 1 MiB parts
+  REQUIRE(*Harness::Read(*reader, 0, 4 * KiB) == data.substr(0, 4 * KiB));
+  const uint64_t at = 20 * MiB + 3;
+  REQUIRE(*Harness::Read(*reader, at, 4 * KiB) == data.substr(at, 4 * KiB));
+  REQUIRE(*Harness::Read(*reader, 4 * KiB, 4 * KiB) == data.substr(4 * KiB, 4 * KiB));
+  REQUIRE(reader->stats().window > 0);
+  REQUIRE(Eventually([&] { return h.fake->in_flight() == 0; }));
+  const size_t before = h.fake->requests().size();
+  auto r = Harness::Read(*reader, at + 4 * KiB, 3 * MiB);
+  REQUIRE(r.ok());
+  CHECK(*r == data.substr(at + 4 * KiB, 3 * MiB));
+  const auto log = h.fake->requests();
+  REQUIRE(log.size() == before + 1);
+  CHECK(log.back().offset == at + 4 * KiB);
+  CHECK(*log.back().length == 3 * MiB);
+  CHECK(reader->stats().window > 0);
+  reader->Close();
+}
+
+TEST_CASE("Pieces a reader has left are released, not held until the file closes") {
+  Harness h;
+  const std::string data = Content(256 * MiB, 17);
+  h.fake->PutObject("big", data);
+  ReaderOptions o;  // 8 MiB parts: no run reaches a window
+  auto read = [&](std::shared_ptr<SequentialReader>& reader, uint64_t off) {
+    auto r = Harness::Read(*reader, off, 128 * KiB);
+    REQUIRE(r.ok());
+    REQUIRE(*r == data.substr(off, 128 * KiB));
+  };
+  SECTION("one reader moving from record to record: at once") {
+    // Each record read on in 128 KiB reads from a random place: every record's run ends
+    // with a piece of up to 2 MiB that nobody reads again.
+    auto reader = h.Open("big", o);
+    for (uint64_t record = 0; record < 40; ++record) {
+      const uint64_t at = record * 6 * MiB + 12345;
+      for (uint64_t off = at; off < at + 2 * MiB; off += 128 * KiB) read(reader, off);
+    }
+    REQUIRE(Eventually([&] { return h.fake->in_flight() == 0; }));
+    // The last record's piece is all that is left: 32 tracked runs would hold 64 MiB.
+    INFO("budget in use: " << h.budget->used());
+    CHECK(h.budget->used() <= 2 * MiB);
+    CHECK(h.budget->used() > 0);
+    reader->Close();
+  }
+  SECTION("interleaved readers: once no read used them for piece_idle") {
+    o.piece_idle = std::chrono::milliseconds(200);
+    auto reader = h.Open("big", o);
+    const uint64_t a = 10 * MiB + 3, b = 100 * MiB + 7;
+    for (uint64_t at = 0; at < 2 * MiB; at += 128 * KiB) {
+      read(reader, a + at);
+      read(reader, b + at);
+    }
+    REQUIRE(Eventually([&] { return h.fake->in_flight() == 0; }));
+    CHECK(h.budget->used() >= 2 * MiB);  // both runs' last pieces, kept for their readers
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    read(reader, 200 * MiB);  // any read of the file looks
+    REQUIRE(Eventually([&] { return h.fake->in_flight() == 0; }));
+    INFO("budget in use: " << h.budget->used());
+    CHECK(h.budget->used() == 0);
+    reader->Close();
+  }
+  CHECK(Eventually([&] { return h.budget->used() == 0; }));
+}
