@@ -85,7 +85,8 @@ ReadaheadWindow::Access ReadaheadWindow::OnRead(uint64_t offset, uint64_t size) 
 
 bool ReadaheadWindow::NearAnyRun(uint64_t from, uint64_t to, uint64_t margin) const {
   for (size_t i = 0; i < runs_.size(); ++i) {
-    if (!runs_[i].live) continue;
+    const Run& run = runs_[i];
+    if (!run.live || (i != current_ && i != window_run_ && !run.interleaved)) continue;
     uint64_t low, high;
     Reach(i, margin, &low, &high);
     if (from <= high && to > low) return true;

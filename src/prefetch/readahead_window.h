@@ -66,8 +66,10 @@ class ReadaheadWindow {
   uint64_t end() const { return runs_[current_].end; }
   // Bytes the last read's run covers, from where it started to end().
   uint64_t run() const { return runs_[current_].end - runs_[current_].start; }
-  // Whether any byte of [from, to) is within `margin` of a run's position, or inside the
-  // window ahead of the run that holds it: bytes a reader will likely read next.
+  // Whether any byte of [from, to) is within `margin` of the position of the last read's run,
+  // the window's run or an interleaved run, or inside the window ahead of the run that holds
+  // it: bytes a reader will likely read next. (A lone reader's earlier runs do not count: it
+  // moved on from them.)
   bool NearAnyRun(uint64_t from, uint64_t to, uint64_t margin) const;
   void Shrink();
 

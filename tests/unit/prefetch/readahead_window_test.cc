@@ -166,3 +166,23 @@ TEST_CASE("Beyond the runs it tracks, the least recently read run is forgotten")
   CHECK(one.OnRead(20 * MiB, 4 * KiB) == Access::kRandom);
   CHECK(one.OnRead(10 * MiB + 4 * KiB, 4 * KiB) == Access::kRandom);
 }
+
+TEST_CASE("A lone reader's earlier runs do not hold what was fetched for them") {
+  ReadaheadWindow::Options o = Opts();
+  o.establish = 1 * MiB;
+  ReadaheadWindow w(o);
+  // One reader jumping from record to record: each run random, then continued by itself.
+  for (uint64_t r : {10, 20, 30}) {
+    CHECK(w.OnRead(r * MiB, 4 * KiB) == Access::kRandom);
+    CHECK(w.OnRead(r * MiB + 4 * KiB, 4 * KiB) == Access::kShortRun);
+    CHECK(!w.interleaved(w.stream()));
+  }
+  CHECK(w.NearAnyRun(30 * MiB, 30 * MiB + 1, 256 * KiB));  // where it is
+  CHECK(!w.NearAnyRun(10 * MiB, 10 * MiB + 1, 256 * KiB));
+  CHECK(!w.NearAnyRun(20 * MiB, 20 * MiB + 1, 256 * KiB));
+  // Coming back to a run makes it interleaved: a reader that shares the file.
+  CHECK(w.OnRead(20 * MiB + 8 * KiB, 4 * KiB) == Access::kShortRun);
+  CHECK(w.OnRead(30 * MiB + 8 * KiB, 4 * KiB) == Access::kShortRun);
+  CHECK(w.NearAnyRun(20 * MiB, 20 * MiB + 1, 256 * KiB));
+  CHECK(!w.NearAnyRun(10 * MiB, 10 * MiB + 1, 256 * KiB));
+}
