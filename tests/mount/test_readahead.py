@@ -112,6 +112,9 @@ class ReadaheadTest(unittest.TestCase):
         for args, expected in cases:
             m = harness.Mount(self.server, args=args)
             try:
+                # The value is written once the mount answers, after the mount table shows it
+                # (where harness.Mount stops waiting): wait for the daemon to say it serves.
+                harness.wait_for(lambda: "; serving" in m.output(), 30, "the daemon to serve")
                 self.assertEqual(self.read_ahead_kb(m.mountpoint), expected, args)
             finally:
                 m.close()
