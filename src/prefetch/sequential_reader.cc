@@ -85,27 +85,8 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
       }
     }
     const bool in_piece = holding_piece != nullptr;
-    // A ready piece goes once its reader left it: no read used it for piece_idle, or, for a
-    // run never interleaved with others (one reader that jumped elsewhere), at once. A reply
-    // still being sent or a read waiting for it holds it until done.
-    const auto now = std::chrono::steady_clock::now();
-    if (holding_piece) holding_piece->used = now;
-    for (size_t i = 0; i < pieces_.size(); ++i) {
-      std::shared_ptr<Part>& piece = pieces_[i];
-      if (!piece || piece->state == Part::State::kFetching || !piece->waiters.empty() ||
-          piece == holding_piece) {
-        continue;
-      }
-      const bool moved_on = i != window_.stream() && !window_.interleaved(i);
-      if (moved_on || now - piece->used > options_.piece_idle) piece.reset();
-    }
+    ReleasePiecesLocked(access == ReadaheadWindow::Access::kRandom, holding_piece);
     std::shared_ptr<Part>& run_piece = pieces_[window_.stream()];
-    // A random read's slot was a forgotten run's.
-    if (access == ReadaheadWindow::Access::kRandom ||
-        (run_piece && run_piece != holding_piece && run_piece->state != Part::State::kFetching &&
-         run_piece->waiters.empty())) {
-      run_piece.reset();
-    }
 
     bool short_run_piece = false;
     if (access != ReadaheadWindow::Access::kSequential) {
@@ -205,6 +186,25 @@ std::optional<SequentialReader::StartList> SequentialReader::NewNeededPartsLocke
     created.push_back(std::move(part));
   }
   return created;
+}
+
+void SequentialReader::ReleasePiecesLocked(bool random, const std::shared_ptr<Part>& holding) {
+  const size_t run = window_.stream();
+  if (random) pieces_[run].reset();  // the slot was a forgotten run's
+  const auto now = std::chrono::steady_clock::now();
+  if (holding) holding->used = now;
+  for (size_t i = 0; i < pieces_.size(); ++i) {
+    std::shared_ptr<Part>& piece = pieces_[i];
+    if (!piece || piece->state == Part::State::kFetching || !piece->waiters.empty() ||
+        piece == holding) {
+      continue;  // wanted now (a read waiting for it holds it anyway)
+    }
+    // The reader left it: its own run reads elsewhere, a lone reader's run (never
+    // interleaved) was left for another, or nobody read from it for piece_idle.
+    if (i == run || !window_.interleaved(i) || now - piece->used > options_.piece_idle) {
+      piece.reset();
+    }
+  }
 }
 
 std::shared_ptr<SequentialReader::Part> SequentialReader::NewPieceLocked(

@@ -148,6 +148,10 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   // when the budget is spent), holding `reservation`: not kept in parts_, not cached on disk.
   std::shared_ptr<Part> NewPieceLocked(uint64_t offset, uint64_t length,
                                        data::Reservation reservation);
+  // REQUIRES mu_. Drops the pieces their readers have left (see the class comment), before a
+  // read of the current run that `holding` (if any) answers; `random`: the run's slot was a
+  // forgotten run's.
+  void ReleasePiecesLocked(bool random, const std::shared_ptr<Part>& holding);
   // REQUIRES mu_. A readahead part, or nullptr when the per-file cap, the global slots or the
   // budget (then *budget_refused) says no.
   std::shared_ptr<Part> NewReadaheadPartLocked(uint64_t index, bool* budget_refused);
