@@ -162,7 +162,10 @@ TEST_CASE("With the budget spent, a waiting reader fetches small pieces instead 
   CHECK(ReadAllSequential(*reader, data));
   const uint64_t peak = sampler.Stop();
   INFO("peak " << peak);
-  CHECK(peak <= 16 * MiB + 2 * MiB);
+  // The piece being read, the next one, and the one a reply may still hold: the test's reader
+  // moves on once it has copied the bytes, before the reply lets go of its piece (under load,
+  // for the next piece's eight reads: 19 MiB in 4 of 400 runs).
+  CHECK(peak <= 16 * MiB + 3 * MiB);
   const auto log = h.fake->requests();
   CHECK(log.size() == 16);  // one 1 MiB piece per 8 reads of 128 KiB
   for (const auto& rec : log) {
