@@ -8,21 +8,25 @@
 //
 // A read continues a run when it starts within `slack` of where the run's furthest read so far
 // ended (slightly behind covers reads the kernel issues concurrently and that arrive out of
-// order), or, for the run that holds the window, inside the window ahead of it (skipping
-// forward into data that is already being fetched); the window's run is tried first, then the
-// most recently read. The first read of the file continues a run when it starts at 0. Any
-// other read is random: it closes the window and starts a new run.
+// order), or, for a run that holds a window, inside the window ahead of it (skipping forward
+// into data that is already being fetched); runs with a window are tried first, then the most
+// recently read. The first read of the file continues a run when it starts at 0. Any other
+// read is random: it starts a new run.
 //
-//   - One run at a time holds the window. A run that started at offset 0 opens it at once (a
-//     reader of the whole file), if no other run holds it.
-//   - A run that started anywhere else opens it only once it covers `establish` bytes. Until
-//     then its reads are a short run (kShortRun): a page fault of a memory-mapped file arrives
-//     as the kernel's read-around, two or three adjacent reads around one record, and a
-//     window opened by them would fetch megabytes for every record of a random-access reader.
-//     A run that is established while another holds the window stays a short run.
+//   - Each run has its own window, up to `windows` runs at once (readers of regions of one
+//     file through one descriptor: a parallel copy, a multi-threaded loader). A run that
+//     started at offset 0 opens one at once (a reader of the whole file).
+//   - A run that started anywhere else opens one only once it covers `establish` bytes.
+//     Until then its reads are a short run (kShortRun): a page fault of a memory-mapped file
+//     arrives as the kernel's read-around, two or three adjacent reads around one record, and
+//     a window opened by them would fetch megabytes for every record of a random-access
+//     reader. A run established while `windows` runs hold one stays a short run.
 //   - Every time the reader has advanced by a whole window, the window doubles, up to `max`.
-//   - Shrink() halves it (not below `initial`): the memory budget refused a part.
-//   - A random read closes the window (window() == 0) until a run is established again.
+//   - Shrink() halves the last read's run's window (not below `initial`): the memory budget
+//     refused a part.
+//   - A random read closes the windows of runs never interleaved with another run's reads:
+//     a lone reader that jumped has left its window. Other readers' windows stay open, until
+//     CloseWindow() (their reader went idle) or their run is forgotten.
 //
 // Pure logic, no I/O. Not thread-safe: its owner serialises calls (SequentialReader::mu_).
 #pragma once
@@ -44,6 +48,8 @@ class ReadaheadWindow {
     uint64_t establish = 0;
     // Runs tracked at once (at least 1).
     size_t streams = 32;
+    // Runs holding a window at once (at least 1).
+    size_t windows = 8;
   };
   enum class Access { kSequential, kShortRun, kRandom };
 
@@ -54,24 +60,32 @@ class ReadaheadWindow {
   // The run the last read belonged to: an index below Options::streams. A random read starts
   // its run in the slot of a forgotten one.
   size_t stream() const { return current_; }
-  // Bytes to have fetched beyond window_start(); 0 while no run holds the window.
-  uint64_t window() const { return window_; }
-  // Where the window begins: the end of the furthest read of the run that holds it.
-  uint64_t window_start() const { return window_ == 0 ? 0 : runs_[window_run_].end; }
+  // Bytes to have fetched beyond window_start() for the last read's run; 0 when it holds no
+  // window (after a random read or a short run's read).
+  uint64_t window() const { return runs_[current_].window; }
+  // Where that window begins: the end of the furthest read of the last read's run.
+  uint64_t window_start() const { return window() == 0 ? 0 : runs_[current_].end; }
+  // Runs holding a window now, and the largest of their windows (0 when none).
+  size_t windows() const;
+  uint64_t largest_window() const;
   // Whether run `stream` was continued right after another run's read: a reader that
   // shares the file with others, not one that moved on from it.
   bool interleaved(size_t stream) const { return runs_[stream].interleaved; }
   // Where the furthest read of the last read's run ended (the reader's position). After a
-  // kSequential read, that run holds the window.
+  // kSequential read, that run holds a window.
   uint64_t end() const { return runs_[current_].end; }
   // Bytes the last read's run covers, from where it started to end().
   uint64_t run() const { return runs_[current_].end - runs_[current_].start; }
   // Whether any byte of [from, to) is within `margin` of the position of the last read's run,
-  // the window's run or an interleaved run, or inside the window ahead of the run that holds
-  // it: bytes a reader will likely read next. (A lone reader's earlier runs do not count: it
+  // a run with a window or an interleaved run, or inside the window ahead of a run that holds
+  // one: bytes a reader will likely read next. (A lone reader's earlier runs do not count: it
   // moved on from them.)
   bool NearAnyRun(uint64_t from, uint64_t to, uint64_t margin) const;
   void Shrink();
+  // Closes run `stream`'s window (its reader stopped reading); the run stays tracked.
+  void CloseWindow(size_t stream);
+  // Whether run `stream` holds a window.
+  bool has_window(size_t stream) const { return runs_[stream].window > 0; }
 
  private:
   struct Run {
@@ -80,19 +94,19 @@ class ReadaheadWindow {
     uint64_t end = 0;
     uint64_t last_read = 0;  // OnRead call count at its last read (least recent goes first)
     bool interleaved = false;
+    uint64_t window = 0;    // bytes to fetch beyond `end`; 0: no window
+    uint64_t advanced = 0;  // bytes the run moved since its window last grew
   };
   // [*low, *high]: within `margin` of run `index`'s position, or inside the window ahead of it.
   void Reach(size_t index, uint64_t margin, uint64_t* low, uint64_t* high) const;
   size_t SlotForNewRun() const;
+  void Open(Run& run);
 
   const Options options_;
   std::vector<Run> runs_;
   static constexpr size_t kNone = ~size_t{0};
-  size_t window_run_ = kNone;
   size_t current_ = 0;
   uint64_t reads_ = 0;
-  uint64_t window_ = 0;
-  uint64_t advanced_ = 0;  // bytes the window run moved since the window last grew
 };
 
 }  // namespace ossmount::prefetch

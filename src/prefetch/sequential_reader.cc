@@ -17,6 +17,7 @@ ReadaheadWindow::Options WindowOptions(const ReaderOptions& o) {
   w.max = std::max(o.max_window, o.initial_window);
   w.slack = std::max(o.slack, o.late_tolerance);
   w.establish = o.part_size;
+  w.windows = o.windows;
   return w;
 }
 
@@ -40,7 +41,8 @@ SequentialReader::SequentialReader(boost::asio::io_context& io,
       options_(Sanitise(options)),
       shared_(std::move(shared)),
       window_(WindowOptions(options_)),
-      pieces_(WindowOptions(options_).streams) {}
+      pieces_(WindowOptions(options_).streams),
+      run_read_at_(WindowOptions(options_).streams) {}
 
 SequentialReader::~SequentialReader() {
   // In-flight GETs hold a reference, so nothing is in flight here; parts_ frees its buffers.
@@ -193,6 +195,13 @@ void SequentialReader::ReleasePiecesLocked(bool random, const std::shared_ptr<Pa
   if (random) pieces_[run].reset();  // the slot was a forgotten run's
   const auto now = std::chrono::steady_clock::now();
   if (holding) holding->used = now;
+  // Another reader's window whose reader stopped reading: its parts may go.
+  run_read_at_[run] = now;
+  for (size_t i = 0; i < run_read_at_.size(); ++i) {
+    if (i != run && window_.has_window(i) && now - run_read_at_[i] > options_.piece_idle) {
+      window_.CloseWindow(i);
+    }
+  }
   for (size_t i = 0; i < pieces_.size(); ++i) {
     std::shared_ptr<Part>& piece = pieces_[i];
     if (!piece || piece->state == Part::State::kFetching || !piece->waiters.empty() ||
@@ -300,7 +309,7 @@ SequentialReader::Stats SequentialReader::stats() const {
   Stats s;
   s.parts = parts_.size();
   s.in_flight = in_flight_;
-  s.window = window_.window();
+  s.window = window_.largest_window();
   return s;
 }
 

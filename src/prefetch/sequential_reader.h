@@ -7,26 +7,27 @@
 //     parts ahead of it with Priority::kPrefetch. The window starts at initial_window and
 //     doubles while reads stay sequential, up to max_window.
 //   - A random read (one that continues no reader's run, see ReadaheadWindow) that no kept
-//     part covers closes the window, cancels (CancelFlag) and drops every part it does not
-//     need and that holds no other run's position, and fetches exactly the bytes asked for
+//     part covers closes a lone reader's window, cancels (CancelFlag) and drops every part it
+//     does not need and that holds no other run's position, and fetches exactly the bytes asked for
 //     with one ranged GET that is not kept (a 4 KiB pread costs 4 KiB, not a part). With a
 //     disk cache, random reads fetch the covering parts instead, so that they are looked up
 //     in and fed to the cache.
-//   - Reads that continue a run other than the window's are a short run until the run covers
-//     part_size (ReadaheadWindow's `establish`), and stay one while another run holds the
-//     window: each read its run's last piece does not cover fetches one unaligned piece from
+//   - Reads that continue a run that did not start at 0 are a short run until the run covers
+//     part_size (ReadaheadWindow's `establish`), and stay one while `windows` other runs hold
+//     a window: each read its run's last piece does not cover fetches one unaligned piece from
 //     its offset, as long as the run so far (at most part_size, at least the read), and
 //     nothing ahead. A random-access reader of a memory-mapped file (whose page faults come
 //     as two or three adjacent reads of the kernel's read-around) so costs about what the
 //     kernel asked for, not a part and a window per record; a run that goes on doubles its
-//     pieces until its window opens. A run from offset 0 opens the window at once. With a
+//     pieces until its window opens. A run from offset 0 opens its window at once. With a
 //     disk cache, short runs fetch the covering parts, like random reads.
 //   - Several readers of one open file (forked workers, threads) each have their own run, so
-//     each grows its own pieces, and one keeps the window and its parts while the others
-//     read elsewhere. Each run keeps its last piece for its next reads until the reader left
-//     it: it read past it, it was not read for piece_idle, or (a run never interleaved with
-//     another's reads: a lone reader that jumped) another run read. Beyond the budget, only
-//     one piece of the file is kept.
+//     each grows its own pieces and, once established, its own window (up to `windows` runs;
+//     beyond them, runs go on in pieces), kept with its parts while the others read
+//     elsewhere. Each run keeps its last piece for its next reads until the reader left it:
+//     it read past it, it was not read for piece_idle, or (a run never interleaved with
+//     another's reads: a lone reader that jumped) another run read; a window not read for
+//     piece_idle is closed. Beyond the budget, only one piece of the file is kept.
 //   - Parts behind the reader (ended more than `slack` before it) are dropped at once, so a
 //     sequential reader holds about one window of memory. A late read for bytes so dropped,
 //     within `late_tolerance` of the reader, is fetched exactly and alone (a straggler of
@@ -94,6 +95,10 @@ struct ReaderOptions {
   // reader has most likely moved on to another record. (Until then it stays; so does the
   // last piece of each run, until the run is forgotten, at most ReadaheadWindow's streams.)
   std::chrono::milliseconds piece_idle{1000};
+  // Runs of one open file holding a readahead window at once (readers of regions of the file
+  // through one descriptor); further established runs read in pieces. A window whose reader
+  // has not read for piece_idle is closed.
+  size_t windows = 8;
 };
 
 // What all readers of one mount share.
@@ -127,7 +132,7 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   struct Stats {
     size_t parts = 0;     // kept, ready or in flight
     int in_flight = 0;    // GETs of this file not yet completed (including cancelled ones)
-    uint64_t window = 0;  // current readahead window in bytes (0 = random access)
+    uint64_t window = 0;  // the largest readahead window of a run, bytes (0: none open)
   };
   Stats stats() const;
 
@@ -183,6 +188,9 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   std::map<uint64_t, std::shared_ptr<Part>> parts_;
   // The last unaligned piece fetched for each run, by ReadaheadWindow::stream().
   std::vector<std::shared_ptr<Part>> pieces_;
+  // When each run was last read, by ReadaheadWindow::stream(): windows idle for piece_idle
+  // are closed.
+  std::vector<std::chrono::steady_clock::time_point> run_read_at_;
   int in_flight_ = 0;
   bool closed_ = false;
 };

@@ -119,29 +119,67 @@ TEST_CASE("Interleaved readers of one open file each keep their own run") {
   }
   CHECK(w.interleaved(a));  // continued after b's reads: a reader sharing the file
   CHECK(w.interleaved(b));
-  // a covers 1 MiB first and takes the window; b, past 1 MiB too, stays a short run and
-  // does not close a's window.
+  // a covers 1 MiB first and opens its window; b, past 1 MiB too, opens its own, and
+  // neither closes the other's.
   CHECK(w.OnRead(10 * MiB + 7 * 128 * KiB, 128 * KiB) == Access::kSequential);
   CHECK(w.window() == 1 * MiB);
-  CHECK(w.OnRead(50 * MiB + 7 * 128 * KiB, 128 * KiB) == Access::kShortRun);
-  CHECK(w.OnRead(50 * MiB + 8 * 128 * KiB, 128 * KiB) == Access::kShortRun);
-  CHECK(w.run() == 9 * 128 * KiB);
+  CHECK(w.OnRead(50 * MiB + 7 * 128 * KiB, 128 * KiB) == Access::kSequential);
+  CHECK(w.stream() == b);
   CHECK(w.window() == 1 * MiB);
+  CHECK(w.windows() == 2);
+  CHECK(w.OnRead(50 * MiB + 8 * 128 * KiB, 128 * KiB) == Access::kSequential);
   CHECK(w.OnRead(11 * MiB, 128 * KiB) == Access::kSequential);
   CHECK(w.stream() == a);
   CHECK(w.end() == 11 * MiB + 128 * KiB);
-  // Only a's window counts as ahead of a run: a read inside it continues a.
+  // Each window counts as ahead of its run: a read inside it continues that run.
   CHECK(w.NearAnyRun(11 * MiB + 900 * KiB, 11 * MiB + 901 * KiB, 256 * KiB));
-  CHECK(!w.NearAnyRun(50 * MiB + 1800 * KiB, 50 * MiB + 1801 * KiB, 256 * KiB));
-  CHECK(w.NearAnyRun(50 * MiB + 1100 * KiB, 50 * MiB + 1101 * KiB, 256 * KiB));
-  // A read that continues no run closes the window; b, established, takes it at its next
-  // read, and a, coming back, is a short run while b holds it.
+  CHECK(w.NearAnyRun(50 * MiB + 1800 * KiB, 50 * MiB + 1801 * KiB, 256 * KiB));
+  CHECK(!w.NearAnyRun(53 * MiB, 53 * MiB + 1, 256 * KiB));
+  CHECK(w.OnRead(50 * MiB + 1800 * KiB, 128 * KiB) == Access::kSequential);
+  CHECK(w.stream() == b);
+  // A third reader's read continues no run: both readers, interleaved, keep their windows.
   CHECK(w.OnRead(200 * MiB, 4 * KiB) == Access::kRandom);
   CHECK(w.window() == 0);
-  CHECK(w.OnRead(50 * MiB + 9 * 128 * KiB, 128 * KiB) == Access::kSequential);
+  CHECK(w.windows() == 2);
+  CHECK(w.OnRead(11 * MiB + 128 * KiB, 128 * KiB) == Access::kSequential);
+  CHECK(w.stream() == a);
+  CHECK(w.window() == 1 * MiB);
+  // A window closed (its reader idle) opens again at the run's next read.
+  w.CloseWindow(b);
+  CHECK(w.windows() == 1);
+  CHECK(!w.NearAnyRun(50 * MiB + 2500 * KiB, 50 * MiB + 2501 * KiB, 256 * KiB));
+  CHECK(w.OnRead(50 * MiB + 1928 * KiB, 128 * KiB) == Access::kSequential);
   CHECK(w.stream() == b);
   CHECK(w.window() == 1 * MiB);
-  CHECK(w.OnRead(11 * MiB + 128 * KiB, 128 * KiB) == Access::kShortRun);
+}
+
+TEST_CASE("Beyond the windows it keeps, an established run stays a short run") {
+  ReadaheadWindow::Options o = Opts();
+  o.establish = 1 * MiB;
+  o.windows = 1;
+  ReadaheadWindow w(o);
+  CHECK(w.OnRead(0, 128 * KiB) == Access::kSequential);
+  const size_t a = w.stream();
+  CHECK(w.OnRead(50 * MiB, 128 * KiB) == Access::kRandom);
+  const size_t b = w.stream();
+  // a's first read after b's opens its window again (a started at 0: established).
+  CHECK(w.OnRead(128 * KiB, 128 * KiB) == Access::kSequential);
+  for (uint64_t step = 1; step < 16; ++step) {
+    INFO("step " << step);
+    CHECK(w.OnRead(50 * MiB + step * 128 * KiB, 128 * KiB) == Access::kShortRun);
+    CHECK(w.stream() == b);
+    CHECK(w.OnRead((step + 1) * 128 * KiB, 128 * KiB) == Access::kSequential);
+    CHECK(w.stream() == a);
+  }
+  CHECK(w.windows() == 1);
+  // A read that continues no run keeps a's window (a is interleaved); once a's window is
+  // closed, b, established, takes the one window at its next read.
+  CHECK(w.OnRead(200 * MiB, 4 * KiB) == Access::kRandom);
+  CHECK(w.windows() == 1);
+  w.CloseWindow(a);
+  CHECK(w.OnRead(50 * MiB + 16 * 128 * KiB, 128 * KiB) == Access::kSequential);
+  CHECK(w.stream() == b);
+  CHECK(w.OnRead(17 * 128 * KiB, 128 * KiB) == Access::kShortRun);
   CHECK(w.stream() == a);
 }
 

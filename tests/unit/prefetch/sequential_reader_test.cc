@@ -406,7 +406,9 @@ TEST_CASE(
   Harness h;
   const std::string data = Content(64 * MiB, 15);
   h.fake->PutObject("big", data);
-  auto reader = h.Open("big", SmallParts());  // 1 MiB parts, window 1 to 8 MiB
+  ReaderOptions o = SmallParts();  // 1 MiB parts, window 1 to 8 MiB
+  o.windows = 1;  // the other reader goes on in pieces (as beyond `windows` readers)
+  auto reader = h.Open("big", o);
   auto read = [&](uint64_t off) {
     auto r = Harness::Read(*reader, off, 128 * KiB);
     REQUIRE(r.ok());
@@ -460,13 +462,110 @@ TEST_CASE(
   CHECK(Eventually([&] { return h.budget->used() == 0 && h.fake->in_flight() == 0; }));
 }
 
+TEST_CASE(
+    "Readers of regions of one open file each get a window: parts ahead of each, each part "
+    "fetched once") {
+  // A parallel copy, or a loader's threads, each reading its own region through one
+  // descriptor: the second reader's run is established once it covers a part and gets its
+  // own window, so both are read ahead, not one of them a piece at a time.
+  Harness h;
+  h.fake->set_latency(1ms);
+  const std::string data = Content(64 * MiB, 18);
+  h.fake->PutObject("big", data);
+  auto reader = h.Open("big", SmallParts());  // 1 MiB parts, window 1 to 8 MiB
+  uint64_t a = 0, b = 32 * MiB;
+  auto read = [&](uint64_t off) {
+    auto r = Harness::Read(*reader, off, 128 * KiB);
+    REQUIRE(r.ok());
+    CHECK(*r == data.substr(off, 128 * KiB));
+  };
+  // The second reader's first read cannot be told from a seek of the first: it closes the
+  // first reader's window, which its next read opens again. From there on, interleaved:
+  read(a);
+  a += 128 * KiB;
+  read(b);
+  b += 128 * KiB;
+  REQUIRE(Eventually([&] { return h.fake->in_flight() == 0; }));
+  h.fake->ResetCounters();
+  for (; a < 32 * MiB; a += 128 * KiB, b += 128 * KiB) {
+    read(a);
+    read(b);
+    CHECK(reader->stats().window >= 1 * MiB);
+  }
+  const auto log = h.fake->requests();
+  std::set<uint64_t> parts;
+  int pieces = 0, prefetch = 0, again = 0;
+  uint64_t bytes = 0;
+  for (const auto& rec : log) {
+    bytes += *rec.length;
+    if (rec.offset % MiB != 0 || *rec.length != 1 * MiB) {
+      ++pieces;  // the second reader's first reads, before its run covers a part
+      CHECK(rec.offset >= 32 * MiB);
+      continue;
+    }
+    prefetch += rec.priority == Priority::kPrefetch;
+    if (!parts.insert(rec.offset).second) {
+      // Only the first reader's window, running on past the end of its region into the
+      // second's, which has read (and dropped) those parts already.
+      ++again;
+      CHECK(rec.offset >= 32 * MiB);
+      CHECK(rec.offset < 40 * MiB);
+    }
+  }
+  CHECK(parts.size() == 64);
+  CHECK(pieces == 2);  // 256 and 512 KiB; then the run covers a part and opens its window
+  CHECK(again <= 8);
+  // Both regions read ahead: each reader waited for few of its parts (with one window, the
+  // second reader's 31 MiB would be 31 foreground pieces).
+  CHECK(prefetch >= 56);
+  CHECK(bytes <= 64 * MiB + 10 * MiB);
+  CHECK(h.fake->cancelled_count() == 0);
+  reader->Close();
+  CHECK(Eventually([&] { return h.budget->used() == 0 && h.fake->in_flight() == 0; }));
+}
+
+TEST_CASE("A window whose reader stopped reading is closed and its parts go") {
+  Harness h;
+  const std::string data = Content(64 * MiB, 19);
+  h.fake->PutObject("big", data);
+  ReaderOptions o = SmallParts();  // 1 MiB parts, window 1 to 8 MiB
+  o.piece_idle = 200ms;
+  auto reader = h.Open("big", o);
+  uint64_t a = 0, b = 32 * MiB;
+  auto read = [&](uint64_t off) {
+    auto r = Harness::Read(*reader, off, 128 * KiB);
+    REQUIRE(r.ok());
+    CHECK(*r == data.substr(off, 128 * KiB));
+  };
+  for (; a < 12 * MiB; a += 128 * KiB, b += 128 * KiB) {
+    read(a);
+    read(b);
+  }
+  REQUIRE(Eventually([&] { return h.fake->in_flight() == 0; }));
+  const uint64_t both = h.budget->used();
+  // The second reader stops; the first reads on past piece_idle.
+  std::this_thread::sleep_for(300ms);
+  read(a);
+  REQUIRE(Eventually([&] { return h.fake->in_flight() == 0; }));
+  const uint64_t one = h.budget->used();
+  INFO("both windows " << both << ", after the second reader stopped " << one);
+  CHECK(both >= 16 * MiB);  // two windows of 8 MiB ahead (18 MiB measured)
+  // The first reader's window and parts around it, and the two parts around the second
+  // reader's position (12 MiB measured; 18 with the window kept).
+  CHECK(one <= 12 * MiB);
+  reader->Close();
+  CHECK(Eventually([&] { return h.budget->used() == 0; }));
+}
+
 TEST_CASE("A short run's read longer than a part gets a piece that holds all of it") {
-  // Only a run that is established while another run holds the window reads on as a short
+  // Only a run that is established while `windows` other runs hold one reads on as a short
   // run past a part: a reader of the whole file and one at a random place.
   Harness h;
   const std::string data = Content(32 * MiB, 16);
   h.fake->PutObject("big", data);
-  auto reader = h.Open("big", SmallParts());  // 1 MiB parts
+  ReaderOptions o = SmallParts();  // 1 MiB parts
+  o.windows = 1;
+  auto reader = h.Open("big", o);
   REQUIRE(*Harness::Read(*reader, 0, 4 * KiB) == data.substr(0, 4 * KiB));
   const uint64_t at = 20 * MiB + 3;
   REQUIRE(*Harness::Read(*reader, at, 4 * KiB) == data.substr(at, 4 * KiB));
