@@ -88,6 +88,7 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
     }
     const bool in_piece = holding_piece != nullptr;
     ReleasePiecesLocked(access == ReadaheadWindow::Access::kRandom, holding_piece);
+    CloseIdleWindowsLocked();
     std::shared_ptr<Part>& run_piece = pieces_[window_.stream()];
 
     bool short_run_piece = false;
@@ -190,18 +191,22 @@ std::optional<SequentialReader::StartList> SequentialReader::NewNeededPartsLocke
   return created;
 }
 
-void SequentialReader::ReleasePiecesLocked(bool random, const std::shared_ptr<Part>& holding) {
+void SequentialReader::CloseIdleWindowsLocked() {
   const size_t run = window_.stream();
-  if (random) pieces_[run].reset();  // the slot was a forgotten run's
   const auto now = std::chrono::steady_clock::now();
-  if (holding) holding->used = now;
-  // Another reader's window whose reader stopped reading: its parts may go.
   run_read_at_[run] = now;
   for (size_t i = 0; i < run_read_at_.size(); ++i) {
     if (i != run && window_.has_window(i) && now - run_read_at_[i] > options_.piece_idle) {
       window_.CloseWindow(i);
     }
   }
+}
+
+void SequentialReader::ReleasePiecesLocked(bool random, const std::shared_ptr<Part>& holding) {
+  const size_t run = window_.stream();
+  if (random) pieces_[run].reset();  // the slot was a forgotten run's
+  const auto now = std::chrono::steady_clock::now();
+  if (holding) holding->used = now;
   for (size_t i = 0; i < pieces_.size(); ++i) {
     std::shared_ptr<Part>& piece = pieces_[i];
     if (!piece || piece->state == Part::State::kFetching || !piece->waiters.empty() ||

@@ -157,10 +157,14 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   // read of the current run that `holding` (if any) answers; `random`: the run's slot was a
   // forgotten run's.
   void ReleasePiecesLocked(bool random, const std::shared_ptr<Part>& holding);
+  // REQUIRES mu_. Notes the current run's read and closes the windows of runs not read for
+  // piece_idle (their readers stopped), so that their parts can be dropped.
+  void CloseIdleWindowsLocked();
   // REQUIRES mu_. A readahead part, or nullptr when the per-file cap, the global slots or the
   // budget (then *budget_refused) says no.
   std::shared_ptr<Part> NewReadaheadPartLocked(uint64_t index, bool* budget_refused);
-  // REQUIRES mu_. Issues readahead parts for the window: [window_start, + window).
+  // REQUIRES mu_. Issues readahead parts for the last read's run's window:
+  // [window_start, + window).
   void TopUpLocked(StartList& start);
   // REQUIRES mu_. Drops (and cancels) parts nobody waits for with index outside [lo, hi].
   void DropOutsideLocked(uint64_t lo, uint64_t hi);

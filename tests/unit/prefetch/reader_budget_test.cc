@@ -1,38 +1,11 @@
 // SequentialReader backpressure: the shared MemoryBudget and the concurrency caps.
 #include <algorithm>
-#include <atomic>
 
 #include "reader_harness.h"
 
 using namespace prefetchtest;
 
 namespace {
-
-// Records the largest budget->used() seen while it runs.
-class UsageSampler {
- public:
-  explicit UsageSampler(std::shared_ptr<data::MemoryBudget> budget)
-      : budget_(std::move(budget)), thread_([this]() {
-          while (!stop_) {
-            uint64_t u = budget_->used();
-            uint64_t m = max_.load();
-            if (u > m) max_ = u;
-            std::this_thread::yield();
-          }
-        }) {}
-  ~UsageSampler() { Stop(); }
-  uint64_t Stop() {
-    stop_ = true;
-    if (thread_.joinable()) thread_.join();
-    return max_;
-  }
-
- private:
-  std::shared_ptr<data::MemoryBudget> budget_;
-  std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> max_{0};
-  std::thread thread_;
-};
 
 // Reads `key` sequentially in 128 KiB reads; true when every byte matched.
 bool ReadAllSequential(SequentialReader& reader, const std::string& data) {

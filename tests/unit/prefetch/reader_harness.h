@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
@@ -86,6 +87,32 @@ struct Harness {
     }
     return future.get();
   }
+};
+
+// Records the largest budget->used() seen while it runs.
+class UsageSampler {
+ public:
+  explicit UsageSampler(std::shared_ptr<data::MemoryBudget> budget)
+      : budget_(std::move(budget)), thread_([this]() {
+          while (!stop_) {
+            uint64_t u = budget_->used();
+            uint64_t m = max_.load();
+            if (u > m) max_ = u;
+            std::this_thread::yield();
+          }
+        }) {}
+  ~UsageSampler() { Stop(); }
+  uint64_t Stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    return max_;
+  }
+
+ private:
+  std::shared_ptr<data::MemoryBudget> budget_;
+  std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> max_{0};
+  std::thread thread_;
 };
 
 inline ReaderOptions SmallParts() {

@@ -79,15 +79,7 @@ struct StressResult {
 StressResult RunReaders(Harness& h, SequentialReader& reader, uint64_t object_size, int readers,
                         int operations, const std::vector<const std::string*>& versions,
                         const std::function<void()>& midway = nullptr) {
-  std::atomic<uint64_t> peak{0};
-  std::atomic<bool> stop{false};
-  std::thread sampler([&] {
-    while (!stop) {
-      const uint64_t u = h.budget->used();
-      if (u > peak) peak = u;
-      std::this_thread::yield();
-    }
-  });
+  UsageSampler sampler(h.budget);
   std::vector<ReaderOutcome> outcomes(readers);
   std::vector<std::thread> threads;
   std::atomic<int> finished_half{0};
@@ -103,10 +95,8 @@ StressResult RunReaders(Harness& h, SequentialReader& reader, uint64_t object_si
     midway();
   }
   for (auto& t : threads) t.join();
-  stop = true;
-  sampler.join();
   StressResult result;
-  result.peak = peak;
+  result.peak = sampler.Stop();
   for (const auto& o : outcomes) {
     result.total.reads += o.reads;
     result.total.wrong += o.wrong;
