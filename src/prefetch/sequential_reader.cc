@@ -87,8 +87,10 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
       }
     }
     const bool in_piece = holding_piece != nullptr;
-    ReleasePiecesLocked(access == ReadaheadWindow::Access::kRandom, holding_piece);
-    CloseIdleWindowsLocked();
+    // One clock read for both idle rules (pieces and windows).
+    const auto now = std::chrono::steady_clock::now();
+    ReleasePiecesLocked(access == ReadaheadWindow::Access::kRandom, holding_piece, now);
+    CloseIdleWindowsLocked(now);
     std::shared_ptr<Part>& run_piece = pieces_[window_.stream()];
 
     bool short_run_piece = false;
@@ -191,9 +193,8 @@ std::optional<SequentialReader::StartList> SequentialReader::NewNeededPartsLocke
   return created;
 }
 
-void SequentialReader::CloseIdleWindowsLocked() {
+void SequentialReader::CloseIdleWindowsLocked(std::chrono::steady_clock::time_point now) {
   const size_t run = window_.stream();
-  const auto now = std::chrono::steady_clock::now();
   run_read_at_[run] = now;
   for (size_t i = 0; i < run_read_at_.size(); ++i) {
     if (i != run && window_.has_window(i) && now - run_read_at_[i] > options_.piece_idle) {
@@ -202,10 +203,10 @@ void SequentialReader::CloseIdleWindowsLocked() {
   }
 }
 
-void SequentialReader::ReleasePiecesLocked(bool random, const std::shared_ptr<Part>& holding) {
+void SequentialReader::ReleasePiecesLocked(bool random, const std::shared_ptr<Part>& holding,
+                                           std::chrono::steady_clock::time_point now) {
   const size_t run = window_.stream();
   if (random) pieces_[run].reset();  // the slot was a forgotten run's
-  const auto now = std::chrono::steady_clock::now();
   if (holding) holding->used = now;
   for (size_t i = 0; i < pieces_.size(); ++i) {
     std::shared_ptr<Part>& piece = pieces_[i];

@@ -156,10 +156,11 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   // REQUIRES mu_. Drops the pieces their readers have left (see the class comment), before a
   // read of the current run that `holding` (if any) answers; `random`: the run's slot was a
   // forgotten run's.
-  void ReleasePiecesLocked(bool random, const std::shared_ptr<Part>& holding);
+  void ReleasePiecesLocked(bool random, const std::shared_ptr<Part>& holding,
+                           std::chrono::steady_clock::time_point now);
   // REQUIRES mu_. Notes the current run's read and closes the windows of runs not read for
   // piece_idle (their readers stopped), so that their parts can be dropped.
-  void CloseIdleWindowsLocked();
+  void CloseIdleWindowsLocked(std::chrono::steady_clock::time_point now);
   // REQUIRES mu_. A readahead part, or nullptr when the per-file cap, the global slots or the
   // budget (then *budget_refused) says no.
   std::shared_ptr<Part> NewReadaheadPartLocked(uint64_t index, bool* budget_refused);
