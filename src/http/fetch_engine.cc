@@ -120,7 +120,10 @@ class FetchEngine::Impl : public std::enable_shared_from_this<Impl> {
   void Arm(curl_socket_t fd, SocketState& state, int dir);
   void RearmWanted(curl_socket_t fd, uint64_t id);
   void SocketAction(curl_socket_t fd, int events);
-  CURL* AcquireHandle();
+  // A handle for the next transfer: an idle one when there is one (reused=true), else new.
+  CURL* AcquireHandle(bool& reused);
+  // Keeps a handle whose transfer libcurl saw through to its end for reuse (or frees it
+  // when enough are idle). Never called for a handle that may hold a transfer's state.
   void ReleaseHandle(CURL* easy);
   std::vector<Ready> TakeReady() { return std::exchange(ready_, {}); }
 
@@ -240,8 +243,9 @@ void FetchEngine::Impl::Reject(std::unique_ptr<Transfer> t, Status status) {
   Deliver(std::move(t), std::move(response));
 }
 
-CURL* FetchEngine::Impl::AcquireHandle() {
-  if (!idle_handles_.empty()) {
+CURL* FetchEngine::Impl::AcquireHandle(bool& reused) {
+  reused = !idle_handles_.empty();
+  if (reused) {
     CURL* easy = idle_handles_.back();
     idle_handles_.pop_back();
     return easy;
@@ -274,12 +278,24 @@ void FetchEngine::Impl::StartQueued() {
       Reject(std::move(t), Status(ErrorCode::kCancelled, "request cancelled"));
       continue;
     }
-    CURL* easy = AcquireHandle();
+    bool reused = false;
+    CURL* easy = AcquireHandle(reused);
     if (easy == nullptr) {
       Reject(std::move(t), Status(ErrorCode::kInternal, "curl_easy_init failed", true));
       continue;
     }
     Status configured = t->Configure(easy, options_);
+    if (!configured.ok() && reused) {
+      // A reused handle that refuses an option carries state from its last transfer that
+      // curl_easy_reset does not clear; a new handle must not fail this request for it.
+      curl_easy_cleanup(easy);
+      easy = curl_easy_init();
+      if (easy == nullptr) {
+        Reject(std::move(t), Status(ErrorCode::kInternal, "curl_easy_init failed", true));
+        continue;
+      }
+      configured = t->Configure(easy, options_);
+    }
     if (configured.ok()) {
       curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, &Impl::OpenSocketCb);
       curl_easy_setopt(easy, CURLOPT_OPENSOCKETDATA, this);
@@ -292,7 +308,7 @@ void FetchEngine::Impl::StartQueued() {
       }
     }
     if (!configured.ok()) {
-      ReleaseHandle(easy);
+      curl_easy_cleanup(easy);  // not back to the pool: it may refuse the next request too
       Reject(std::move(t), configured);
       continue;
     }
@@ -310,8 +326,17 @@ void FetchEngine::Impl::FinishRunning(CURL* easy, CURLcode code, const Status* f
   // Before removal: Finish() reads CURLINFO values. Removing an unfinished transfer closes
   // its connection (through OnCloseSocket).
   Response response = forced ? t->Fail(*forced) : t->Finish(code);
-  curl_multi_remove_handle(multi_, easy);
-  ReleaseHandle(easy);
+  const CURLMcode removed = curl_multi_remove_handle(multi_, easy);
+  if (forced == nullptr && removed == CURLM_OK) {
+    ReleaseHandle(easy);
+  } else {
+    // Not reused: libcurl 7.88 keeps the receive buffer of a transfer removed while it
+    // waited for a connection (CURLMOPT_MAX_HOST_CONNECTIONS), and then refuses
+    // CURLOPT_BUFFERSIZE on that handle even after curl_easy_reset. Reusing it made every
+    // request that took it from the pool fail. A new handle costs an allocation; the
+    // connections stay in the multi handle's cache either way.
+    curl_easy_cleanup(easy);
+  }
   in_flight_.fetch_sub(1, std::memory_order_relaxed);
   Deliver(std::move(t), std::move(response));
 }

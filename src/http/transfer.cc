@@ -39,20 +39,30 @@ bool HasHeader(const HeaderList& headers, std::string_view name) {
   return false;
 }
 
-// Accumulates the first failing curl_easy_setopt.
+// Accumulates the first failing curl_easy_setopt and which option it was.
 class OptionSetter {
  public:
   explicit OptionSetter(CURL* easy) : easy_(easy) {}
   template <typename T>
   void Set(CURLoption option, T value) {
     CURLcode code = curl_easy_setopt(easy_, option, value);
-    if (code != CURLE_OK && first_error_ == CURLE_OK) first_error_ = code;
+    if (code != CURLE_OK && first_error_ == CURLE_OK) {
+      first_error_ = code;
+      failed_option_ = option;
+    }
   }
   CURLcode first_error() const { return first_error_; }
+  // "CURLOPT_BUFFERSIZE", or the option's number when this libcurl cannot name it.
+  std::string failed_option_name() const {
+    const curl_easyoption* known = curl_easy_option_by_id(failed_option_);
+    if (known != nullptr && known->name != nullptr) return std::string("CURLOPT_") + known->name;
+    return "option " + std::to_string(static_cast<int>(failed_option_));
+  }
 
  private:
   CURL* easy_;
   CURLcode first_error_ = CURLE_OK;
+  CURLoption failed_option_ = CURLOPT_URL;
 };
 
 }  // namespace
@@ -156,7 +166,8 @@ Status Transfer::Configure(CURL* easy, const EngineOptions& options) {
     }
   }
   if (o.first_error() != CURLE_OK) {
-    return Status(ErrorCode::kInternal, std::string("libcurl rejected a request option: ") +
+    return Status(ErrorCode::kInternal, "libcurl rejected the request option " +
+                                            o.failed_option_name() + ": " +
                                             curl_easy_strerror(o.first_error()));
   }
   return Status::Ok();

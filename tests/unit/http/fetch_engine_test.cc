@@ -492,6 +492,63 @@ TEST_CASE("an in-flight request is aborted by its CancelFlag", "[fetch_engine]")
   CHECK(collector.calls(0) == 1);
 }
 
+// libcurl 7.88 refuses CURLOPT_BUFFERSIZE on a handle removed while it waited for a
+// connection slot, even after curl_easy_reset; such a handle back in the pool made every
+// request that took it fail (a burst of EIO under many readers with cancellations).
+TEST_CASE("a request cancelled while waiting for a connection does not spoil the next",
+          "[fetch_engine]") {
+  Collector collector;
+  TestHttpServer server;
+  Route hold = Ok("held");
+  hold.gate = "hold";
+  server.SetRoute("/hold", hold);
+  server.SetRoute("/waiting", Ok("never"));
+  server.SetRoute("/after", Ok("after"));
+  IoThreads io(2);
+  EngineOptions options;
+  options.max_connections_per_host = 1;  // /waiting waits inside libcurl for /hold's connection
+  FetchEngine engine(io.context(), options);
+
+  engine.Execute(Get(server.Url("/hold")), collector.Handler(0));
+  REQUIRE(server.WaitForRequests("/hold", 1));
+  Request waiting = Get(server.Url("/waiting"));
+  waiting.cancel = std::make_shared<CancelFlag>();
+  engine.Execute(waiting, collector.Handler(1));
+  REQUIRE(Eventually([&] { return engine.Stats().in_flight == 2; }));
+  waiting.cancel->cancelled = true;
+  REQUIRE(collector.WaitForTotal(1));
+  CHECK(collector.response(1).transport.code() == ErrorCode::kCancelled);
+
+  // Started while /hold still holds the only connection, so it takes whatever handle the
+  // engine kept from the cancelled request; both then complete once the gate opens.
+  for (int i = 2; i < 6; ++i) engine.Execute(Get(server.Url("/after")), collector.Handler(i));
+  server.OpenGate("hold");
+  REQUIRE(collector.WaitForTotal(6));
+  CHECK(collector.response(0).transport.ok());
+  for (int i = 2; i < 6; ++i) {
+    INFO("request " << i << ": " << collector.response(i).transport.message());
+    CHECK(collector.response(i).transport.ok());
+    CHECK(collector.response(i).status == 200);
+  }
+  CHECK(server.CountRequests("/waiting") == 0);
+  CHECK(server.CountRequests("/after") == 4);
+}
+
+TEST_CASE("an option libcurl refuses fails the request with the option's name", "[fetch_engine]") {
+  TestHttpServer server;
+  server.SetRoute("/x", Ok("x"));
+  IoThreads io(1);
+  FetchEngine engine(io.context(), {});
+  // libcurl refuses any string option longer than 8 MB.
+  const std::string huge_url = server.Url("/x") + "?" + std::string(9 << 20, 'a');
+  Response r = Call(engine, Get(huge_url));
+  CHECK(r.transport.code() == ErrorCode::kInternal);
+  CHECK_THAT(r.transport.message(), Catch::Contains("CURLOPT_URL"));
+  // The refused handle is not kept: the next request is unaffected.
+  CHECK(Call(engine, Get(server.Url("/x"))).transport.ok());
+  CHECK(server.CountRequests("/x") == 1);
+}
+
 TEST_CASE("connection refused is a retryable kNetwork naming host and port", "[fetch_engine]") {
   IoThreads io(1);
   FetchEngine engine(io.context(), FastFailOptions());
