@@ -59,6 +59,10 @@ class TestServer:
         if int(got.get("ttfb-ms", -1)) != ms:
             raise RuntimeError("server did not take ttfb-ms=%d: %r" % (ms, got))
 
+    def set_bandwidth(self, mbps):
+        """Paces every connection's bodies to `mbps` megabits per second (0: unlimited)."""
+        self._call("POST", "/_ossmount/faults?bandwidth-mbps=%d" % mbps)
+
     def reset(self):
         self._call("POST", "/_ossmount/reset")
 

@@ -92,9 +92,27 @@ struct GetTarget {
   // server cannot make a listing take unbounded memory.
   size_t growable_limit = 0;
 
-  static GetTarget Fixed(char* data, size_t capacity) { return {data, capacity, nullptr}; }
+  // Fixed targets, optional: told while the body arrives how many bytes from the target's
+  // start hold it already, so a reader can use them before the GET completes. Called on the
+  // client's network thread (keep it short; never call back into the client from it), with
+  // growing counts, and only for bytes that are exactly what the request asked for: a ranged
+  // GET pinned by if_match, answered with that range of that version. Bytes reported are
+  // never written again (a retry checks it gets the same ones, or fails). The GET's
+  // handler still says at the end whether the whole body arrived; a failed GET may have
+  // reported some bytes. Clients that cannot report simply never call it.
+  std::function<void(size_t bytes)> on_arrival;
+
+  static GetTarget Fixed(char* data, size_t capacity) {
+    GetTarget t;
+    t.data = data;
+    t.capacity = capacity;
+    return t;
+  }
   static GetTarget Growable(std::vector<char>* v, size_t limit = 0) {
-    return {nullptr, 0, v, limit};
+    GetTarget t;
+    t.growable = v;
+    t.growable_limit = limit;
+    return t;
   }
 };
 

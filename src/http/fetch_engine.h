@@ -7,8 +7,9 @@
 //   - keep-alive connection reuse per host (one multi handle, its connection cache);
 //   - a cap on transfers in flight; beyond it requests queue by Priority (kForeground
 //     first), FIFO within a priority;
-//   - a 2xx body is written straight into the request's GetTarget; any other status's body
-//     is kept (up to 64 KiB) in Response::error_body for error parsing;
+//   - a 2xx body is written straight into the request's GetTarget, and its arrival can be
+//     reported as it comes (BodyProgress); any other status's body is kept (up to 64 KiB) in
+//     Response::error_body for error parsing;
 //   - per-request connect timeout and low-speed (stall) deadline; TLS verification on by
 //     default against the system CAs or a CA bundle.
 //
@@ -16,6 +17,7 @@
 // Every handler is called exactly once, never inline from inside Execute().
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -36,6 +38,24 @@ namespace ossmount::http {
 
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
+// Reports a 2xx body while it arrives in a fixed target, so that a reader can use the first
+// bytes of a large GET before the rest are here. One BodyProgress is shared by every attempt
+// of one operation (a retry is a new Request with the same BodyProgress).
+struct BodyProgress {
+  // Asked once per response, before its first body byte is written (its headers are
+  // complete): whether its bytes may be reported, i.e. it is the range and the version the
+  // caller asked for. Never asked for a non-2xx response.
+  std::function<bool(long status, const HeaderList& headers)> vouch;
+  // Called on the engine's thread after body bytes were written, with the number of bytes in
+  // place from the target's start; only for a vouched response and only when that number
+  // grew past every earlier report, of this attempt or an earlier one.
+  std::function<void(size_t bytes)> arrived;
+  // The most bytes reported so far. Readers may be using them, so a later attempt never
+  // writes them again: it checks that its body begins with the same bytes and is aborted
+  // (kIntegrity, retryable) if they differ or if it is not vouched.
+  std::atomic<size_t> reported{0};
+};
+
 struct Request {
   std::string method = "GET";  // "HEAD" sends no body and expects none
   std::string url;             // fully encoded
@@ -43,7 +63,8 @@ struct Request {
   std::shared_ptr<const std::string> body;  // request body for PUT/POST, or null
   GetTarget target;  // where a 2xx response body goes; a default GetTarget discards it
   Priority priority = Priority::kForeground;
-  std::shared_ptr<CancelFlag> cancel;  // optional
+  std::shared_ptr<CancelFlag> cancel;      // optional
+  std::shared_ptr<BodyProgress> progress;  // optional; fixed targets only
 };
 
 struct Response {

@@ -86,6 +86,8 @@ Status Transfer::Configure(CURL* easy, const EngineOptions& options) {
   content_length_.reset();
   body_bytes_ = 0;
   overflow_ = false;
+  vouched_ = -1;
+  differs_from_reported_ = false;
   upload_offset_ = 0;
   if (request_.target.growable != nullptr) request_.target.growable->clear();
 
@@ -244,10 +246,39 @@ size_t Transfer::OnWrite(char* data, size_t size, size_t n, void* self_ptr) {
       self->overflow_ = true;
       return 0;  // any value other than len aborts the transfer (CURLE_WRITE_ERROR)
     }
-    std::memcpy(target.data + self->body_bytes_, data, len);
+    if (!self->WriteFixed(data, len)) return 0;
+    return len;
   }
   self->body_bytes_ += len;
   return len;
+}
+
+bool Transfer::WriteFixed(const char* data, size_t len) {
+  char* at = request_.target.data + body_bytes_;
+  BodyProgress* progress = request_.progress.get();
+  if (progress == nullptr) {
+    std::memcpy(at, data, len);
+    body_bytes_ += len;
+    return true;
+  }
+  if (vouched_ < 0) vouched_ = progress->vouch && progress->vouch(status_, response_.headers);
+  // Only this thread writes `reported` while the transfer runs (attempts never overlap).
+  const size_t reported = progress->reported.load(std::memory_order_acquire);
+  size_t same = 0;  // leading bytes of this chunk that a reader may already be using
+  if (body_bytes_ < reported) {
+    same = std::min(len, reported - body_bytes_);
+    if (vouched_ == 0 || std::memcmp(at, data, same) != 0) {
+      differs_from_reported_ = true;
+      return false;
+    }
+  }
+  std::memcpy(at + same, data + same, len - same);
+  body_bytes_ += len;
+  if (vouched_ == 1 && body_bytes_ > reported) {
+    progress->reported.store(body_bytes_, std::memory_order_release);
+    progress->arrived(body_bytes_);
+  }
+  return true;
 }
 
 size_t Transfer::OnRead(char* buffer, size_t size, size_t n, void* self_ptr) {
@@ -289,7 +320,9 @@ Response Transfer::Finish(CURLcode code) {
   r.seconds = Elapsed();
 
   const bool cut_short = Is2xx() && !IsHead() && content_length_ && body_bytes_ < *content_length_;
-  if (code == CURLE_OK && !cut_short && !overflow_) return r;  // the common case
+  if (code == CURLE_OK && !cut_short && !overflow_ && !differs_from_reported_) {
+    return r;  // the common case
+  }
 
   std::string host, host_port;
   ParseHostPort(request_.url, &host, &host_port);
@@ -298,6 +331,11 @@ Response Transfer::Finish(CURLcode code) {
                          "response body from " + host_port + " is larger than the " +
                              std::to_string(request_.target.capacity) + "-byte buffer",
                          false);
+  } else if (differs_from_reported_) {
+    r.transport = Status(ErrorCode::kIntegrity,
+                         "a retried response from " + host_port +
+                             " does not begin with the bytes an earlier attempt delivered",
+                         true);
   } else if (code == CURLE_ABORTED_BY_CALLBACK && cancel_requested()) {
     r.transport = Status(ErrorCode::kCancelled, "request cancelled", false);
   } else if (cut_short && (code == CURLE_OK || code == CURLE_PARTIAL_FILE)) {

@@ -64,6 +64,10 @@ class Transfer {
   static int OnSeek(void* self, curl_off_t offset, int origin);
   static int OnProgress(void* self, curl_off_t, curl_off_t, curl_off_t, curl_off_t);
 
+  // Writes a 2xx body's bytes into the fixed target, continuing bytes an earlier attempt
+  // reported (BodyProgress) instead of rewriting them; false aborts the transfer.
+  bool WriteFixed(const char* data, size_t len);
+
   bool Is2xx() const { return status_ >= 200 && status_ < 300; }
   bool IsHead() const { return request_.method == "HEAD"; }
   double Elapsed() const;
@@ -82,6 +86,8 @@ class Transfer {
   std::optional<uint64_t> content_length_;
   size_t body_bytes_ = 0;
   bool overflow_ = false;
+  int vouched_ = -1;  // BodyProgress::vouch's answer for this response; -1 unasked
+  bool differs_from_reported_ = false;  // this attempt could not continue the reported bytes
   size_t upload_offset_ = 0;
 };
 

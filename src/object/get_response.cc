@@ -130,4 +130,18 @@ Status ExplainGetOverflow(const GetRequest& request, const http::Response& r) {
   return ChangedSinceOpen(request, "its body is larger than the size pinned at open");
 }
 
+bool MayUseBodyEarly(const GetRequest& request, long status, const http::HeaderList& headers,
+                     const Dialect& dialect, bool verify_crc64) {
+  if (request.if_match.empty() || status != 206) return false;
+  const std::string* etag = FindHeader(headers, "etag");
+  if (etag == nullptr || *etag != request.if_match) return false;
+  const std::string* header = FindHeader(headers, "content-range");
+  if (header == nullptr) return false;
+  auto range = ParseContentRange(*header);
+  if (!range.ok() || range->first != request.offset) return false;
+  if (request.length && range->last - range->first + 1 > *request.length) return false;
+  const bool whole_object = range->first == 0 && range->last + 1 == range->total;
+  return !(whole_object && verify_crc64 && ResponseCrc64(headers, dialect));
+}
+
 }  // namespace ossmount::object

@@ -32,4 +32,12 @@ Status CheckGetResponse(const GetRequest& request, const GetTarget& target,
 // generic overflow). Pure.
 Status ExplainGetOverflow(const GetRequest& request, const http::Response& response);
 
+// Whether the bytes of a GET response may reach the caller before the response is complete
+// (GetTarget::on_arrival): only a 206 for exactly the requested offset, of the version the
+// request pinned (its If-Match, and an ETag equal to it), sending no more than was asked, and
+// which no whole-object CRC-64 will check once complete (those bytes wait for the check).
+// Everything else CheckGetResponse decides at the end as before. Pure.
+bool MayUseBodyEarly(const GetRequest& request, long status, const http::HeaderList& headers,
+                     const Dialect& dialect, bool verify_crc64);
+
 }  // namespace ossmount::object

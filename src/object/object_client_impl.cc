@@ -119,6 +119,14 @@ class OssS3Client final : public ObjectClient {
     op.explain_overflow = [request](const http::Response& r) {
       return ExplainGetOverflow(request, r);
     };
+    if (target.on_arrival && target.data != nullptr) {
+      op.progress = std::make_shared<http::BodyProgress>();
+      op.progress->vouch = [request, ctx = ctx_.get()](long status,
+                                                       const http::HeaderList& headers) {
+        return MayUseBodyEarly(request, status, headers, ctx->dialect, ctx->options.verify_crc64);
+      };
+      op.progress->arrived = target.on_arrival;
+    }
     Run(std::move(op), [handler = std::move(handler), result, target](Status s) {
       if (!s.ok()) {
         if (target.growable) target.growable->clear();  // no bytes from a failed GET

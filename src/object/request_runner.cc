@@ -63,6 +63,7 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
     growable_limit_ = request.target.growable ? request.target.growable_limit : 0;
     request.priority = op_.priority;
     request.cancel = op_.cancel;
+    request.progress = op_.progress;
     ctx_->executor->Execute(std::move(request), [self = shared_from_this()](http::Response r) {
       self->OnResponse(std::move(r));
     });

@@ -45,6 +45,8 @@ struct Operation {
   // Called when a 2xx body did not fit a fixed target; a non-OK status replaces the generic
   // kIntegrity error (a pinned whole GET knows the object changed). Never retried.
   std::function<Status(const http::Response&)> explain_overflow;
+  // Reports the body's arrival as it comes (fixed targets); shared by every attempt.
+  std::shared_ptr<http::BodyProgress> progress;
 };
 
 void RunOperation(std::shared_ptr<ClientContext> context, Operation operation,

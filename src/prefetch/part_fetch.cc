@@ -65,7 +65,11 @@ void SequentialReader::StartPart(const std::shared_ptr<Part>& part) {
   request.if_match = etag_;
   request.priority = part->readahead ? Priority::kPrefetch : Priority::kForeground;
   request.cancel = part->cancel;
-  client_->Get(request, GetTarget::Fixed(buffer.data, part->length),
+  GetTarget target = GetTarget::Fixed(buffer.data, part->length);
+  target.on_arrival = [self = shared_from_this(), part](size_t bytes) {
+    self->OnPartArrival(part, bytes);
+  };
+  client_->Get(request, std::move(target),
                [self = shared_from_this(), part, id, cached](Result<GetResult> r) {
                  Status status = self->CheckGet(r, part->length);
                  if (status.ok() && cached) self->shared_.disk_cache->Put(id, part->buffer->vec);
@@ -81,10 +85,13 @@ void SequentialReader::OnPartDone(const std::shared_ptr<Part>& part, Status stat
     std::lock_guard lock(mu_);
     --in_flight_;
     if (part->readahead) shared_.slots->Release();
-    waiters.swap(part->waiters);
+    for (auto& waiter : part->waiters) waiters.push_back(std::move(waiter.wake));
+    part->waiters.clear();
+    part->next_wake.store(~0ull);
     auto it = parts_.find(part->index);
     const bool kept = it != parts_.end() && it->second == part;
     if (status.ok()) {
+      part->arrived.store(part->length);
       part->state = Part::State::kReady;
       part->used = std::chrono::steady_clock::now();
     } else {

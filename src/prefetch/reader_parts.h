@@ -45,7 +45,18 @@ struct SequentialReader::Part {
   Status status;
   std::shared_ptr<PartBuffer> buffer;  // reserved at creation, filled when ready
   std::shared_ptr<CancelFlag> cancel = std::make_shared<CancelFlag>();
-  std::vector<std::function<void()>> waiters;  // reads waiting for this part
+  // Bytes from the part's start that are in place (the GET reports them as they arrive; all
+  // of them once ready); never decreases, and stays valid if the part fails afterwards.
+  std::atomic<uint64_t> arrived{0};
+  // The least `need` among `waiters` (max: none), so that the network thread takes mu_ only
+  // when an arrival answers a read. Stored before `arrived` is checked by a reader, and
+  // `arrived` before it is checked by the network thread (both seq_cst): no wake-up is lost.
+  std::atomic<uint64_t> next_wake{~0ull};
+  struct Waiter {
+    uint64_t need;               // bytes from the part's start the read needs
+    std::function<void()> wake;  // called once: the bytes are there, or the part ended
+  };
+  std::vector<Waiter> waiters;  // reads waiting for this part
   // Pieces: when it was created, completed, or last answered a read; and whether its memory
   // was Reserve()d past the budget (a reader waited and the budget was spent).
   std::chrono::steady_clock::time_point used;
@@ -54,6 +65,10 @@ struct SequentialReader::Part {
 
 struct SequentialReader::Gather {
   std::vector<std::shared_ptr<Part>> parts;  // in order
+  // Per part: its buffer (held here: a part that fails lets go of its own) and the bytes
+  // from its start the read needs.
+  std::vector<std::shared_ptr<PartBuffer>> buffers;
+  std::vector<uint64_t> needs;
   std::atomic<size_t> pending{0};
   uint64_t offset = 0;
   uint64_t end = 0;

@@ -5,11 +5,20 @@
 #include <boost/asio/post.hpp>
 #include <cstring>
 
+#include "common/metrics.h"
 #include "prefetch/reader_parts.h"
 
 namespace ossmount::prefetch {
 
 namespace {
+
+// Waits for a part answered by bytes that had arrived while its GET was still running.
+metrics::Counter& EarlyAnswers() {
+  static metrics::Counter& c = metrics::Registry::Global().GetCounter(
+      "ossmount_early_answers_total",
+      "Reads of large files answered from a part or piece whose GET was still arriving.");
+  return c;
+}
 
 ReadaheadWindow::Options WindowOptions(const ReaderOptions& o) {
   ReadaheadWindow::Options w;
@@ -67,6 +76,7 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
   gather->end = end;
   gather->done = std::move(done);
   StartList start;
+  std::vector<std::function<void()>> woken;  // waits answered while registering them
   bool direct = false;
   {
     std::lock_guard lock(mu_);
@@ -152,22 +162,69 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
         start.push_back(run_piece);
         gather->parts.push_back(run_piece);
       }
+      // A part answers the read once the bytes it needs from it have arrived, ready or not.
+      std::vector<bool> has;
       size_t not_ready = 0;
-      for (auto& part : gather->parts) not_ready += part->state != Part::State::kReady;
-      // Set before any waiter is registered: completions need mu_ to run waiters.
-      gather->pending = not_ready;
       for (auto& part : gather->parts) {
-        if (part->state == Part::State::kReady) continue;
-        part->waiters.push_back([gather]() {
-          if (--gather->pending == 0) Assemble(gather);
-        });
+        const uint64_t need = std::min(end, part->offset + part->length) - part->offset;
+        gather->buffers.push_back(part->buffer);
+        gather->needs.push_back(need);
+        has.push_back(part->arrived.load() >= need);
+        if (!has.back()) {
+          ++not_ready;
+        } else if (part->state == Part::State::kFetching) {
+          EarlyAnswers().Add();
+        }
+      }
+      // Set before any waiter is registered: arrivals and completions need mu_ to wake them.
+      gather->pending = not_ready;
+      for (size_t i = 0; i < gather->parts.size(); ++i) {
+        if (has[i]) continue;
+        Part& part = *gather->parts[i];
+        part.waiters.push_back({gather->needs[i], [gather]() {
+                                  if (--gather->pending == 0) Assemble(gather);
+                                }});
+        if (gather->needs[i] < part.next_wake.load()) part.next_wake.store(gather->needs[i]);
+        // The bytes may have arrived since `has` was taken, unseen by the network thread.
+        TakeAnsweredWaitersLocked(part, woken);
       }
       if (not_ready == 0) boost::asio::post(io_, [gather]() { Assemble(gather); });
     }
     if (access == ReadaheadWindow::Access::kSequential) TopUpLocked(start);
   }
+  for (auto& wake : woken) boost::asio::post(io_, std::move(wake));
   StartParts(std::move(start));
   if (direct) ReadDirect(offset, end - offset, std::move(gather->done));
+}
+
+void SequentialReader::OnPartArrival(const std::shared_ptr<Part>& part, size_t bytes) {
+  part->arrived.store(bytes);
+  if (bytes < part->next_wake.load()) return;  // no read waits for these bytes
+  std::vector<std::function<void()>> woken;
+  {
+    std::lock_guard lock(mu_);
+    TakeAnsweredWaitersLocked(*part, woken);
+  }
+  EarlyAnswers().Add(woken.size());
+  // Replies are sent from the io threads, never from the client's network thread.
+  for (auto& wake : woken) boost::asio::post(io_, std::move(wake));
+}
+
+void SequentialReader::TakeAnsweredWaitersLocked(Part& part,
+                                                 std::vector<std::function<void()>>& woken) {
+  const uint64_t arrived = part.arrived.load();
+  uint64_t next_wake = ~0ull;
+  std::vector<Part::Waiter> rest;
+  for (auto& waiter : part.waiters) {
+    if (waiter.need <= arrived) {
+      woken.push_back(std::move(waiter.wake));
+    } else {
+      next_wake = std::min(next_wake, waiter.need);
+      rest.push_back(std::move(waiter));
+    }
+  }
+  part.waiters.swap(rest);
+  part.next_wake.store(next_wake);
 }
 
 std::optional<SequentialReader::StartList> SequentialReader::NewNeededPartsLocked(uint64_t first,
@@ -320,10 +377,12 @@ SequentialReader::Stats SequentialReader::stats() const {
 }
 
 void SequentialReader::Assemble(const std::shared_ptr<Gather>& gather) {
-  for (const auto& part : gather->parts) {
-    if (part->state != Part::State::kReady) {
-      gather->done(part->status.ok() ? Status(ErrorCode::kCancelled, "read abandoned")
-                                     : part->status);
+  for (size_t i = 0; i < gather->parts.size(); ++i) {
+    const Part& part = *gather->parts[i];
+    if (part.arrived.load() < gather->needs[i]) {
+      // Woken by the part's end without its bytes: it failed (its status was set before).
+      gather->done(part.status.ok() ? Status(ErrorCode::kCancelled, "read abandoned")
+                                    : part.status);
       return;
     }
   }
@@ -331,15 +390,16 @@ void SequentialReader::Assemble(const std::shared_ptr<Gather>& gather) {
   reply.size = gather->end - gather->offset;
   if (gather->parts.size() == 1) {
     const auto& part = gather->parts[0];
-    reply.data = part->buffer->data + (gather->offset - part->offset);
-    reply.owner = part->buffer;
+    reply.data = gather->buffers[0]->data + (gather->offset - part->offset);
+    reply.owner = gather->buffers[0];
   } else {
     auto buffer = std::make_shared<ByteBuffer>(reply.size);
-    for (const auto& part : gather->parts) {
-      const uint64_t from = std::max(gather->offset, part->offset);
-      const uint64_t to = std::min(gather->end, part->offset + part->length);
+    for (size_t i = 0; i < gather->parts.size(); ++i) {
+      const Part& part = *gather->parts[i];
+      const uint64_t from = std::max(gather->offset, part.offset);
+      const uint64_t to = std::min(gather->end, part.offset + part.length);
       std::memcpy(buffer->data() + (from - gather->offset),
-                  part->buffer->data + (from - part->offset), to - from);
+                  gather->buffers[i]->data + (from - part.offset), to - from);
     }
     reply.data = buffer->data();
     reply.owner = buffer;

@@ -51,7 +51,10 @@
 // Failed parts are not kept, so a later read retries.
 //
 // Replies: a read inside one part points into the part buffer (owner = the buffer); a read
-// spanning parts is gathered into one new buffer.
+// spanning parts is gathered into one new buffer. A read is answered as soon as its own bytes
+// have arrived (GetTarget::on_arrival), not when the whole part or piece has: the first
+// 128 KiB of a file, or of a seek's new piece, wait for those bytes and not for 8 MiB.
+// Bytes that arrived stay valid if the GET fails later; a read still waiting gets the error.
 //
 // Ownership: create with std::make_shared; in-flight GETs keep it alive. Call Close() when
 // the file is released: it cancels every GET and drops every part (reads after it fail).
@@ -174,6 +177,11 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   void StartParts(StartList parts);
   void StartPart(const std::shared_ptr<Part>& part);
   void OnPartDone(const std::shared_ptr<Part>& part, Status status);
+  // From the client's network thread: `bytes` of the part's GET are in place. Wakes the
+  // reads those bytes answer (posted to io_).
+  void OnPartArrival(const std::shared_ptr<Part>& part, size_t bytes);
+  // REQUIRES mu_. Moves the waiters of `part` that its arrived bytes answer into `woken`.
+  static void TakeAnsweredWaitersLocked(Part& part, std::vector<std::function<void()>>& woken);
   void ReadDirect(uint64_t offset, uint64_t length, ReadCallback done);
   // Checks a GET result against the pinned version; ok when the bytes may be used.
   Status CheckGet(const Result<GetResult>& r, uint64_t expected_bytes) const;

@@ -12,7 +12,10 @@ Over ossmount-testserver with 35 ms time-to-first-byte:
     cost about what the kernel's read-around asked for, not a part per record;
   - readers sharing one descriptor (forked processes reading records of several MiB, threads
     reading two halves of a file) each keep their own run: growing pieces and a window, not
-    a GET per kernel read.
+    a GET per kernel read;
+  - with the server's bandwidth capped, a read is answered once its own bytes arrived, before
+    its part's GET completes; and under truncated and reset bodies as well the bytes are
+    exact (a retry continues the bytes already handed out).
 No wall-clock thresholds.
 """
 import concurrent.futures
@@ -25,6 +28,8 @@ import shutil
 import subprocess
 import tempfile
 import unittest
+import urllib.parse
+import urllib.request
 
 import harness
 
@@ -280,6 +285,63 @@ class ReadaheadTest(unittest.TestCase):
             self.assertLessEqual(stats["bytes_sent"], BIG_SIZE * 3 // 2, stats)
         finally:
             m.close()
+
+    def set_faults(self, **settings):
+        query = urllib.parse.urlencode({k.replace("_", "-"): v for k, v in settings.items()})
+        req = urllib.request.Request(self.server.endpoint + "/_ossmount/faults?" + query,
+                                     method="POST")
+        urllib.request.urlopen(req, timeout=10).read()
+
+    def no_faults(self):
+        self.set_faults(bandwidth_mbps=0, truncate_rate=0, reset_rate=0)
+
+    def early_answers(self, mountpoint):
+        doc = json.loads(harness.stats_json(mountpoint).stdout)
+        return harness.metric(doc, "counters", "ossmount_early_answers_total")
+
+    def test_a_read_is_answered_once_its_bytes_arrived_not_its_whole_part(self):
+        # 80 Mbit/s per connection: an 8 MiB part takes about 0.8 s to arrive, the first
+        # 128 KiB of it 13 ms. The first read waits for those, not for the part.
+        m = harness.Mount(self.server)
+        try:
+            self.set_faults(bandwidth_mbps=80)
+            before = self.early_answers(m.mountpoint)
+            self.server.reset_stats()
+            with open(m.path("big.bin"), "rb", buffering=0) as f:
+                first = os.pread(f.fileno(), 128 * 1024, 0)
+                in_flight = self.server.stats()
+            early = self.early_answers(m.mountpoint) - before
+            with open(self.big, "rb") as src:
+                self.assertEqual(first, src.read(128 * 1024))
+            print("first 128 KiB at 80 Mbit/s: %d early answers, server %s" % (early, in_flight))
+            self.assertGreaterEqual(early, 1)
+            # One part was asked for: the read did not fetch its bytes separately.
+            self.assertEqual(in_flight["GET"], 1, in_flight)
+        finally:
+            self.no_faults()
+            m.close()
+
+    def test_truncated_and_reset_bodies_at_a_capped_bandwidth_give_exact_bytes(self):
+        # Parts are handed out as they arrive; a body cut short is retried, and the retry must
+        # continue the bytes already handed out (it checks they are the same), never rewrite
+        # them or serve a mix.
+        m = harness.Mount(self.server, args=["--retries", "20"])
+        try:
+            self.set_faults(bandwidth_mbps=800, truncate_rate=0.2, reset_rate=0.1)
+            before = self.early_answers(m.mountpoint)
+            self.server.reset_stats()
+            self.assertEqual(sha256_read(m.path("big.bin"), MiB), self.big_digest)
+            stats = self.server.stats()
+            early = self.early_answers(m.mountpoint) - before
+            faults = stats["faults"]
+            print("256 MiB with truncated and reset bodies: %s, %d GETs, %d early answers"
+                  % (faults, stats["GET"], early))
+            self.assertGreater(faults.get("truncate", 0) + faults.get("reset", 0), 0)
+            self.assertGreater(early, 0)
+        finally:
+            self.no_faults()
+            m.close()
+        self.assertNotIn("does not begin with the bytes", m.output())
 
     def test_concurrent_sequential_readers_stay_within_memory(self):
         m = harness.Mount(self.server, args=["--max-memory", "64MiB"])

@@ -351,8 +351,20 @@ void FakeObjectClient::Get(const GetRequest& request, GetTarget target, GetHandl
       }
     }
   }
-  Finish([self = shared_from_this(), cancel = request.cancel, handler = std::move(handler), error,
-          body = std::move(body), result, target]() {
+  // Bytes delivered before the completion (set_early_bytes), which then writes only the rest.
+  uint64_t early = 0;
+  bool fail_after_early = false;
+  {
+    std::lock_guard lock(mu_);
+    if (error.ok() && target.data != nullptr && target.on_arrival && request.length &&
+        !request.if_match.empty()) {
+      early = std::min<uint64_t>(early_bytes_, body.size());
+      fail_after_early = early > 0 && fail_after_early_;
+    }
+  }
+  std::string prefix = body.substr(0, early);
+  auto complete = [self = shared_from_this(), cancel = request.cancel, handler = std::move(handler),
+                   error, body = std::move(body), result, target, early, fail_after_early]() {
     if (cancel && cancel->cancelled) {
       {
         std::lock_guard lock(self->mu_);
@@ -365,13 +377,33 @@ void FakeObjectClient::Get(const GetRequest& request, GetTarget target, GetHandl
       handler(error);
       return;
     }
+    if (fail_after_early) {
+      handler(Status(ErrorCode::kNetwork, "connection reset after part of the body", true));
+      return;
+    }
     if (target.growable != nullptr) {
       target.growable->assign(body.begin(), body.end());
-    } else if (!body.empty()) {
-      std::memcpy(target.data, body.data(), body.size());
+    } else if (body.size() > early) {
+      // Bytes reported early may be in use: they are not written again.
+      std::memcpy(target.data + early, body.data() + early, body.size() - early);
     }
     handler(result);
+  };
+  if (early == 0) return Finish(std::move(complete));
+  boost::asio::post(io_, [self = shared_from_this(), cancel = request.cancel, target, early,
+                          prefix = std::move(prefix), complete = std::move(complete)]() mutable {
+    if (!(cancel && cancel->cancelled)) {
+      std::memcpy(target.data, prefix.data(), early);
+      target.on_arrival(early);
+    }
+    self->Finish(std::move(complete));
   });
+}
+
+void FakeObjectClient::set_early_bytes(uint64_t bytes, bool then_fail) {
+  std::lock_guard lock(mu_);
+  early_bytes_ = bytes;
+  fail_after_early_ = then_fail;
 }
 
 void FakeObjectClient::Put(const std::string& key, std::shared_ptr<const std::string> body,

@@ -8,6 +8,7 @@
 //   - Put / multipart / Delete change the bucket; every write gets a new etag.
 //   - Get honours CancelFlag: a request whose flag is set by the time it completes is
 //     answered kCancelled without touching the target (counted by cancelled_count()).
+//   - Get reports a body's first bytes early when asked (set_early_bytes).
 // Every call is counted per operation (before it completes), and completions are always
 // posted to the io_context, after an optional latency (a steady_timer, no thread blocked).
 // Pause() holds completions back until Resume(), so tests can make requests overlap
@@ -76,6 +77,12 @@ class FakeObjectClient : public ObjectClient,
   // Whether GET honours If-Match (default true). Off: a server that ignores it, as some
   // S3-compatible ones do, so the client's own size/etag check is what catches a change.
   void set_honour_if_match(bool honour);
+  // Ranged GETs pinned by If-Match into a fixed target with on_arrival deliver their first
+  // `bytes` at once (posted to the io_context, not held by Pause() or the latency) and report
+  // them, as a real client does while a body arrives; the rest comes with the completion.
+  // With `then_fail`, such GETs then fail (kNetwork, retryable: the connection was reset
+  // after those bytes). 0 = off (the default): bytes only at completion.
+  void set_early_bytes(uint64_t bytes, bool then_fail = false);
   // Holds every completion (including ones already scheduled) until Resume().
   void Pause();
   void Resume();
@@ -137,6 +144,8 @@ class FakeObjectClient : public ObjectClient,
   int page_limit_ = 1000;
   bool report_crc64_ = true;
   bool honour_if_match_ = true;
+  uint64_t early_bytes_ = 0;
+  bool fail_after_early_ = false;
   bool paused_ = false;
   std::vector<std::function<void()>> held_;
   int in_flight_ = 0;

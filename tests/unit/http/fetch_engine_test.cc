@@ -10,6 +10,7 @@
 #include <cstring>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -626,6 +627,147 @@ TEST_CASE("a truncated body is a retryable kIntegrity", "[fetch_engine]") {
   CHECK(r.transport.retryable());
   CHECK(r.transport.message().find("5000 of 20000") != std::string::npos);
   CHECK(Call(engine, Get(server.Url("/fine"))).transport.ok());
+}
+
+// A BodyProgress that records its reports, checking at each that the target's first bytes are
+// the expected body's (it runs on the engine's thread, after the bytes were written).
+struct RecordingProgress {
+  std::shared_ptr<BodyProgress> progress = std::make_shared<BodyProgress>();
+  std::mutex mu;
+  std::vector<size_t> reports;
+  int vouch_calls = 0;
+  long vouched_status = 0;
+  bool prefix_right = true;
+
+  RecordingProgress(const char* target, const std::string* expected, bool vouch = true) {
+    progress->vouch = [this, vouch](long status, const HeaderList& headers) {
+      std::lock_guard lock(mu);
+      ++vouch_calls;
+      vouched_status = status;
+      bool has_length = false;
+      for (const auto& [name, value] : headers) has_length |= name == "content-length";
+      return vouch && has_length;  // the headers are complete when asked
+    };
+    progress->arrived = [this, target, expected](size_t n) {
+      std::lock_guard lock(mu);
+      if (!reports.empty() && n <= reports.back()) prefix_right = false;  // must grow
+      if (std::memcmp(target, expected->data(), n) != 0) prefix_right = false;
+      reports.push_back(n);
+    };
+  }
+};
+
+TEST_CASE("a vouched body is reported while it arrives, growing, up to its length",
+          "[fetch_engine]") {
+  TestHttpServer server;
+  const std::string body = RandomBytes(2 << 20, 31);
+  server.SetRoute("/big", Ok(body));
+  Route cut = Ok(body);
+  cut.truncate_after = 1 << 20;
+  server.SetRoute("/cut", cut);
+  IoThreads io(1);
+  FetchEngine engine(io.context(), {});
+  std::vector<char> buffer(body.size());
+
+  RecordingProgress rec(buffer.data(), &body);
+  Request request = Get(server.Url("/big"), GetTarget::Fixed(buffer.data(), buffer.size()));
+  request.progress = rec.progress;
+  Response r = Call(engine, request);
+  REQUIRE(r.transport.ok());
+  CHECK(rec.vouch_calls == 1);
+  CHECK(rec.vouched_status == 200);
+  CHECK(rec.prefix_right);
+  REQUIRE(rec.reports.size() > 1);  // 2 MiB arrive in more than one write
+  CHECK(rec.reports.back() == body.size());
+  CHECK(rec.progress->reported == body.size());
+
+  // A body cut short still reported the bytes that came; the response is the usual error.
+  RecordingProgress cut_rec(buffer.data(), &body);
+  Request cut_request = Get(server.Url("/cut"), GetTarget::Fixed(buffer.data(), buffer.size()));
+  cut_request.progress = cut_rec.progress;
+  Response c = Call(engine, cut_request);
+  CHECK(c.transport.code() == ErrorCode::kIntegrity);
+  CHECK(cut_rec.prefix_right);
+  REQUIRE_FALSE(cut_rec.reports.empty());
+  CHECK(cut_rec.reports.back() == size_t{1} << 20);
+}
+
+TEST_CASE("a body the caller does not vouch for, or an error response, is never reported",
+          "[fetch_engine]") {
+  TestHttpServer server;
+  const std::string body = RandomBytes(300000, 32);
+  server.SetRoute("/obj", Ok(body));
+  IoThreads io(1);
+  FetchEngine engine(io.context(), {});
+  std::vector<char> buffer(body.size());
+
+  RecordingProgress refused(buffer.data(), &body, /*vouch=*/false);
+  Request request = Get(server.Url("/obj"), GetTarget::Fixed(buffer.data(), buffer.size()));
+  request.progress = refused.progress;
+  REQUIRE(Call(engine, request).transport.ok());
+  CHECK(refused.vouch_calls == 1);
+  CHECK(refused.reports.empty());
+  CHECK(std::memcmp(buffer.data(), body.data(), body.size()) == 0);  // written as usual
+
+  RecordingProgress missing(buffer.data(), &body);
+  Request not_found = Get(server.Url("/missing"), GetTarget::Fixed(buffer.data(), buffer.size()));
+  not_found.progress = missing.progress;
+  CHECK(Call(engine, not_found).status == 404);
+  CHECK(missing.vouch_calls == 0);
+  CHECK(missing.reports.empty());
+}
+
+TEST_CASE(
+    "a retry continues the bytes an earlier attempt reported: the same bytes are accepted, "
+    "different or unvouched ones abort it",
+    "[fetch_engine]") {
+  TestHttpServer server;
+  const std::string body = RandomBytes(200000, 33);
+  Route cut = Ok(body);
+  cut.truncate_after = 50000;
+  server.SetRoute("/cut", cut);
+  server.SetRoute("/same", Ok(body));
+  std::string other = body;
+  other[1000] ^= 0x55;  // differs inside the reported prefix
+  server.SetRoute("/other", Ok(other));
+  IoThreads io(1);
+  FetchEngine engine(io.context(), {});
+  std::vector<char> buffer(body.size());
+  auto attempt = [&](const char* path, const std::shared_ptr<BodyProgress>& progress) {
+    Request request = Get(server.Url(path), GetTarget::Fixed(buffer.data(), buffer.size()));
+    request.progress = progress;
+    return Call(engine, request);
+  };
+
+  RecordingProgress rec(buffer.data(), &body);
+  CHECK(attempt("/cut", rec.progress).transport.code() == ErrorCode::kIntegrity);
+  REQUIRE(rec.progress->reported == 50000);
+
+  SECTION("the same bytes again: accepted, reports go on past them") {
+    const size_t reports_before = rec.reports.size();
+    Response r = attempt("/same", rec.progress);
+    REQUIRE(r.transport.ok());
+    CHECK(r.body_bytes == body.size());
+    CHECK(std::memcmp(buffer.data(), body.data(), body.size()) == 0);
+    CHECK(rec.prefix_right);
+    REQUIRE(rec.reports.size() > reports_before);
+    CHECK(rec.reports[reports_before] > 50000);  // nothing at or below what was reported
+    CHECK(rec.reports.back() == body.size());
+  }
+  SECTION("other bytes where some were reported: aborted, the reported bytes untouched") {
+    Response r = attempt("/other", rec.progress);
+    CHECK(r.transport.code() == ErrorCode::kIntegrity);
+    CHECK(r.transport.retryable());
+    CHECK(r.transport.message().find("does not begin with the bytes") != std::string::npos);
+    CHECK(std::memcmp(buffer.data(), body.data(), 50000) == 0);
+    CHECK(rec.progress->reported == 50000);
+  }
+  SECTION("a response the caller does not vouch for cannot continue them") {
+    rec.progress->vouch = [](long, const HeaderList&) { return false; };
+    Response r = attempt("/same", rec.progress);
+    CHECK(r.transport.code() == ErrorCode::kIntegrity);
+    CHECK(rec.progress->reported == 50000);
+  }
 }
 
 TEST_CASE("destroying the engine calls every queued and in-flight handler once", "[fetch_engine]") {

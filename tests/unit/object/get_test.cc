@@ -263,6 +263,69 @@ TEST_CASE("A 206 that covers the whole object is CRC-checked too - partial range
   CHECK(h.Get(req, GetTarget::Fixed(buf.data(), 1000)).ok());
 }
 
+TEST_CASE(
+    "Body bytes are reported early (on_arrival) only for a ranged GET pinned by If-Match and "
+    "answered with that range of that version, never for bytes a CRC will check") {
+  Harness h;
+  ObjectServer server;
+  h.executor->respond = [&](const SeenRequest& r, int) { return server(r); };
+  std::vector<char> buf(1000);
+  std::vector<size_t> reports;
+  auto target = [&] {
+    GetTarget t = GetTarget::Fixed(buf.data(), buf.size());
+    t.on_arrival = [&](size_t n) { reports.push_back(n); };
+    return t;
+  };
+  GetRequest req;
+  req.key = "obj";
+  req.offset = 100;
+  req.length = 300;
+  req.if_match = server.etag;
+  auto got = h.Get(req, target());
+  REQUIRE(got.ok());
+  CHECK(reports == std::vector<size_t>{300});
+  CHECK(std::string(buf.data(), 300) == server.data.substr(100, 300));
+
+  SECTION("not pinned: no If-Match") { req.if_match.clear(); }
+  SECTION("a whole object (206 covering all of it) the CRC-64 will check") {
+    req.offset = 0;
+    req.length = 1000;
+  }
+  SECTION("a server that ignores Range (200: the bytes are moved afterwards)") {
+    server.ignore_range = true;
+  }
+  SECTION("another version (the reply's ETag differs; a server ignoring If-Match)") {
+    h.executor->respond = [&](const SeenRequest& r, int) {
+      ObjectServer other = server;
+      other.etag = "\"v2\"";
+      SeenRequest without_if_match = r;
+      std::erase_if(without_if_match.headers,
+                    [](const auto& h) { return HeaderNameEquals(h.first, "if-match"); });
+      return other(without_if_match);
+    };
+  }
+  reports.clear();
+  h.Get(req, target());
+  CHECK(reports.empty());
+}
+
+TEST_CASE("A 206 covering the whole object without CRC verification is reported early") {
+  Harness h;
+  h.options.verify_crc64 = false;
+  ObjectServer server;
+  h.executor->respond = [&](const SeenRequest& r, int) { return server(r); };
+  std::vector<char> buf(1000);
+  size_t reported = 0;
+  GetTarget t = GetTarget::Fixed(buf.data(), buf.size());
+  t.on_arrival = [&](size_t n) { reported = n; };
+  GetRequest req;
+  req.key = "obj";
+  req.length = 1000;
+  req.if_match = server.etag;
+  REQUIRE(h.Get(req, t).ok());
+  CHECK(reported == 1000);
+}
+
 TEST_CASE("verify_crc64=false and S3 skip the CRC check") {
   for (bool s3 : {false, true}) {
     Harness h;

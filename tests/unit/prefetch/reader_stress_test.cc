@@ -137,6 +137,10 @@ TEST_CASE(
     o = SmallParts();
     h.disk = std::make_shared<MemoryBlockCache>();
   }
+  SECTION("small parts whose GETs report their first bytes before completing") {
+    o = SmallParts();
+    h.fake->set_early_bytes(200 * KiB);
+  }
   auto reader = h.Open("big", o);
   const StressResult r = RunReaders(h, *reader, data.size(), kReaders, 24, {&data});
   INFO("reads " << r.total.reads << ", bytes " << r.total.bytes << ", peak " << r.peak << ", GETs "

@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""How soon reads of a large file get their bytes when each connection is bandwidth-bound.
+
+  bench/first_bytes.py [--build DIR] [--old-build DIR] [--rounds N] [--mbps N] [--ttfb-ms N]
+                       [--metadata-ttl TTL]
+
+On the project's server at 35 ms TTFB with each connection paced to MBPS megabits per second
+(default 400, about 50 MB/s: one connection to an object store across a network, not this
+machine's loopback; 0: no cap), over the 16 GiB sparse object of bench/random_records.py, each case on a
+fresh mount (nothing in the page cache):
+  - first read: the first 128 KiB of the file (`head -c`, a format's header);
+  - shard: the first 64 MiB read in 1 MiB preads (a WebDataset shard, a tar, weights);
+  - records: 16 records of 4 MiB at random offsets, one pread each (Parquet row groups).
+Builds (--old-build) alternate within each round. Indicative figures on a shared machine;
+compare rounds of the same minutes.
+"""
+import argparse
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ossbench.mounts import Mount  # noqa: E402
+from ossbench.server import TestServer  # noqa: E402
+from random_records import BUCKET, OBJECT_SIZE, make_object  # noqa: E402
+
+KiB = 1 << 10
+MiB = 1 << 20
+SHARD = 64 * MiB
+RECORD = 4 * MiB
+RECORDS = 16
+
+
+def first_read(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        start = time.monotonic()
+        if len(os.pread(fd, 128 * KiB, 0)) != 128 * KiB:
+            raise SystemExit("first_bytes: short first read")
+        return time.monotonic() - start
+    finally:
+        os.close(fd)
+
+
+def shard(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        start = time.monotonic()
+        for off in range(0, SHARD, MiB):
+            if len(os.pread(fd, MiB, off)) != MiB:
+                raise SystemExit("first_bytes: short read at %d" % off)
+        return time.monotonic() - start
+    finally:
+        os.close(fd)
+
+
+def records(path, seed):
+    rng = random.Random(seed)
+    offsets = [rng.randrange(0, OBJECT_SIZE - RECORD) // 4096 * 4096 for _ in range(RECORDS)]
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        start = time.monotonic()
+        for off in offsets:
+            if len(os.pread(fd, RECORD, off)) != RECORD:
+                raise SystemExit("first_bytes: short record at %d" % off)
+        return time.monotonic() - start
+    finally:
+        os.close(fd)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--build", default="build")
+    p.add_argument("--old-build", default="")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--mbps", type=int, default=400)
+    p.add_argument("--ttfb-ms", type=int, default=35)
+    p.add_argument("--metadata-ttl", default="60")
+    args = p.parse_args()
+    src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    build = os.path.abspath(args.build)
+    root = os.path.join(src, "bench", "data", "records")
+    make_object(root)
+    work = tempfile.mkdtemp(prefix="ossmount-first-bytes-")
+    server = TestServer(os.path.join(build, "tests", "server", "ossmount-testserver"), root,
+                        work)
+    server.start()
+    builds = [("new", build)]
+    if args.old_build:
+        builds.append(("old", os.path.abspath(args.old_build)))
+    try:
+        server.set_ttfb(args.ttfb_ms)
+        server.set_bandwidth(args.mbps)
+        print("%d ms TTFB, %s per connection, --metadata-ttl %s"
+              % (args.ttfb_ms, "%d Mbit/s" % args.mbps if args.mbps else "no bandwidth cap",
+                 args.metadata_ttl), flush=True)
+        # Untimed: the server's first reads of the object are slower.
+        with Mount("ossmount", build, work, server.endpoint, BUCKET,
+                   metadata_ttl=args.metadata_ttl) as m:
+            shard(os.path.join(m.mnt, "16g.bin"))
+        for rnd in range(args.rounds):
+            for label, b in (builds if rnd % 2 == 0 else builds[::-1]):
+                row = []
+                for case in ("first read", "shard", "records"):
+                    with Mount("ossmount", b, work, server.endpoint, BUCKET,
+                               metadata_ttl=args.metadata_ttl) as m:
+                        path = os.path.join(m.mnt, "16g.bin")
+                        os.stat(path)
+                        server.reset()
+                        if case == "first read":
+                            row.append("first 128 KiB %6.1f ms" % (first_read(path) * 1e3))
+                        elif case == "shard":
+                            seconds = shard(path)
+                            row.append("64 MiB shard %5.0f MB/s" % (SHARD / seconds / 1e6))
+                        else:
+                            seconds = records(path, rnd)
+                            row.append("4 MiB records %5.1f ms each, %3d GETs"
+                                       % (seconds / RECORDS * 1e3, server.stats()["GET"]))
+                print("round %d %-3s %s" % (rnd + 1, label, " | ".join(row)), flush=True)
+    finally:
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
