@@ -7,7 +7,7 @@ every byte against the source. Every second the daemon's RSS, open file descript
 (/proc/PID/fd) and threads (/proc/PID/task) are sampled, and every fifth second its heap
 (allocated, and free in the allocator's arenas, from `ossmount stats`). Passes when: no read
 failed or returned a wrong byte; peak RSS <= --max-memory + 64 MiB; the highest fd and
-thread counts of the last third of the run are no higher than those of the first third, and
+thread counts of the last third of the run are at most 4 above those of the first third, and
 the highest allocated heap no more than 16 MiB higher (no leak).
 --metadata-ttl is the default (60 s), so the kernel drops its page cache at every open and
 every read goes to the daemon. Figures go to stdout as one "soak:" JSON line.
@@ -81,6 +81,8 @@ def timeline(samples, heaps, parts=10):
 
 # Descriptors the last third may hold beyond the first third's peak (pool churn).
 FD_SLACK = 4
+# Threads likewise (libfuse's workers; see the check).
+THREAD_SLACK = 4
 # Heap the last third may hold beyond the first third's peak. Over a 30-minute run the
 # allocated heap moved within 47-52 MiB; leaking one 100-character string per file released
 # (about 160 bytes of heap) grew it by 45 MiB between the thirds of the 120-second run.
@@ -170,8 +172,12 @@ class SoakTest(unittest.TestCase):
             # descriptors of slack separate the two.
             self.assertLessEqual(figures["fds_last_third_max"],
                                  figures["fds_first_third_max"] + FD_SLACK)
+            # libfuse starts a worker whenever a request finds none idle and keeps up to 16
+            # idle ones, so a rare burst of concurrent requests can add one late in a run (15
+            # in the first third and 16 in the last, 14 and 16 in another run); a leak of a
+            # thread per file or per request would add thousands.
             self.assertLessEqual(figures["threads_last_third_max"],
-                                 figures["threads_first_third_max"])
+                                 figures["threads_first_third_max"] + THREAD_SLACK)
             # A leak grows what the allocator has handed out; fragmentation would show in
             # heap_free (in the timeline) and is bounded by the RSS check above.
             self.assertLessEqual(max(heap_last), max(heap_first) + HEAP_SLACK, figures)
