@@ -93,7 +93,7 @@ void SequentialReader::OnPartDone(const std::shared_ptr<Part>& part, Status stat
     if (status.ok()) {
       part->arrived.store(part->length);
       part->state = Part::State::kReady;
-      part->used = std::chrono::steady_clock::now();
+      part->used = Now();
     } else {
       part->state = Part::State::kFailed;
       part->status = std::move(status);

@@ -98,7 +98,7 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
     }
     const bool in_piece = holding_piece != nullptr;
     // One clock read for both idle rules (pieces and windows).
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = Now();
     ReleasePiecesLocked(access == ReadaheadWindow::Access::kRandom, holding_piece, now);
     CloseIdleWindowsLocked(now);
     std::shared_ptr<Part>& run_piece = pieces_[window_.stream()];
@@ -285,7 +285,7 @@ std::shared_ptr<SequentialReader::Part> SequentialReader::NewPieceLocked(
   part->index = kPieceIndex;
   part->offset = offset;
   part->length = length;
-  part->used = std::chrono::steady_clock::now();
+  part->used = Now();
   part->buffer = std::make_shared<PartBuffer>();
   part->buffer->reservation = std::move(reservation);
   ++in_flight_;

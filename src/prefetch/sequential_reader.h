@@ -102,6 +102,9 @@ struct ReaderOptions {
   // through one descriptor); further established runs read in pieces. A window whose reader
   // has not read for piece_idle is closed.
   size_t windows = 8;
+  // The clock piece_idle is measured by; empty means std::chrono::steady_clock. Tests pass
+  // one they advance, so that no outcome depends on how fast the machine runs.
+  std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
 // What all readers of one mount share.
@@ -140,6 +143,9 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   Stats stats() const;
 
  private:
+  std::chrono::steady_clock::time_point Now() const {
+    return options_.clock ? options_.clock() : std::chrono::steady_clock::now();
+  }
   struct PartBuffer;
   struct Part;
   struct Gather;

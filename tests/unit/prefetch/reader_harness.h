@@ -8,6 +8,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <random>
@@ -45,6 +46,23 @@ inline std::string Content(size_t size, uint32_t seed) {
   return s;
 }
 
+// A clock only the test moves (ReaderOptions::clock), so that the idle rules see exactly the
+// pauses a test makes, however slowly a loaded machine runs its reads.
+class ManualClock {
+ public:
+  using Clock = std::chrono::steady_clock;
+  std::function<Clock::time_point()> Function() const {
+    return [ticks = ticks_] { return Clock::time_point(Clock::duration(ticks->load())); };
+  }
+  void Advance(std::chrono::milliseconds by) {
+    *ticks_ += std::chrono::duration_cast<Clock::duration>(by).count();
+  }
+
+ private:
+  std::shared_ptr<std::atomic<Clock::rep>> ticks_ = std::make_shared<std::atomic<Clock::rep>>(
+      std::chrono::duration_cast<Clock::duration>(24h).count());
+};
+
 struct Harness {
   boost::asio::io_context io;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard;
@@ -52,6 +70,9 @@ struct Harness {
   std::shared_ptr<data::MemoryBudget> budget;
   std::shared_ptr<FetchSlots> slots;
   std::shared_ptr<MemoryBlockCache> disk;
+  // Readers opened without a clock of their own read this one: time stands still for the
+  // idle rules (piece_idle) until a test advances it.
+  ManualClock clock;
   std::vector<std::thread> threads;
 
   explicit Harness(uint64_t max_memory = 1ull << 30, int global = 64)
@@ -71,6 +92,7 @@ struct Harness {
     auto info = fake->Info(key);
     REQUIRE(info);
     SharedReadState shared{budget, slots, disk};
+    if (!options.clock) options.clock = clock.Function();
     return std::make_shared<SequentialReader>(io, fake, key, info->size, info->etag, options,
                                               shared);
   }

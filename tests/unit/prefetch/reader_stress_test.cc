@@ -131,6 +131,8 @@ TEST_CASE(
   SECTION("small parts, many runs and windows") {
     o = SmallParts();
     o.piece_idle = 50ms;
+    // Real time here: pieces and windows go idle at whatever moments the threads make.
+    o.clock = [] { return std::chrono::steady_clock::now(); };
   }
   SECTION("the daemon's defaults (8 MiB parts, a window up to 64 MiB)") {}
   SECTION("with a disk cache, random reads fetching whole parts") {

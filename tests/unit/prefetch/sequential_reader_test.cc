@@ -544,7 +544,7 @@ TEST_CASE("A window whose reader stopped reading is closed and its parts go") {
   REQUIRE(Eventually([&] { return h.fake->in_flight() == 0; }));
   const uint64_t both = h.budget->used();
   // The second reader stops; the first reads on past piece_idle.
-  std::this_thread::sleep_for(300ms);
+  h.clock.Advance(300ms);
   read(a);
   REQUIRE(Eventually([&] { return h.fake->in_flight() == 0; }));
   const uint64_t one = h.budget->used();
@@ -620,7 +620,7 @@ TEST_CASE("Pieces a reader has left are released, not held until the file closes
     }
     REQUIRE(Eventually([&] { return h.fake->in_flight() == 0; }));
     CHECK(h.budget->used() >= 2 * MiB);  // both runs' last pieces, kept for their readers
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    h.clock.Advance(std::chrono::milliseconds(300));
     read(reader, 200 * MiB);  // any read of the file looks
     REQUIRE(Eventually([&] { return h.fake->in_flight() == 0; }));
     CHECK(Eventually([&] { return h.budget->used() == 0; }));
