@@ -22,6 +22,7 @@
 #include "heap_metrics.h"
 #include "metrics_http.h"
 #include "stats_command.h"
+#include "support/eventually.h"
 
 namespace ossmount::daemon {
 namespace {
@@ -79,11 +80,11 @@ TEST_CASE("audit: records are written by Stop and after a reopen go to the new f
   (*log)->Record(Record("a", 1));
   (*log)->Record(Record("b", 2));
   // The writer flushes at least every second.
-  for (int i = 0; i < 100 && Lines(path).size() < 2; ++i) std::this_thread::sleep_for(50ms);
+  REQUIRE(ossmount::testing::Eventually([&] { return Lines(path).size() >= 2; }));
   REQUIRE(Lines(path).size() == 2);
   std::filesystem::rename(path, path + ".1");
   (*log)->Reopen();
-  for (int i = 0; i < 100 && !std::filesystem::exists(path); ++i) std::this_thread::sleep_for(50ms);
+  REQUIRE(ossmount::testing::Eventually([&] { return std::filesystem::exists(path); }));
   REQUIRE(std::filesystem::exists(path));
   (*log)->Record(Record("c", 3));
   (*log)->Stop();

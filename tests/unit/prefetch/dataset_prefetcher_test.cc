@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "prefetch/dataset_prefetcher.h"
+#include "support/eventually.h"
 
 namespace {
 
@@ -556,7 +557,7 @@ TEST_CASE("a busy disk cache delays warm-up instead of dropping files", "[datase
   uint64_t id = rig.prefetcher->EnqueueFiles("job", Items(2, 10));
   rig.fetcher.Complete("w0", FetchOutcome::kBusy);
   // Retried after busy_retry (on the io thread).
-  for (int i = 0; i < 2000 && rig.fetcher.pending() == 0; ++i) std::this_thread::sleep_for(1ms);
+  REQUIRE(ossmount::testing::Eventually([&] { return rig.fetcher.pending() != 0; }));
   REQUIRE(rig.fetcher.started() == std::vector<std::string>{"w0", "w0"});
   rig.fetcher.Complete("w0");
   rig.fetcher.Complete("w1");
