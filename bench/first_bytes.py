@@ -34,41 +34,31 @@ RECORD = 4 * MiB
 RECORDS = 16
 
 
-def first_read(path):
+def timed_preads(path, reads):
+    """Seconds to pread each (offset, length) of `reads` in turn, every read whole."""
     fd = os.open(path, os.O_RDONLY)
     try:
         start = time.monotonic()
-        if len(os.pread(fd, 128 * KiB, 0)) != 128 * KiB:
-            raise SystemExit("first_bytes: short first read")
-        return time.monotonic() - start
-    finally:
-        os.close(fd)
-
-
-def shard(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        start = time.monotonic()
-        for off in range(0, SHARD, MiB):
-            if len(os.pread(fd, MiB, off)) != MiB:
+        for off, length in reads:
+            if len(os.pread(fd, length, off)) != length:
                 raise SystemExit("first_bytes: short read at %d" % off)
         return time.monotonic() - start
     finally:
         os.close(fd)
 
 
+def first_read(path):
+    return timed_preads(path, [(0, 128 * KiB)])
+
+
+def shard(path):
+    return timed_preads(path, [(off, MiB) for off in range(0, SHARD, MiB)])
+
+
 def records(path, seed):
     rng = random.Random(seed)
     offsets = [rng.randrange(0, OBJECT_SIZE - RECORD) // 4096 * 4096 for _ in range(RECORDS)]
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        start = time.monotonic()
-        for off in offsets:
-            if len(os.pread(fd, RECORD, off)) != RECORD:
-                raise SystemExit("first_bytes: short record at %d" % off)
-        return time.monotonic() - start
-    finally:
-        os.close(fd)
+    return timed_preads(path, [(off, RECORD) for off in offsets])
 
 
 def main():

@@ -278,23 +278,19 @@ void FetchEngine::Impl::StartQueued() {
       Reject(std::move(t), Status(ErrorCode::kCancelled, "request cancelled"));
       continue;
     }
+    const auto configure = [&](CURL* easy) {
+      return easy != nullptr ? t->Configure(easy, options_)
+                             : Status(ErrorCode::kInternal, "curl_easy_init failed", true);
+    };
     bool reused = false;
     CURL* easy = AcquireHandle(reused);
-    if (easy == nullptr) {
-      Reject(std::move(t), Status(ErrorCode::kInternal, "curl_easy_init failed", true));
-      continue;
-    }
-    Status configured = t->Configure(easy, options_);
+    Status configured = configure(easy);
     if (!configured.ok() && reused) {
       // A reused handle that refuses an option carries state from its last transfer that
       // curl_easy_reset does not clear; a new handle must not fail this request for it.
       curl_easy_cleanup(easy);
       easy = curl_easy_init();
-      if (easy == nullptr) {
-        Reject(std::move(t), Status(ErrorCode::kInternal, "curl_easy_init failed", true));
-        continue;
-      }
-      configured = t->Configure(easy, options_);
+      configured = configure(easy);
     }
     if (configured.ok()) {
       curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, &Impl::OpenSocketCb);
@@ -308,7 +304,7 @@ void FetchEngine::Impl::StartQueued() {
       }
     }
     if (!configured.ok()) {
-      curl_easy_cleanup(easy);  // not back to the pool: it may refuse the next request too
+      curl_easy_cleanup(easy);  // not back to the pool (it may refuse the next request too)
       Reject(std::move(t), configured);
       continue;
     }

@@ -186,7 +186,7 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
                                 }});
         if (gather->needs[i] < part.next_wake.load()) part.next_wake.store(gather->needs[i]);
         // The bytes may have arrived since `has` was taken, unseen by the network thread.
-        TakeAnsweredWaitersLocked(part, woken);
+        if (part.arrived.load() >= gather->needs[i]) TakeAnsweredWaitersLocked(part, woken);
       }
       if (not_ready == 0) boost::asio::post(io_, [gather]() { Assemble(gather); });
     }
@@ -214,16 +214,18 @@ void SequentialReader::TakeAnsweredWaitersLocked(Part& part,
                                                  std::vector<std::function<void()>>& woken) {
   const uint64_t arrived = part.arrived.load();
   uint64_t next_wake = ~0ull;
-  std::vector<Part::Waiter> rest;
-  for (auto& waiter : part.waiters) {
+  size_t kept = 0;  // the waiters still waiting, moved to the front in order
+  for (size_t i = 0; i < part.waiters.size(); ++i) {
+    Part::Waiter& waiter = part.waiters[i];
     if (waiter.need <= arrived) {
       woken.push_back(std::move(waiter.wake));
     } else {
       next_wake = std::min(next_wake, waiter.need);
-      rest.push_back(std::move(waiter));
+      if (kept != i) part.waiters[kept] = std::move(waiter);
+      ++kept;
     }
   }
-  part.waiters.swap(rest);
+  part.waiters.erase(part.waiters.begin() + static_cast<std::ptrdiff_t>(kept), part.waiters.end());
   part.next_wake.store(next_wake);
 }
 
