@@ -130,6 +130,13 @@ void ReadaheadWindow::Shrink() {
   run.advanced = 0;
 }
 
+void ReadaheadWindow::Grow() {
+  Run& run = runs_[current_];
+  if (run.window == 0) return;
+  run.window = std::min(run.window * 2, options_.max);
+  run.advanced = 0;
+}
+
 void ReadaheadWindow::CloseWindow(size_t stream) {
   runs_[stream].window = 0;
   runs_[stream].advanced = 0;

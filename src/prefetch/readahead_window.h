@@ -22,6 +22,13 @@
 //     a window opened by them would fetch megabytes for every record of a random-access
 //     reader. A run established while `windows` runs hold one stays a short run.
 //   - Every time the reader has advanced by a whole window, the window doubles, up to `max`.
+//   - Grow() doubles it too, up to `max`: the last read waited for bytes fetched ahead of it
+//     that had not arrived (a stall). Readahead then does not cover the fetch's latency at
+//     this reader's pace, which is what happens where each connection is slower than the
+//     reader (tens of MB/s to an object store across a network): there the reader advances
+//     only as fast as one part arrives, so growth by consumption alone would take the first
+//     64 MiB to put more than a part or two in flight. A stall is the signal that more
+//     parts in parallel are worth their memory, whatever the latency and bandwidth.
 //   - Shrink() halves the last read's run's window (not below `initial`): the memory budget
 //     refused a part.
 //   - A random read closes the windows of runs never interleaved with another run's reads:
@@ -82,6 +89,9 @@ class ReadaheadWindow {
   // moved on from them.)
   bool NearAnyRun(uint64_t from, uint64_t to, uint64_t margin) const;
   void Shrink();
+  // The last read's run stalled (see above): doubles its window, up to `max`, and starts
+  // counting its advance toward the next doubling afresh. No-op for a run without a window.
+  void Grow();
   // Closes run `stream`'s window (its reader stopped reading); the run stays tracked.
   void CloseWindow(size_t stream);
   // Whether run `stream` holds a window.

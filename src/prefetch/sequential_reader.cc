@@ -20,6 +20,14 @@ metrics::Counter& EarlyAnswers() {
   return c;
 }
 
+metrics::Counter& ReadaheadStalls() {
+  static metrics::Counter& c = metrics::Registry::Global().GetCounter(
+      "ossmount_readahead_stalls_total",
+      "Sequential reads of large files that waited for a part fetched ahead of them; each "
+      "doubles its reader's readahead window.");
+  return c;
+}
+
 ReadaheadWindow::Options WindowOptions(const ReaderOptions& o) {
   ReadaheadWindow::Options w;
   w.initial = o.initial_window;
@@ -78,6 +86,8 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
   StartList start;
   std::vector<std::function<void()>> woken;  // waits answered while registering them
   bool direct = false;
+  // The read waits for bytes of a part fetched ahead of the reader: readahead is behind.
+  bool stalled = false;
   {
     std::lock_guard lock(mu_);
     if (closed_) {
@@ -172,6 +182,7 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
         has.push_back(part->arrived.load() >= need);
         if (!has.back()) {
           ++not_ready;
+          stalled = stalled || part->readahead;
         } else if (part->state == Part::State::kFetching) {
           EarlyAnswers().Add();
         }
@@ -190,7 +201,13 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
       }
       if (not_ready == 0) boost::asio::post(io_, [gather]() { Assemble(gather); });
     }
-    if (access == ReadaheadWindow::Access::kSequential) TopUpLocked(start);
+    if (access == ReadaheadWindow::Access::kSequential) {
+      if (stalled) {
+        ReadaheadStalls().Add();
+        window_.Grow();
+      }
+      TopUpLocked(start);
+    }
   }
   for (auto& wake : woken) boost::asio::post(io_, std::move(wake));
   StartParts(std::move(start));

@@ -5,7 +5,10 @@
 //   - Sequential reads (ReadaheadWindow) keep the parts covering [reader, reader + window)
 //     fetched or in flight: parts the reader waits for go out with Priority::kForeground,
 //     parts ahead of it with Priority::kPrefetch. The window starts at initial_window and
-//     doubles while reads stay sequential, up to max_window.
+//     doubles while reads stay sequential, up to max_window: every time the reader has
+//     consumed a window, and at every read that waits for a part fetched ahead of it (a
+//     stall: readahead does not cover the fetch's latency at this reader's pace, as where
+//     each connection is slower than the reader).
 //   - A random read (one that continues no reader's run, see ReadaheadWindow) that no kept
 //     part covers closes a lone reader's window, cancels (CancelFlag) and drops every part it
 //     does not need and that holds no other run's position, and fetches exactly the bytes asked for

@@ -14,8 +14,9 @@ Over ossmount-testserver with 35 ms time-to-first-byte:
     reading two halves of a file) each keep their own run: growing pieces and a window, not
     a GET per kernel read;
   - with the server's bandwidth capped, a read is answered once its own bytes arrived, before
-    its part's GET completes; and under truncated and reset bodies as well the bytes are
-    exact (a retry continues the bytes already handed out).
+    its part's GET completes; a reader that waits for the part fetched ahead of it gets
+    more parts in flight at once (a stall doubles its window); and under truncated and reset
+    bodies as well the bytes are exact (a retry continues the bytes already handed out).
 No wall-clock thresholds.
 """
 import concurrent.futures
@@ -295,9 +296,12 @@ class ReadaheadTest(unittest.TestCase):
     def no_faults(self):
         self.set_faults(bandwidth_mbps=0, truncate_rate=0, reset_rate=0)
 
-    def early_answers(self, mountpoint):
+    def counter(self, mountpoint, name):
         doc = json.loads(harness.stats_json(mountpoint).stdout)
-        return harness.metric(doc, "counters", "ossmount_early_answers_total")
+        return harness.metric(doc, "counters", name)
+
+    def early_answers(self, mountpoint):
+        return self.counter(mountpoint, "ossmount_early_answers_total")
 
     def test_a_read_is_answered_once_its_bytes_arrived_not_its_whole_part(self):
         # 80 Mbit/s per connection: an 8 MiB part takes about 0.8 s to arrive, the first
@@ -317,6 +321,30 @@ class ReadaheadTest(unittest.TestCase):
             self.assertGreaterEqual(early, 1)
             # One part was asked for: the read did not fetch its bytes separately.
             self.assertEqual(in_flight["GET"], 1, in_flight)
+        finally:
+            self.no_faults()
+            m.close()
+
+    def test_a_reader_that_waits_for_readahead_gets_more_parts_in_flight(self):
+        # 80 Mbit/s per connection: the reader outruns every part, so it waits for the part
+        # fetched ahead of it (8 MiB, sent when the reader passed 7 MiB). Each such wait
+        # doubles its window, so parts beyond the next one go out at once instead of one
+        # more per part consumed: growth by consumption alone would have asked for 2 parts
+        # (0 and 1) by the time the reader is at 12 MiB.
+        m = harness.Mount(self.server)
+        try:
+            self.set_faults(bandwidth_mbps=80)
+            before = self.counter(m.mountpoint, "ossmount_readahead_stalls_total")
+            self.server.reset_stats()
+            with open(m.path("big.bin"), "rb", buffering=0) as f:
+                head = b"".join(os.pread(f.fileno(), MiB, off) for off in range(0, 12 * MiB, MiB))
+                asked = self.server.stats()
+            stalls = self.counter(m.mountpoint, "ossmount_readahead_stalls_total") - before
+            with open(self.big, "rb") as src:
+                self.assertEqual(head, src.read(12 * MiB))
+            print("first 12 MiB at 80 Mbit/s: %d stalls, server %s" % (stalls, asked))
+            self.assertGreaterEqual(stalls, 1)
+            self.assertGreaterEqual(asked["GET"], 4, asked)
         finally:
             self.no_faults()
             m.close()

@@ -72,6 +72,36 @@ TEST_CASE("Shrink halves the window but not below the initial size") {
   CHECK(w.window() == 1 * MiB);
 }
 
+TEST_CASE("Grow doubles the last read's window up to the maximum, and only a window") {
+  ReadaheadWindow w(Opts());
+  REQUIRE(w.OnRead(0, 128 * KiB) == Access::kSequential);
+  w.Grow();
+  CHECK(w.window() == 2 * MiB);
+  w.Grow();
+  w.Grow();
+  CHECK(w.window() == 8 * MiB);
+  w.Grow();
+  CHECK(w.window() == 8 * MiB);  // Opts().max
+  // Growing restarts the count toward the next doubling by consumption: after a stall at
+  // 2 MiB, the reader doubles again once it has advanced a whole (grown) window.
+  ReadaheadWindow v(Opts());
+  for (uint64_t off = 0; off < 1 * MiB; off += 128 * KiB) v.OnRead(off, 128 * KiB);
+  v.OnRead(1 * MiB, 128 * KiB);
+  REQUIRE(v.window() == 2 * MiB);
+  v.Grow();
+  REQUIRE(v.window() == 4 * MiB);
+  for (uint64_t off = 1 * MiB + 128 * KiB; off < 5 * MiB; off += 128 * KiB) {
+    v.OnRead(off, 128 * KiB);
+  }
+  CHECK(v.window() == 4 * MiB);
+  v.OnRead(5 * MiB, 128 * KiB);
+  CHECK(v.window() == 8 * MiB);
+  // A random read's run has no window to grow.
+  CHECK(v.OnRead(100 * MiB, 4 * KiB) == Access::kRandom);
+  v.Grow();
+  CHECK(v.window() == 0);
+}
+
 TEST_CASE("A run away from offset 0 is short until it covers the establish size") {
   ReadaheadWindow::Options o = Opts();
   o.establish = 1 * MiB;

@@ -4,22 +4,6 @@
 
 using namespace prefetchtest;
 
-namespace {
-
-// Starts a read and returns its future result (the reply, its owner kept).
-std::future<Result<ReadBytes>> StartRead(SequentialReader& reader, uint64_t offset, size_t size) {
-  auto promise = std::make_shared<std::promise<Result<ReadBytes>>>();
-  auto future = promise->get_future();
-  reader.Read(offset, size, [promise](Result<ReadBytes> r) { promise->set_value(std::move(r)); });
-  return future;
-}
-
-bool Answered(std::future<Result<ReadBytes>>& f, std::chrono::milliseconds wait) {
-  return f.wait_for(wait) == std::future_status::ready;
-}
-
-}  // namespace
-
 TEST_CASE("A read is answered once its own bytes have arrived, before its part's GET completes") {
   Harness h;
   const std::string data = Content(16 * MiB, 61);

@@ -111,6 +111,19 @@ struct Harness {
   }
 };
 
+// Starts a read and returns its future result (the reply, its owner kept).
+inline std::future<Result<ReadBytes>> StartRead(SequentialReader& reader, uint64_t offset,
+                                                size_t size) {
+  auto promise = std::make_shared<std::promise<Result<ReadBytes>>>();
+  auto future = promise->get_future();
+  reader.Read(offset, size, [promise](Result<ReadBytes> r) { promise->set_value(std::move(r)); });
+  return future;
+}
+
+inline bool Answered(std::future<Result<ReadBytes>>& f, std::chrono::milliseconds wait) {
+  return f.wait_for(wait) == std::future_status::ready;
+}
+
 // Records the largest budget->used() seen while it runs.
 class UsageSampler {
  public:

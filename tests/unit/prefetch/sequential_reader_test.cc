@@ -63,6 +63,70 @@ TEST_CASE(
   CHECK(h.slots->in_use() == 0);
 }
 
+TEST_CASE(
+    "A read that waits for a part fetched ahead of it doubles the window; a read waiting for "
+    "the part it fetched itself does not") {
+  Harness h;
+  const std::string data = Content(32 * MiB, 71);
+  h.fake->PutObject("big", data);
+  ReaderOptions o;
+  o.part_size = 1 * MiB;
+  o.initial_window = 1 * MiB;
+  o.max_window = 16 * MiB;
+  o.per_file_concurrency = 32;
+  auto reader = h.Open("big", o);
+  auto furthest_get = [&] {
+    uint64_t furthest = 0;
+    for (const auto& rec : h.fake->requests()) furthest = std::max(furthest, rec.offset);
+    return furthest;
+  };
+  auto expect_bytes = [&](std::future<Result<ReadBytes>>& f, uint64_t offset) {
+    REQUIRE(Answered(f, 60s));
+    auto r = f.get();
+    REQUIRE(r.ok());
+    CHECK(std::string(r->data, r->size) == data.substr(offset, r->size));
+  };
+
+  // Two reads waiting for part 0, which the first one fetched (no GET completes while
+  // paused): the window stays at 1 MiB, so only part 1 is fetched ahead.
+  h.fake->Pause();
+  auto a = StartRead(*reader, 0, 128 * KiB);
+  auto b = StartRead(*reader, 128 * KiB, 128 * KiB);
+  CHECK_FALSE(Answered(b, 100ms));
+  CHECK(reader->stats().window == 1 * MiB);
+  CHECK(h.fake->count(Op::kGet) == 2);
+  CHECK(furthest_get() == 1 * MiB);
+  h.fake->Resume();
+  expect_bytes(a, 0);
+  expect_bytes(b, 128 * KiB);
+
+  // Reading on through parts 0 and 1 (there) doubles the window once by consumption: 2 MiB,
+  // with parts 2 and 3 in flight ahead.
+  h.fake->Pause();
+  for (uint64_t off = 256 * KiB; off < 2 * MiB; off += 128 * KiB) {
+    auto r = StartRead(*reader, off, 128 * KiB);
+    expect_bytes(r, off);
+  }
+  CHECK(reader->stats().window == 2 * MiB);
+  CHECK(furthest_get() == 3 * MiB);
+
+  // The reader reaches part 2 before it arrived: a stall. The window doubles at once (4 MiB:
+  // parts up to 6 go out), and again at the next read that waits (8 MiB: up to part 10).
+  auto c = StartRead(*reader, 2 * MiB, 128 * KiB);
+  CHECK(reader->stats().window == 4 * MiB);
+  CHECK(furthest_get() == 6 * MiB);
+  auto d = StartRead(*reader, 2 * MiB + 128 * KiB, 128 * KiB);
+  CHECK(reader->stats().window == 8 * MiB);
+  CHECK(furthest_get() == 10 * MiB);
+  CHECK_FALSE(Answered(d, 100ms));
+  h.fake->Resume();
+  expect_bytes(c, 2 * MiB);
+  expect_bytes(d, 2 * MiB + 128 * KiB);
+
+  reader->Close();
+  CHECK(Eventually([&] { return h.budget->used() == 0 && h.fake->in_flight() == 0; }));
+}
+
 TEST_CASE("Random, mixed and part-spanning reads are byte-exact") {
   Harness h;
   const std::string data = Content(20 * MiB + 123, 2);
