@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -224,18 +225,49 @@ def mount_command(server, mountpoint, args=(), bucket_spec=None, foreground=True
         ["--endpoint", server.endpoint] + (["-f"] if foreground else []) + list(args)
 
 
+class NotifyListener:
+    """A datagram socket for the systemd notify protocol (what NOTIFY_SOCKET names)."""
+
+    def __init__(self, directory):
+        self.path = os.path.join(directory, "notify.sock")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.path)
+
+    def receive(self, timeout):
+        """The next notification's text, or None when none came within `timeout` s."""
+        self.sock.settimeout(timeout)
+        try:
+            return self.sock.recv(4096).decode()
+        except socket.timeout:
+            return None
+
+    def close(self):
+        self.sock.close()
+
+
 class Mount:
-    """ossmount in the foreground (-f) as a child process, mounted on a fresh directory."""
+    """ossmount in the foreground (-f) as a child process, mounted on a fresh directory.
+
+    Returns once the daemon reported itself started (READY=1 on NOTIFY_SOCKET, as systemd
+    and the background parent see it: the mount answers and its control socket listens),
+    not merely once the kernel shows the mount. A caller that sets NOTIFY_SOCKET itself
+    gets the latter."""
 
     def __init__(self, server, args=(), bucket_spec=None, env=None, mountpoint=None):
         self.mountpoint = mountpoint or tempfile.mkdtemp(prefix="ossmount-mnt-")
         self.cmd = mount_command(server, self.mountpoint, args, bucket_spec)
         self.log = tempfile.NamedTemporaryFile(prefix="ossmount-", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(self.cmd, env=env or server.env(), stdout=self.log,
+        env = dict(env or server.env())
+        self.notify_dir = None
+        self.notify = None
+        if "NOTIFY_SOCKET" not in env:
+            self.notify_dir = tempfile.mkdtemp(prefix="ossmount-notify-")
+            self.notify = NotifyListener(self.notify_dir)
+            env["NOTIFY_SOCKET"] = self.notify.path
+        self.proc = subprocess.Popen(self.cmd, env=env, stdout=self.log,
                                      stderr=subprocess.STDOUT)
         try:
-            wait_for(lambda: is_mounted(self.mountpoint) or self.proc.poll() is not None, 60,
-                     "the mount")
+            wait_for(lambda: self._started() or self.proc.poll() is not None, 60, "the mount")
         except AssertionError:
             self.close()
             raise
@@ -243,6 +275,12 @@ class Mount:
             self.close()  # removes the unused mount point
             raise AssertionError("ossmount exited %s before mounting: %s" %
                                  (self.proc.returncode, self.output()))
+
+    def _started(self):
+        if self.notify is None:
+            return is_mounted(self.mountpoint)
+        message = self.notify.receive(0.05)
+        return message is not None and "READY=1" in message.split("\n")
 
     def output(self):
         with open(self.log.name, errors="replace") as f:
@@ -269,6 +307,10 @@ class Mount:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.notify is not None:
+            self.notify.close()
+            shutil.rmtree(self.notify_dir, ignore_errors=True)
+            self.notify = None
         with contextlib.suppress(OSError):
             os.rmdir(self.mountpoint)
 

@@ -12,29 +12,11 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import unittest
 
 import harness
-
-
-class NotifyListener:
-    def __init__(self, directory):
-        self.path = os.path.join(directory, "notify.sock")
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self.sock.bind(self.path)
-
-    def receive(self, timeout):
-        self.sock.settimeout(timeout)
-        try:
-            return self.sock.recv(4096).decode()
-        except socket.timeout:
-            return None
-
-    def close(self):
-        self.sock.close()
 
 
 class NotifyTest(unittest.TestCase):
@@ -56,7 +38,7 @@ class NotifyTest(unittest.TestCase):
     def setUp(self):
         self.work = tempfile.mkdtemp(prefix="systemd-work-")
         self.mnt = tempfile.mkdtemp(prefix="ossmount-notify-")
-        self.listener = NotifyListener(self.work)
+        self.listener = harness.NotifyListener(self.work)
         self.proc = None
 
     def tearDown(self):
@@ -91,6 +73,8 @@ class NotifyTest(unittest.TestCase):
         # At the moment READY=1 arrives the mount must already answer.
         self.assertTrue(harness.is_mounted(self.mnt))
         self.assertEqual(os.listdir(self.mnt), ["d"])
+        # ... and its control socket already answers (`ossmount warmup` right after start).
+        self.assertEqual(harness.stats_json(self.mnt, check=False).returncode, 0)
         self.assertIsNone(self.listener.receive(0.5))  # nothing else while serving
         self.proc.send_signal(signal.SIGTERM)  # what `systemctl stop` sends
         msg = self.listener.receive(30)
