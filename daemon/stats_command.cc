@@ -186,6 +186,12 @@ std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* bef
   out += Line("  readahead              %s/s (%s in all)",
               FormatBytes(rate("ossmount_readahead_bytes_total")).c_str(),
               FormatBytes(Get(s, "ossmount_readahead_bytes_total")).c_str());
+  // Stalls say readahead is behind its readers (each widens the window); many of them with
+  // every window at --max-readahead mean the connections are slower than the readers.
+  out += Line(
+      "  reads                  %.0f waited for a part fetched ahead (stalls), %.0f "
+      "answered while their part arrived",
+      Get(s, "ossmount_readahead_stalls_total"), Get(s, "ossmount_early_answers_total"));
 
   const double list_ahead = Get(s, "ossmount_list_ahead_distance");
   if (list_ahead > 0) {

@@ -224,6 +224,8 @@ TEST_CASE("stats: the view shows counts, errors, ratios and rates") {
            "{\"name\":\"ossmount_list_ahead_total\",\"labels\":{\"result\":\"abandoned\"},"
            "\"value\":1},"
            "{\"name\":\"ossmount_list_ahead_dropped_total\",\"labels\":{},\"value\":5},"
+           "{\"name\":\"ossmount_readahead_stalls_total\",\"labels\":{},\"value\":3},"
+           "{\"name\":\"ossmount_early_answers_total\",\"labels\":{},\"value\":12},"
            "{\"name\":\"ossmount_lookup_listings_total\",\"labels\":{\"result\":\"listed\"},"
            "\"value\":9},"
            "{\"name\":\"ossmount_lookup_listings_total\",\"labels\":{\"result\":\"failed\"},"
@@ -258,6 +260,8 @@ TEST_CASE("stats: the view shows counts, errors, ratios and rates") {
   CHECK_THAT(view, Contains("Metadata       1002 inodes, 11 directory listings of 1010 names "
                             "in 81.9 KiB"));
   CHECK_THAT(view, Contains("Open files     4 (8 opened in all)"));
+  CHECK_THAT(view, Contains("  reads                  3 waited for a part fetched ahead (stalls), "
+                            "12 answered while their part arrived"));
   CHECK_THAT(view, Contains("List-ahead (tree walks, up to 64 directories ahead)"));
   CHECK_THAT(view, Contains("  directories            38 listed, 1 abandoned after 10 pages, 0 "
                             "failed, 5 dropped (the walk moved on)"));
