@@ -17,15 +17,13 @@ compare rounds of the same minutes.
 import argparse
 import os
 import random
-import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ossbench.mounts import Mount  # noqa: E402
-from ossbench.server import TestServer  # noqa: E402
-from random_records import BUCKET, OBJECT_SIZE, make_object  # noqa: E402
+from random_records import (BUCKET, OBJECT_SIZE, add_build_arguments, compared_builds,  # noqa: E402
+                            records_server)
 
 KiB = 1 << 10
 MiB = 1 << 20
@@ -63,25 +61,14 @@ def records(path, seed):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--build", default="build")
-    p.add_argument("--old-build", default="")
-    p.add_argument("--rounds", type=int, default=3)
+    add_build_arguments(p, rounds=3)
     p.add_argument("--mbps", type=int, default=400)
     p.add_argument("--ttfb-ms", type=int, default=35)
     p.add_argument("--metadata-ttl", default="60")
     args = p.parse_args()
-    src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    build = os.path.abspath(args.build)
-    root = os.path.join(src, "bench", "data", "records")
-    make_object(root)
-    work = tempfile.mkdtemp(prefix="ossmount-first-bytes-")
-    server = TestServer(os.path.join(build, "tests", "server", "ossmount-testserver"), root,
-                        work)
-    server.start()
-    builds = [("new", build)]
-    if args.old_build:
-        builds.append(("old", os.path.abspath(args.old_build)))
-    try:
+    builds = compared_builds(args)
+    build = builds[0][1]
+    with records_server(build, "ossmount-first-bytes-") as (server, work, _):
         server.set_ttfb(args.ttfb_ms)
         server.set_bandwidth(args.mbps)
         print("%d ms TTFB, %s per connection, --metadata-ttl %s"
@@ -110,9 +97,6 @@ def main():
                             row.append("4 MiB records %5.1f ms each, %3d GETs"
                                        % (seconds / RECORDS * 1e3, server.stats()["GET"]))
                 print("round %d %-3s %s" % (rnd + 1, label, " | ".join(row)), flush=True)
-    finally:
-        server.stop()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

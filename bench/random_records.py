@@ -20,6 +20,7 @@ and 60 (the default), the same for the build in --old-build if given, and rclone
 on a shared machine; compare rounds of the same minutes.
 """
 import argparse
+import contextlib
 import os
 import random
 import shutil
@@ -49,6 +50,39 @@ def make_object(root):
     os.sync()  # a read during the new file's writeback would be slow for the server
     open(path + ".complete", "w").close()
     return path
+
+
+def add_build_arguments(parser, rounds):
+    """--build, --old-build and --rounds, as every script over this object takes them."""
+    parser.add_argument("--build", default="build")
+    parser.add_argument("--old-build", default="")
+    parser.add_argument("--rounds", type=int, default=rounds)
+
+
+def compared_builds(args):
+    """[(label, build directory)]: "new" (--build), and "old" (--old-build) when given."""
+    builds = [("new", os.path.abspath(args.build))]
+    if args.old_build:
+        builds.append(("old", os.path.abspath(args.old_build)))
+    return builds
+
+
+@contextlib.contextmanager
+def records_server(build, prefix):
+    """The project's server (from `build`) over the records bucket, its object made once:
+    yields (server, work directory, the object's local copy); stops and cleans up after."""
+    src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.join(src, "bench", "data", "records")
+    source = make_object(root)
+    work = tempfile.mkdtemp(prefix=prefix)
+    server = TestServer(os.path.join(build, "tests", "server", "ossmount-testserver"), root,
+                        work)
+    server.start()
+    try:
+        yield server, work, source
+    finally:
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def read_records(path, source, mode, workers, offsets, record):
@@ -81,27 +115,18 @@ def read_records(path, source, mode, workers, offsets, record):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--build", default="build")
-    p.add_argument("--old-build", default="")
-    p.add_argument("--rounds", type=int, default=1)
+    add_build_arguments(p, rounds=1)
     p.add_argument("--records", type=int, default=480)
     p.add_argument("--record-size", type=int, default=100 * 1000)
     p.add_argument("--workers", type=int, default=16)
     p.add_argument("--no-rclone", action="store_true")
     args = p.parse_args()
-    src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     build = os.path.abspath(args.build)
-    root = os.path.join(src, "bench", "data", "records")
-    source = make_object(root)
-    work = tempfile.mkdtemp(prefix="ossmount-random-records-")
-    server = TestServer(os.path.join(build, "tests", "server", "ossmount-testserver"), root,
-                        work)
-    server.start()
     slots = OBJECT_SIZE // (16 * MiB)
     record = args.record_size
     if not 0 < record <= 16 * MiB:
         raise SystemExit("random_records: --record-size must be 1 to %d bytes" % (16 * MiB))
-    try:
+    with records_server(build, "ossmount-random-records-") as (server, work, source):
         server.set_ttfb(35)
         # (label, kind, build, --metadata-ttl or rclone's setting, extra arguments)
         mounts = [("new", "ossmount", build, "indefinite", []),
@@ -142,9 +167,6 @@ def main():
                                   rnd + 1, label, kind, setting, mode, args.records / seconds,
                                   st["GET"] / args.records,
                                   st["bytes_sent"] / args.records / 1024), flush=True)
-    finally:
-        server.stop()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

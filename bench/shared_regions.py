@@ -15,16 +15,14 @@ same minutes.
 """
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from ossbench.mounts import Mount  # noqa: E402
-from ossbench.server import TestServer  # noqa: E402
-from random_records import BUCKET, make_object  # noqa: E402
+from random_records import (BUCKET, add_build_arguments, compared_builds,  # noqa: E402
+                            records_server)
 
 MiB = 1 << 20
 CASES = ((1, True), (2, True), (4, True), (2, False), (4, False))
@@ -62,25 +60,14 @@ def read_regions(path, size, threads, shared):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--build", default="build")
-    p.add_argument("--old-build", default="")
-    p.add_argument("--rounds", type=int, default=2)
+    add_build_arguments(p, rounds=2)
     p.add_argument("--size-mib", type=int, default=512)
     p.add_argument("--metadata-ttl", default="60")
     args = p.parse_args()
-    src = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    build = os.path.abspath(args.build)
-    root = os.path.join(src, "bench", "data", "records")
-    make_object(root)
     size = args.size_mib * MiB
-    work = tempfile.mkdtemp(prefix="ossmount-shared-regions-")
-    server = TestServer(os.path.join(build, "tests", "server", "ossmount-testserver"), root,
-                        work)
-    server.start()
-    builds = [("new", build)]
-    if args.old_build:
-        builds.append(("old", os.path.abspath(args.old_build)))
-    try:
+    builds = compared_builds(args)
+    build = builds[0][1]
+    with records_server(build, "ossmount-shared-regions-") as (server, work, _):
         server.set_ttfb(35)
         print("%d MiB in 1 MiB preads, 35 ms TTFB, --metadata-ttl %s"
               % (args.size_mib, args.metadata_ttl), flush=True)
@@ -103,9 +90,6 @@ def main():
                                  "one descriptor" if shared else "descriptor each",
                                  size / seconds / 1e6, st["GET"], st["bytes_sent"] / MiB),
                               flush=True)
-    finally:
-        server.stop()
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
