@@ -22,8 +22,8 @@
 //     a window opened by them would fetch megabytes for every record of a random-access
 //     reader. A run established while `windows` runs hold one stays a short run.
 //   - Every time the reader has advanced by a whole window, the window doubles, up to `max`.
-//   - Grow() doubles it too, up to `max`: the last read waited for bytes fetched ahead of it
-//     that had not arrived (a stall). Readahead then does not cover the fetch's latency at
+//   - Grow() doubles it too, up to `max`: the last read waited for bytes that readahead
+//     should have had there (a stall; the reader decides what counts, SequentialReader). Readahead then does not cover the fetch's latency at
 //     this reader's pace, which is what happens where each connection is slower than the
 //     reader (tens of MB/s to an object store across a network): there the reader advances
 //     only as fast as one part arrives, so growth by consumption alone would take the first

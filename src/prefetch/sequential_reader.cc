@@ -23,7 +23,8 @@ metrics::Counter& EarlyAnswers() {
 metrics::Counter& ReadaheadStalls() {
   static metrics::Counter& c = metrics::Registry::Global().GetCounter(
       "ossmount_readahead_stalls_total",
-      "Sequential reads of large files that waited for a part fetched ahead of them; each "
+      "Sequential reads of large files that waited for a part readahead should have had "
+      "(fetched ahead, or asked for by an earlier read once the reader was 2 MiB in); each "
       "doubles its reader's readahead window.");
   return c;
 }
@@ -86,7 +87,7 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
   StartList start;
   std::vector<std::function<void()>> woken;  // waits answered while registering them
   bool direct = false;
-  // The read waits for bytes of a part fetched ahead of the reader: readahead is behind.
+  // The read waits for bytes that readahead should have had here: readahead is behind.
   bool stalled = false;
   {
     std::lock_guard lock(mu_);
@@ -96,6 +97,10 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
       return;
     }
     const auto access = window_.OnRead(offset, end - offset);
+    // Past twice its first window, a run is a reader of the file, not of its head: waiting
+    // for any part it had asked for before, the one it started in included, is a stall.
+    // (A `head -c 1M` with the kernel's readahead of 1 MiB reads exactly 2 MiB.)
+    const bool outran_start = window_.run() > 2 * options_.initial_window;
     bool covered = true;
     for (uint64_t i = first; i <= last && covered; ++i) covered = parts_.count(i) > 0;
     // Any run's piece may hold the bytes (readers of one record, a run's read out of order).
@@ -175,6 +180,7 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
       // A part answers the read once the bytes it needs from it have arrived, ready or not.
       std::vector<bool> has;
       size_t not_ready = 0;
+      const bool created_here = !start.empty();
       for (auto& part : gather->parts) {
         const uint64_t need = std::min(end, part->offset + part->length) - part->offset;
         gather->buffers.push_back(part->buffer);
@@ -182,7 +188,8 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
         has.push_back(part->arrived.load() >= need);
         if (!has.back()) {
           ++not_ready;
-          stalled = stalled || part->readahead;
+          stalled = stalled || part->readahead ||
+                    (outran_start && !created_here && part->index != kPieceIndex);
         } else if (part->state == Part::State::kFetching) {
           EarlyAnswers().Add();
         }

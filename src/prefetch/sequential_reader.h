@@ -8,7 +8,11 @@
 //     doubles while reads stay sequential, up to max_window: every time the reader has
 //     consumed a window, and at every read that waits for a part fetched ahead of it (a
 //     stall: readahead does not cover the fetch's latency at this reader's pace, as where
-//     each connection is slower than the reader).
+//     each connection is slower than the reader). Once its run covers twice initial_window,
+//     a read waiting for any part an earlier read asked for is a stall too, the part the
+//     run started in included: at a slow connection the first part alone then no longer
+//     holds the reader until it is 7 MiB in. Before that (a `head -c`, a format probe,
+//     the kernel's first readahead of a small read), waiting for that part fetches nothing.
 //   - A random read (one that continues no reader's run, see ReadaheadWindow) that no kept
 //     part covers closes a lone reader's window, cancels (CancelFlag) and drops every part it
 //     does not need and that holds no other run's position, and fetches exactly the bytes asked for

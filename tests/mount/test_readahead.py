@@ -349,6 +349,37 @@ class ReadaheadTest(unittest.TestCase):
             self.no_faults()
             m.close()
 
+    def test_a_reader_past_2_mib_that_waits_for_its_first_part_asks_for_the_next(self):
+        # 80 Mbit/s per connection: 8 MiB part 0 takes about 0.8 s, and every read waits for
+        # its bytes. A reader of the file's first MiB costs that one part; a reader 3 MiB in
+        # that waits for it is a stall and part 1 goes out, where growth by consumption alone
+        # would wait until the reader is past 4 MiB.
+        m = harness.Mount(self.server)
+        try:
+            self.set_faults(bandwidth_mbps=80)
+            for name, length, gets, stalls in (("sparse.bin", MiB, 1, 0),
+                                               ("big.bin", 3 * MiB, 2, 1)):
+                before = self.counter(m.mountpoint, "ossmount_readahead_stalls_total")
+                self.server.reset_stats()
+                with open(m.path(name), "rb", buffering=0) as f:
+                    head = b"".join(os.pread(f.fileno(), MiB, off)
+                                    for off in range(0, length, MiB))
+                    asked = self.server.stats()
+                counted = self.counter(m.mountpoint, "ossmount_readahead_stalls_total") - before
+                with open(os.path.join(self.root, "bucket", name), "rb") as src:
+                    self.assertEqual(head, src.read(length))
+                print("first %d MiB of %s at 80 Mbit/s: %d stalls, server %s"
+                      % (length // MiB, name, counted, asked))
+                if stalls:
+                    self.assertGreaterEqual(counted, stalls)
+                    self.assertGreaterEqual(asked["GET"], gets, asked)
+                else:
+                    self.assertEqual(counted, 0)
+                    self.assertEqual(asked["GET"], gets, asked)
+        finally:
+            self.no_faults()
+            m.close()
+
     def test_truncated_and_reset_bodies_at_a_capped_bandwidth_give_exact_bytes(self):
         # Parts are handed out as they arrive; a body cut short is retried, and the retry must
         # continue the bytes already handed out (it checks they are the same), never rewrite

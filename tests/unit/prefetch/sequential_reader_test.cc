@@ -137,6 +137,82 @@ TEST_CASE(
   CHECK(Eventually([&] { return h.budget->used() == 0 && h.fake->in_flight() == 0; }));
 }
 
+TEST_CASE(
+    "A reader past twice its first window that waits for the part it started in widens its "
+    "window; a reader of the file's head does not") {
+  Harness h;
+  const std::string head = Content(64 * MiB, 72);
+  h.fake->PutObject("head", head);
+  const std::string data = Content(64 * MiB, 73);
+  h.fake->PutObject("big", data);
+  ReaderOptions o;  // the daemon's defaults: 8 MiB parts, a 1 MiB first window, 64 MiB at most
+  auto expect_bytes = [&](std::future<Result<ReadBytes>>& f, const std::string& of,
+                          uint64_t offset) {
+    REQUIRE(Answered(f, 60s));
+    auto r = f.get();
+    REQUIRE(r.ok());
+    CHECK(std::string(r->data, r->size) == of.substr(offset, r->size));
+  };
+
+  // Part 0's first 512 KiB arrive, then nothing until Resume(). A read at 512 KiB waits for
+  // the part the first read fetched: the reader is still at the file's head (a `head -c`,
+  // a format probe), so that is no stall, and nothing more is fetched.
+  {
+    h.fake->set_early_bytes(512 * KiB);
+    h.fake->Pause();
+    auto reader = h.Open("head", o);
+    for (uint64_t off = 0; off < 512 * KiB; off += 128 * KiB) {
+      auto r = StartRead(*reader, off, 128 * KiB);
+      expect_bytes(r, head, off);
+    }
+    auto waiting = StartRead(*reader, 512 * KiB, 128 * KiB);
+    CHECK_FALSE(Answered(waiting, 100ms));
+    CHECK(reader->stats().window == 1 * MiB);
+    CHECK(h.fake->count(Op::kGet) == 1);
+    h.fake->Resume();
+    expect_bytes(waiting, head, 512 * KiB);
+    reader->Close();
+    REQUIRE(Eventually([&] { return h.fake->in_flight() == 0 && h.budget->used() == 0; }));
+  }
+
+  // Part 0's first 3 MiB arrive. Reading them doubles the window by consumption to 2 MiB
+  // (its count starts at the first read's end), which ends inside part 0: still one GET.
+  h.fake->set_early_bytes(3 * MiB);
+  h.fake->Pause();
+  auto reader = h.Open("big", o);
+  const uint64_t gets_before = h.fake->count(Op::kGet);
+  auto gets = [&] { return h.fake->count(Op::kGet) - gets_before; };
+  for (uint64_t off = 0; off < 3 * MiB; off += 128 * KiB) {
+    auto r = StartRead(*reader, off, 128 * KiB);
+    expect_bytes(r, data, off);
+  }
+  CHECK(reader->stats().window == 2 * MiB);
+  CHECK(gets() == 1);
+
+  // The reader, 3 MiB in, waits for part 0's next bytes. The read completes a window (4 MiB,
+  // ending inside part 0: growth by consumption alone would send nothing more until the
+  // reader is 4 MiB in), and it is a stall: 8 MiB at once, so part 1 goes out. The next
+  // read that waits doubles it again (16 MiB: part 2).
+  auto a = StartRead(*reader, 3 * MiB, 128 * KiB);
+  CHECK(reader->stats().window == 8 * MiB);
+  CHECK(gets() == 2);
+  auto b = StartRead(*reader, 3 * MiB + 128 * KiB, 128 * KiB);
+  CHECK(reader->stats().window == 16 * MiB);
+  CHECK(gets() == 3);
+  CHECK_FALSE(Answered(b, 100ms));
+  std::set<uint64_t> offsets;
+  for (const auto& rec : h.fake->requests()) {
+    if (rec.key == "big") offsets.insert(rec.offset);
+  }
+  CHECK(offsets == std::set<uint64_t>{0, 8 * MiB, 16 * MiB});
+  h.fake->Resume();
+  expect_bytes(a, data, 3 * MiB);
+  expect_bytes(b, data, 3 * MiB + 128 * KiB);
+
+  reader->Close();
+  CHECK(Eventually([&] { return h.budget->used() == 0 && h.fake->in_flight() == 0; }));
+}
+
 TEST_CASE("Random, mixed and part-spanning reads are byte-exact") {
   Harness h;
   const std::string data = Content(20 * MiB + 123, 2);
