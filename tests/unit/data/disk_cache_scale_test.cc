@@ -7,9 +7,11 @@
 // so the limit is reached in seconds, and stores 200,000 blocks (the flat layout of older versions
 // wrote 118,227 of them, then failed with ENOSPC): every one must be written, indexed after a
 // reopen and read back. It needs root and loop devices; without them it says SKIPPED and exits 77
-// (ctest reports it as skipped).
+// (ctest reports it as skipped). The image is mounted in a mount namespace of the test's own, so
+// the mount goes with the process however it ends (a failed check, a crash, ctest's timeout).
 #include <catch2/catch.hpp>
 
+#include <sched.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -38,7 +40,9 @@ bool Run(const std::string& command) {
 }
 
 // A 1 KiB-block ext4 file system in an image under `tmp`, loop-mounted on tmp/mnt for the
-// object's lifetime.
+// object's lifetime, in a private mount namespace: nobody else sees the mount, and the kernel
+// removes it (and `mount -o loop`'s autoclear frees the loop device) when the process exits, even
+// if the destructor never runs.
 class SmallBlockExt4 {
  public:
   explicit SmallBlockExt4(const ossmount::testing::TempDir& tmp)
@@ -46,6 +50,9 @@ class SmallBlockExt4 {
     if (::geteuid() != 0) Skip("a loop-mounted ext4 needs root");
     if (!Run("command -v mkfs.ext4 && command -v losetup")) Skip("mkfs.ext4 or losetup missing");
     if (::access("/dev/loop-control", F_OK) != 0) Skip("no /dev/loop-control");
+    if (::unshare(CLONE_NEWNS) != 0) Skip("cannot make a mount namespace here");
+    // Without this, mounts below shared ones (systemd makes / shared) would still propagate out.
+    REQUIRE(::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0);
     // 768 MiB sparse; 1 KiB blocks; inodes for every block file and then some.
     REQUIRE(Run("truncate -s 768M " + image_));
     REQUIRE(Run("mkfs.ext4 -q -F -b 1024 -N 260000 " + image_));
