@@ -86,6 +86,12 @@ def wait_for(predicate, timeout, what, interval=0.05):
     raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
 
 
+def read_text(path):
+    """The whole file as text (undecodable bytes replaced), closed again at once."""
+    with open(path, errors="replace") as f:
+        return f.read()
+
+
 def mount_points():
     """Every mount point this process sees (the fifth field of /proc/self/mountinfo)."""
     with open("/proc/self/mountinfo") as f:
@@ -141,6 +147,8 @@ class TestServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self.proc.stdout.close()
+        self.log.close()  # the file stays (delete=False) for a failing test's reader
 
     def client_args(self):
         return ["--endpoint", self.endpoint, "--bucket", self.bucket, "--region", REGION,
@@ -198,6 +206,8 @@ class S3rver:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
+                self.proc.wait()
+        self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
@@ -311,6 +321,7 @@ class Mount:
             self.notify.close()
             shutil.rmtree(self.notify_dir, ignore_errors=True)
             self.notify = None
+        self.log.close()  # output() reads the file by name, so it still works after close()
         with contextlib.suppress(OSError):
             os.rmdir(self.mountpoint)
 

@@ -291,7 +291,7 @@ class ObserveTest(unittest.TestCase):
         # logrotate: move the file away and SIGHUP; the daemon writes to a new file.
         os.rename(log, log + ".moved")
         m.proc.send_signal(signal.SIGHUP)
-        harness.wait_for(lambda: os.path.exists(log) and "reopened" in open(log).read(), 30,
+        harness.wait_for(lambda: os.path.exists(log) and "reopened" in harness.read_text(log), 30,
                          "the log file to be reopened")
         self.assertTrue(harness.is_mounted(m.mountpoint), "SIGHUP must not unmount")
         self.assertEqual(m.unmount(), 0, m.output())

@@ -85,12 +85,12 @@ class KillNineTest(unittest.TestCase):
             # directory between the dead mount's detach and the new mount (seen in CI-like runs:
             # the open below then found no b.bin).
             harness.wait_for(lambda: proc.poll() is not None or
-                             ("; serving" in open(log.name).read() and
+                             ("; serving" in harness.read_text(log.name) and
                               errno_in_child("statvfs", m.mountpoint) == 0), 60, "the new mount")
-            self.assertIsNone(proc.poll(), open(log.name).read())
+            self.assertIsNone(proc.poll(), harness.read_text(log.name))
             with open(m.path("b.bin"), "rb") as f:
                 self.assertEqual(f.read(), content("b.bin", SMALL["b.bin"]))
-            out = open(log.name).read()
+            out = harness.read_text(log.name)
             self.assertIn("disconnected mount 'ossmount:bucket'", out)
             self.assertIn("detached it with", out)
             # Exactly one mount left on the mount point: ours, alive.

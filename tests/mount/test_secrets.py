@@ -87,13 +87,13 @@ class SecretsTest(unittest.TestCase):
             req = urllib.request.Request(self.server.endpoint + "/_ossmount/faults?clear",
                                          method="POST")
             urllib.request.urlopen(req, timeout=10).read()
-        written = open(log_file, errors="replace").read()
+        written = harness.read_text(log_file)
         self.assertIn("GET", written.upper())  # the trace log really has request details
         self.assertGreater(len(written), 500)
         self.assert_clean("the daemon's log file", written)
         self.assert_clean("the daemon's stderr", m.output())
         if audit and os.path.exists(audit):
-            self.assert_clean("the audit log", open(audit, errors="replace").read())
+            self.assert_clean("the audit log", harness.read_text(audit))
 
     def attempt(self, env, extra=()):
         mnt = tempfile.mkdtemp(prefix="ossmount-secrets-mnt-")

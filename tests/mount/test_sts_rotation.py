@@ -186,6 +186,7 @@ class StsRotationTest(unittest.TestCase):
             self.assertGreater(state["requests"], 0)
         finally:
             metadata.shutdown()
+            metadata.server_close()  # shutdown() stops the loop; this closes the listening socket
 
 
 if __name__ == "__main__":

@@ -46,6 +46,8 @@ class NotifyTest(unittest.TestCase):
         if self.proc and self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+        if self.proc:
+            self.log.close()
         self.listener.close()
         shutil.rmtree(self.work, ignore_errors=True)
         os.rmdir(self.mnt)
