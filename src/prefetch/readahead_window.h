@@ -23,12 +23,13 @@
 //     reader. A run established while `windows` runs hold one stays a short run.
 //   - Every time the reader has advanced by a whole window, the window doubles, up to `max`.
 //   - Grow() doubles it too, up to `max`: the last read waited for bytes that readahead
-//     should have had there (a stall; the reader decides what counts, SequentialReader). Readahead then does not cover the fetch's latency at
-//     this reader's pace, which is what happens where each connection is slower than the
-//     reader (tens of MB/s to an object store across a network): there the reader advances
-//     only as fast as one part arrives, so growth by consumption alone would take the first
-//     64 MiB to put more than a part or two in flight. A stall is the signal that more
-//     parts in parallel are worth their memory, whatever the latency and bandwidth.
+//     should have had there (a stall; SequentialReader decides what counts). Readahead
+//     then does not cover the fetch's latency at this reader's pace, which is what happens
+//     where each connection is slower than the reader (tens of MB/s to an object store
+//     across a network): there the reader advances only as fast as one part arrives, so
+//     growth by consumption alone would take the first 64 MiB to put more than a part or
+//     two in flight. A stall is the signal that more parts in parallel are worth their
+//     memory, whatever the latency and bandwidth.
 //   - Shrink() halves the last read's run's window (not below `initial`): the memory budget
 //     refused a part.
 //   - A random read closes the windows of runs never interleaved with another run's reads:
