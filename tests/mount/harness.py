@@ -293,8 +293,7 @@ class Mount:
         return message is not None and "READY=1" in message.split("\n")
 
     def output(self):
-        with open(self.log.name, errors="replace") as f:
-            return f.read()
+        return read_text(self.log.name)
 
     def path(self, *parts):
         return os.path.join(self.mountpoint, *parts)

@@ -124,6 +124,16 @@ inline bool Answered(std::future<Result<ReadBytes>>& f, std::chrono::millisecond
   return f.wait_for(wait) == std::future_status::ready;
 }
 
+// Waits (up to 60 s, against hangs only) for a started read and checks that it answered
+// `object`'s bytes at `offset`.
+inline void ExpectBytes(std::future<Result<ReadBytes>>& f, const std::string& object,
+                        uint64_t offset) {
+  REQUIRE(Answered(f, std::chrono::seconds(60)));
+  auto r = f.get();
+  REQUIRE(r.ok());
+  CHECK(std::string(r->data, r->size) == object.substr(offset, r->size));
+}
+
 // Records the largest budget->used() seen while it runs.
 class UsageSampler {
  public:

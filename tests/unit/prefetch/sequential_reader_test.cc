@@ -89,12 +89,6 @@ TEST_CASE(
     for (const auto& rec : h.fake->requests()) furthest = std::max(furthest, rec.offset);
     return furthest;
   };
-  auto expect_bytes = [&](std::future<Result<ReadBytes>>& f, uint64_t offset) {
-    REQUIRE(Answered(f, 60s));
-    auto r = f.get();
-    REQUIRE(r.ok());
-    CHECK(std::string(r->data, r->size) == data.substr(offset, r->size));
-  };
 
   // Two reads waiting for part 0, which the first one fetched (no GET completes while
   // paused): the window stays at 1 MiB, so only part 1 is fetched ahead.
@@ -106,8 +100,8 @@ TEST_CASE(
   CHECK(h.fake->count(Op::kGet) == 2);
   CHECK(furthest_get() == 1 * MiB);
   h.fake->Resume();
-  expect_bytes(a, 0);
-  expect_bytes(b, 128 * KiB);
+  ExpectBytes(a, data, 0);
+  ExpectBytes(b, data, 128 * KiB);
   REQUIRE(Eventually([&] { return reader->stats().in_flight == 0; }));  // part 1 is here too
 
   // Reading on through parts 0 and 1 (there) doubles the window once by consumption: 2 MiB,
@@ -115,7 +109,7 @@ TEST_CASE(
   h.fake->Pause();
   for (uint64_t off = 256 * KiB; off < 2 * MiB; off += 128 * KiB) {
     auto r = StartRead(*reader, off, 128 * KiB);
-    expect_bytes(r, off);
+    ExpectBytes(r, data, off);
   }
   CHECK(reader->stats().window == 2 * MiB);
   CHECK(furthest_get() == 3 * MiB);
@@ -130,8 +124,8 @@ TEST_CASE(
   CHECK(furthest_get() == 10 * MiB);
   CHECK_FALSE(Answered(d, 100ms));
   h.fake->Resume();
-  expect_bytes(c, 2 * MiB);
-  expect_bytes(d, 2 * MiB + 128 * KiB);
+  ExpectBytes(c, data, 2 * MiB);
+  ExpectBytes(d, data, 2 * MiB + 128 * KiB);
 
   reader->Close();
   CHECK(Eventually([&] { return h.budget->used() == 0 && h.fake->in_flight() == 0; }));
@@ -146,13 +140,6 @@ TEST_CASE(
   const std::string data = Content(64 * MiB, 73);
   h.fake->PutObject("big", data);
   ReaderOptions o;  // the daemon's defaults: 8 MiB parts, a 1 MiB first window, 64 MiB at most
-  auto expect_bytes = [&](std::future<Result<ReadBytes>>& f, const std::string& of,
-                          uint64_t offset) {
-    REQUIRE(Answered(f, 60s));
-    auto r = f.get();
-    REQUIRE(r.ok());
-    CHECK(std::string(r->data, r->size) == of.substr(offset, r->size));
-  };
 
   // Part 0's first 512 KiB arrive, then nothing until Resume(). A read at 512 KiB waits for
   // the part the first read fetched: the reader is still at the file's head (a `head -c`,
@@ -163,14 +150,14 @@ TEST_CASE(
     auto reader = h.Open("head", o);
     for (uint64_t off = 0; off < 512 * KiB; off += 128 * KiB) {
       auto r = StartRead(*reader, off, 128 * KiB);
-      expect_bytes(r, head, off);
+      ExpectBytes(r, head, off);
     }
     auto waiting = StartRead(*reader, 512 * KiB, 128 * KiB);
     CHECK_FALSE(Answered(waiting, 100ms));
     CHECK(reader->stats().window == 1 * MiB);
     CHECK(h.fake->count(Op::kGet) == 1);
     h.fake->Resume();
-    expect_bytes(waiting, head, 512 * KiB);
+    ExpectBytes(waiting, head, 512 * KiB);
     reader->Close();
     REQUIRE(Eventually([&] { return h.fake->in_flight() == 0 && h.budget->used() == 0; }));
   }
@@ -184,7 +171,7 @@ TEST_CASE(
   auto gets = [&] { return h.fake->count(Op::kGet) - gets_before; };
   for (uint64_t off = 0; off < 3 * MiB; off += 128 * KiB) {
     auto r = StartRead(*reader, off, 128 * KiB);
-    expect_bytes(r, data, off);
+    ExpectBytes(r, data, off);
   }
   CHECK(reader->stats().window == 2 * MiB);
   CHECK(gets() == 1);
@@ -206,8 +193,8 @@ TEST_CASE(
   }
   CHECK(offsets == std::set<uint64_t>{0, 8 * MiB, 16 * MiB});
   h.fake->Resume();
-  expect_bytes(a, data, 3 * MiB);
-  expect_bytes(b, data, 3 * MiB + 128 * KiB);
+  ExpectBytes(a, data, 3 * MiB);
+  ExpectBytes(b, data, 3 * MiB + 128 * KiB);
 
   reader->Close();
   CHECK(Eventually([&] { return h.budget->used() == 0 && h.fake->in_flight() == 0; }));
