@@ -99,9 +99,9 @@ void RegisterControlCommands(control::ControlServer& server, const ControlContex
 void LogRetryStats(const RetryStats& s) {
   spdlog::info(
       "retries: {} (throttled {}, server errors {}, network {}, timeouts {}, integrity {}, "
-      "other {}); Retry-After waits {}; gave up {}",
+      "other {}); Retry-After waits {}; gave up {}; resumed {} ({} bytes not fetched again)",
       s.retries, s.throttled, s.server_errors, s.network, s.timeouts, s.integrity, s.other,
-      s.retry_after, s.gave_up);
+      s.retry_after, s.gave_up, s.resumed, s.resumed_bytes);
 }
 
 }  // namespace

@@ -97,7 +97,9 @@ struct GetTarget {
   // client's network thread (keep it short; never call back into the client from it), with
   // growing counts, and only for bytes that are exactly what the request asked for: a ranged
   // GET pinned by if_match, answered with that range of that version. Bytes reported are
-  // never written again (a retry checks it gets the same ones, or fails). The GET's
+  // never written again: a retry of a GET with a length asks only for the bytes after them
+  // (If-Match still pins the version); any other retry checks it gets the same ones, or
+  // fails. So a body cut short costs the server only the bytes still missing. The GET's
   // handler still says at the end whether the whole body arrived; a failed GET may have
   // reported some bytes. Clients that cannot report simply never call it.
   std::function<void(size_t bytes)> on_arrival;
@@ -168,6 +170,10 @@ struct RetryStats {
   uint64_t other = 0;          // after anything else retryable
   uint64_t retry_after = 0;    // waits lengthened to honour a Retry-After header
   uint64_t gave_up = 0;        // operations that failed after retrying (attempts or budget)
+  // Retries of a GET cut short that asked only for the bytes still missing, and how many
+  // bytes they did not ask for again (GetTarget::on_arrival).
+  uint64_t resumed = 0;
+  uint64_t resumed_bytes = 0;
 };
 
 class ObjectClient {

@@ -65,6 +65,11 @@ struct Request {
   Priority priority = Priority::kForeground;
   std::shared_ptr<CancelFlag> cancel;      // optional
   std::shared_ptr<BodyProgress> progress;  // optional; fixed targets only
+  // Fixed targets only: the first resume_from bytes of the target already hold the start of
+  // the body (an earlier attempt delivered and reported them), and this attempt asked only for
+  // the rest. Its body is written from target.data + resume_from on; progress counts stay
+  // measured from the target's start. Response::body_bytes counts this attempt's bytes only.
+  size_t resume_from = 0;
 };
 
 struct Response {

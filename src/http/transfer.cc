@@ -90,6 +90,11 @@ Status Transfer::Configure(CURL* easy, const EngineOptions& options) {
   differs_from_reported_ = false;
   upload_offset_ = 0;
   if (request_.target.growable != nullptr) request_.target.growable->clear();
+  if (request_.resume_from > 0 &&
+      (request_.target.data == nullptr || request_.resume_from > request_.target.capacity)) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "a resumed transfer needs a fixed target holding the bytes it resumes after");
+  }
 
   curl_slist_free_all(header_list_);
   header_list_ = nullptr;
@@ -212,7 +217,8 @@ size_t Transfer::OnHeader(char* data, size_t size, size_t n, void* self_ptr) {
           return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
         } else if (target.growable != nullptr) {
           target.growable->reserve(static_cast<size_t>(std::min<uint64_t>(length, kMaxReserve)));
-        } else if (target.data != nullptr && length > target.capacity) {
+        } else if (target.data != nullptr &&
+                   length > target.capacity - self->request_.resume_from) {
           // Known too large before any byte of it arrives: do not download it.
           self->overflow_ = true;
           self->response_.headers.emplace_back(std::move(name), std::string(value));
@@ -242,7 +248,7 @@ size_t Transfer::OnWrite(char* data, size_t size, size_t n, void* self_ptr) {
     }
     target.growable->insert(target.growable->end(), data, data + len);
   } else if (target.data != nullptr) {
-    if (len > target.capacity - self->body_bytes_) {
+    if (len > target.capacity - self->request_.resume_from - self->body_bytes_) {
       self->overflow_ = true;
       return 0;  // any value other than len aborts the transfer (CURLE_WRITE_ERROR)
     }
@@ -254,7 +260,9 @@ size_t Transfer::OnWrite(char* data, size_t size, size_t n, void* self_ptr) {
 }
 
 bool Transfer::WriteFixed(const char* data, size_t len) {
-  char* at = request_.target.data + body_bytes_;
+  // Where this chunk goes, from the target's start (after the bytes a resumed attempt keeps).
+  const size_t position = request_.resume_from + body_bytes_;
+  char* at = request_.target.data + position;
   BodyProgress* progress = request_.progress.get();
   if (progress == nullptr) {
     std::memcpy(at, data, len);
@@ -265,8 +273,8 @@ bool Transfer::WriteFixed(const char* data, size_t len) {
   // Only this thread writes `reported` while the transfer runs (attempts never overlap).
   const size_t reported = progress->reported.load(std::memory_order_acquire);
   size_t same = 0;  // leading bytes of this chunk that a reader may already be using
-  if (body_bytes_ < reported) {
-    same = std::min(len, reported - body_bytes_);
+  if (position < reported) {
+    same = std::min(len, reported - position);
     if (vouched_ == 0 || std::memcmp(at, data, same) != 0) {
       differs_from_reported_ = true;
       return false;
@@ -274,9 +282,9 @@ bool Transfer::WriteFixed(const char* data, size_t len) {
   }
   std::memcpy(at + same, data + same, len - same);
   body_bytes_ += len;
-  if (vouched_ == 1 && body_bytes_ > reported) {
-    progress->reported.store(body_bytes_, std::memory_order_release);
-    progress->arrived(body_bytes_);
+  if (vouched_ == 1 && position + len > reported) {
+    progress->reported.store(position + len, std::memory_order_release);
+    progress->arrived(position + len);
   }
   return true;
 }
@@ -327,10 +335,11 @@ Response Transfer::Finish(CURLcode code) {
   std::string host, host_port;
   ParseHostPort(request_.url, &host, &host_port);
   if (overflow_) {
-    r.transport = Status(ErrorCode::kIntegrity,
-                         "response body from " + host_port + " is larger than the " +
-                             std::to_string(request_.target.capacity) + "-byte buffer",
-                         false);
+    r.transport =
+        Status(ErrorCode::kIntegrity,
+               "response body from " + host_port + " is larger than the " +
+                   std::to_string(request_.target.capacity - request_.resume_from) + "-byte buffer",
+               false);
   } else if (differs_from_reported_) {
     r.transport = Status(ErrorCode::kIntegrity,
                          "a retried response from " + host_port +

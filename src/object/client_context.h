@@ -54,7 +54,7 @@ struct ClientContext {
   // What the retry loop did (RetryStats, field by field); relaxed counters.
   struct RetryCounters {
     std::atomic<uint64_t> retries{0}, throttled{0}, server_errors{0}, network{0}, timeouts{0},
-        integrity{0}, other{0}, retry_after{0}, gave_up{0};
+        integrity{0}, other{0}, retry_after{0}, gave_up{0}, resumed{0}, resumed_bytes{0};
     RetryStats Snapshot() const {
       RetryStats s;
       s.retries = retries.load();
@@ -66,6 +66,8 @@ struct ClientContext {
       s.other = other.load();
       s.retry_after = retry_after.load();
       s.gave_up = gave_up.load();
+      s.resumed = resumed.load();
+      s.resumed_bytes = resumed_bytes.load();
       return s;
     }
   } retry_counters;

@@ -144,4 +144,16 @@ bool MayUseBodyEarly(const GetRequest& request, long status, const http::HeaderL
   return !(whole_object && verify_crc64 && ResponseCrc64(headers, dialect));
 }
 
+uint64_t ResumableBytes(const GetRequest& request, uint64_t reported) {
+  if (request.if_match.empty() || !request.length || reported >= *request.length) return 0;
+  return reported;
+}
+
+GetRequest RemainderOf(const GetRequest& request, uint64_t kept) {
+  GetRequest rest = request;
+  rest.offset += kept;
+  rest.length = *request.length - kept;
+  return rest;
+}
+
 }  // namespace ossmount::object

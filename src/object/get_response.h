@@ -40,4 +40,14 @@ Status ExplainGetOverflow(const GetRequest& request, const http::Response& respo
 bool MayUseBodyEarly(const GetRequest& request, long status, const http::HeaderList& headers,
                      const Dialect& dialect, bool verify_crc64);
 
+// How many bytes at the start of a GET's range a retry need not ask for again: the
+// `reported` bytes earlier attempts delivered and handed out (http::BodyProgress), when the
+// GET has a length they do not cover. They were vouched for (MayUseBodyEarly), so the GET is
+// pinned by If-Match and the rest it asks for is of the same version or fails with
+// kPreconditionFailed. 0 otherwise: the retry asks for the whole range again. Pure.
+uint64_t ResumableBytes(const GetRequest& request, uint64_t reported);
+
+// `request` without its first `kept` bytes (REQUIRES: kept < *request.length). Pure.
+GetRequest RemainderOf(const GetRequest& request, uint64_t kept);
+
 }  // namespace ossmount::object

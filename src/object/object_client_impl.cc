@@ -37,6 +37,13 @@ std::string HeaderOr(const http::Response& r, std::string_view name) {
   return v ? *v : std::string();
 }
 
+// One attempt of a GET: what it asks for, and how many bytes at the target's start it keeps
+// from earlier attempts (request is then the rest of the caller's request).
+struct ResumedGet {
+  GetRequest request;
+  uint64_t kept = 0;
+};
+
 class OssS3Client final : public ObjectClient {
  public:
   explicit OssS3Client(std::shared_ptr<ClientContext> ctx) : ctx_(std::move(ctx)) {}
@@ -112,20 +119,40 @@ class OssS3Client final : public ObjectClient {
       if (target.growable) target.growable->clear();
       return target;
     };
-    op.accept = [request, target, result, ctx = ctx_.get()](const http::Response& r) {
-      return CheckGetResponse(request, target, r, ctx->dialect, ctx->options.verify_crc64,
-                              result.get());
+    // What the current attempt asks for: the request, or after a cut-short body whose start
+    // was handed out, the rest of it (op.resume). Written before each attempt is handed to
+    // the executor, read by its vouch and accept: never at the same time.
+    auto attempt = std::make_shared<ResumedGet>(ResumedGet{request, 0});
+    op.accept = [attempt, target, result, ctx = ctx_.get()](const http::Response& r) {
+      GetTarget rest = target;
+      if (attempt->kept > 0) {
+        rest.data += attempt->kept;
+        rest.capacity -= attempt->kept;
+      }
+      Status s = CheckGetResponse(attempt->request, rest, r, ctx->dialect,
+                                  ctx->options.verify_crc64, result.get());
+      if (s.ok()) result->bytes += attempt->kept;
+      return s;
     };
-    op.explain_overflow = [request](const http::Response& r) {
-      return ExplainGetOverflow(request, r);
+    op.explain_overflow = [attempt](const http::Response& r) {
+      return ExplainGetOverflow(attempt->request, r);
     };
     if (target.on_arrival && target.data != nullptr) {
       op.progress = std::make_shared<http::BodyProgress>();
-      op.progress->vouch = [request, ctx = ctx_.get()](long status,
+      op.progress->vouch = [attempt, ctx = ctx_.get()](long status,
                                                        const http::HeaderList& headers) {
-        return MayUseBodyEarly(request, status, headers, ctx->dialect, ctx->options.verify_crc64);
+        return MayUseBodyEarly(attempt->request, status, headers, ctx->dialect,
+                               ctx->options.verify_crc64);
       };
       op.progress->arrived = target.on_arrival;
+      op.resume = [request, attempt, progress = op.progress.get(),
+                   &dialect = ctx_->dialect](RequestSpec* spec) -> size_t {
+        const uint64_t kept = ResumableBytes(request, progress->reported.load());
+        if (kept == attempt->kept) return kept;  // the first attempt, or nothing new arrived
+        *attempt = ResumedGet{kept > 0 ? RemainderOf(request, kept) : request, kept};
+        *spec = GetSpec(attempt->request, dialect);
+        return kept;
+      };
     }
     Run(std::move(op), [handler = std::move(handler), result, target](Status s) {
       if (!s.ok()) {

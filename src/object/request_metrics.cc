@@ -13,6 +13,7 @@ struct TypeMetrics {
   metrics::Counter* ok;
   metrics::Counter* retries;
   metrics::Counter* bytes;
+  metrics::Counter* resumed_bytes;
   metrics::Histogram* latency;
 };
 
@@ -31,6 +32,10 @@ const std::array<TypeMetrics, kTypes>& All() {
       a[i].bytes =
           &r.GetCounter("ossmount_received_bytes_total",
                         "Response body bytes received from the object store.", {{"type", type}});
+      a[i].resumed_bytes = &r.GetCounter(
+          "ossmount_request_resumed_bytes_total",
+          "Bytes retries did not ask for again: an earlier attempt had delivered them.",
+          {{"type", type}});
       a[i].latency = &r.GetHistogram(
           "ossmount_request_duration_seconds",
           "Object-store request latency, first attempt to result, retries included.",
@@ -76,6 +81,10 @@ const char* RequestTypeName(RequestType type) {
 void RecordRetry(RequestType type) { For(type).retries->Add(); }
 
 void RecordReceivedBytes(RequestType type, uint64_t bytes) { For(type).bytes->Add(bytes); }
+
+void RecordResume(RequestType type, uint64_t kept_bytes) {
+  For(type).resumed_bytes->Add(kept_bytes);
+}
 
 void RecordFinished(RequestType type, const Status& status, std::chrono::nanoseconds elapsed) {
   const TypeMetrics& m = For(type);

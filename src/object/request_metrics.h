@@ -6,6 +6,8 @@
 //   ossmount_request_retries_total{type}            retries (attempts after a failure; the
 //                                                    fallback from the data endpoint is not one)
 //   ossmount_received_bytes_total{type}             2xx body bytes, every attempt
+//   ossmount_request_resumed_bytes_total{type}      bytes a resumed retry did not ask for
+//                                                    again (Operation::resume)
 // Cost per request: a few relaxed atomic adds; error outcomes take one registry lookup.
 #pragma once
 
@@ -24,6 +26,7 @@ const char* RequestTypeName(RequestType type);
 
 void RecordRetry(RequestType type);
 void RecordReceivedBytes(RequestType type, uint64_t bytes);
+void RecordResume(RequestType type, uint64_t kept_bytes);
 void RecordFinished(RequestType type, const Status& status, std::chrono::nanoseconds elapsed);
 
 }  // namespace ossmount::object

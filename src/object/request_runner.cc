@@ -46,6 +46,12 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
     }
     had_token_ = !creds.security_token.empty();
 
+    const size_t resume_from = op_.resume ? op_.resume(&op_.spec) : 0;
+    if (resume_from > 0) {
+      ctx_->retry_counters.resumed.fetch_add(1, std::memory_order_relaxed);
+      ctx_->retry_counters.resumed_bytes.fetch_add(resume_from, std::memory_order_relaxed);
+      RecordResume(type_, resume_from);
+    }
     const Endpoint& endpoint = use_data_endpoint_ ? *ctx_->data_endpoint : ctx_->endpoint;
     op_.error_context.endpoint = endpoint.Display();
     WireRequest wire = BuildWireRequest(op_.spec, endpoint, ctx_->options.bucket,
@@ -64,6 +70,7 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
     request.priority = op_.priority;
     request.cancel = op_.cancel;
     request.progress = op_.progress;
+    request.resume_from = resume_from;
     ctx_->executor->Execute(std::move(request), [self = shared_from_this()](http::Response r) {
       self->OnResponse(std::move(r));
     });

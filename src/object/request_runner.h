@@ -16,6 +16,8 @@
 //     a read that gives up is bounded by total_budget plus one attempt (connect timeout /
 //     stall deadline); every retry is counted in ClientContext::retry_counters;
 //   - anything else is returned at once.
+// A retry may ask for less than the first attempt (Operation::resume): a GET whose body was
+// cut short after some of it was delivered asks only for the bytes still missing.
 // `done` is called exactly once, always posted to the io_context.
 #pragma once
 
@@ -47,6 +49,10 @@ struct Operation {
   std::function<Status(const http::Response&)> explain_overflow;
   // Reports the body's arrival as it comes (fixed targets); shared by every attempt.
   std::shared_ptr<http::BodyProgress> progress;
+  // Called before every attempt, before it is signed: how many bytes at the start of the
+  // target earlier attempts already delivered that this one need not ask for again (0: the
+  // whole request). When it returns more than 0 it has rewritten `spec` to ask for the rest.
+  std::function<size_t(RequestSpec* spec)> resume;
 };
 
 void RunOperation(std::shared_ptr<ClientContext> context, Operation operation,

@@ -44,6 +44,13 @@ Route Ok(std::string body) {
   return r;
 }
 
+// A route whose body the server cuts off after `after` bytes (Content-Length is the whole).
+Route CutAfter(std::string body, size_t after) {
+  Route r = Ok(std::move(body));
+  r.truncate_after = after;
+  return r;
+}
+
 Request Get(const std::string& url, GetTarget target = {}) {
   Request r;
   r.url = url;
@@ -615,9 +622,7 @@ TEST_CASE("the request timeout caps a slow response", "[fetch_engine]") {
 
 TEST_CASE("a truncated body is a retryable kIntegrity", "[fetch_engine]") {
   TestHttpServer server;
-  Route cut = Ok(std::string(20000, 't'));
-  cut.truncate_after = 5000;
-  server.SetRoute("/cut", cut);
+  server.SetRoute("/cut", CutAfter(std::string(20000, 't'), 5000));
   server.SetRoute("/fine", Ok("fine"));
   IoThreads io(1);
   FetchEngine engine(io.context(), {});
@@ -662,9 +667,7 @@ TEST_CASE("a vouched body is reported while it arrives, growing, up to its lengt
   TestHttpServer server;
   const std::string body = RandomBytes(2 << 20, 31);
   server.SetRoute("/big", Ok(body));
-  Route cut = Ok(body);
-  cut.truncate_after = 1 << 20;
-  server.SetRoute("/cut", cut);
+  server.SetRoute("/cut", CutAfter(body, 1 << 20));
   IoThreads io(1);
   FetchEngine engine(io.context(), {});
   std::vector<char> buffer(body.size());
@@ -719,23 +722,25 @@ TEST_CASE("a body the caller does not vouch for, or an error response, is never 
 
 TEST_CASE(
     "a retry continues the bytes an earlier attempt reported: the same bytes are accepted, "
-    "different or unvouched ones abort it",
+    "different or unvouched ones abort it; a resumed attempt writes after them",
     "[fetch_engine]") {
   TestHttpServer server;
   const std::string body = RandomBytes(200000, 33);
-  Route cut = Ok(body);
-  cut.truncate_after = 50000;
-  server.SetRoute("/cut", cut);
+  server.SetRoute("/cut", CutAfter(body, 50000));
   server.SetRoute("/same", Ok(body));
   std::string other = body;
   other[1000] ^= 0x55;  // differs inside the reported prefix
   server.SetRoute("/other", Ok(other));
+  server.SetRoute("/rest", Ok(body.substr(50000)));
+  server.SetRoute("/too-long", Ok(body.substr(40000)));
   IoThreads io(1);
   FetchEngine engine(io.context(), {});
   std::vector<char> buffer(body.size());
-  auto attempt = [&](const char* path, const std::shared_ptr<BodyProgress>& progress) {
+  auto attempt = [&](const char* path, const std::shared_ptr<BodyProgress>& progress,
+                     size_t resume_from = 0) {
     Request request = Get(server.Url(path), GetTarget::Fixed(buffer.data(), buffer.size()));
     request.progress = progress;
+    request.resume_from = resume_from;
     return Call(engine, request);
   };
 
@@ -766,6 +771,30 @@ TEST_CASE(
     rec.progress->vouch = [](long, const HeaderList&) { return false; };
     Response r = attempt("/same", rec.progress);
     CHECK(r.transport.code() == ErrorCode::kIntegrity);
+    CHECK(rec.progress->reported == 50000);
+  }
+  SECTION("a resumed attempt (it asked only for the rest): the rest lands after them") {
+    const size_t reports_before = rec.reports.size();
+    Response r = attempt("/rest", rec.progress, 50000);
+    REQUIRE(r.transport.ok());
+    CHECK(r.body_bytes == body.size() - 50000);  // this attempt's bytes only
+    CHECK(std::memcmp(buffer.data(), body.data(), body.size()) == 0);
+    CHECK(rec.prefix_right);  // every report checked the target against the whole body
+    REQUIRE(rec.reports.size() > reports_before);
+    CHECK(rec.reports[reports_before] > 50000);
+    CHECK(rec.reports.back() == body.size());
+  }
+  SECTION("more than the room after the kept bytes: refused before the body, kept bytes intact") {
+    Response r = attempt("/too-long", rec.progress, 50000);
+    CHECK(r.transport.code() == ErrorCode::kIntegrity);
+    CHECK(r.body_overflow);
+    CHECK(r.transport.message().find("150000-byte buffer") != std::string::npos);
+    CHECK(std::memcmp(buffer.data(), body.data(), 50000) == 0);
+    CHECK(rec.progress->reported == 50000);
+  }
+  SECTION("keeping more bytes than the target holds is refused") {
+    Response r = attempt("/rest", rec.progress, buffer.size() + 1);
+    CHECK(r.transport.code() == ErrorCode::kInvalidArgument);
     CHECK(rec.progress->reported == 50000);
   }
 }

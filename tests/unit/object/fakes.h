@@ -62,6 +62,7 @@ struct SeenRequest {
   http::HeaderList headers;
   std::string body;
   Priority priority;
+  size_t resume_from = 0;
   const std::string* Header(std::string_view name) const { return FindHeader(headers, name); }
 };
 
@@ -72,8 +73,9 @@ class FakeExecutor final : public HttpExecutor {
   std::function<FakeReply(const SeenRequest&, int index)> respond;
 
   void Execute(http::Request request, http::ResponseHandler done) override {
-    SeenRequest seen{request.method, request.url, request.headers,
-                     request.body ? *request.body : std::string(), request.priority};
+    SeenRequest seen{request.method,   request.url,
+                     request.headers,  request.body ? *request.body : std::string(),
+                     request.priority, request.resume_from};
     int index;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -103,16 +105,19 @@ class FakeExecutor final : public HttpExecutor {
           t.growable->insert(t.growable->end(), body.begin(), body.end());
           response.body_bytes = body.size();
         } else if (t.data) {
-          size_t n = std::min(body.size(), t.capacity);
-          std::memcpy(t.data, body.data(), n);
+          // As the engine does: a resumed attempt writes after the bytes it keeps.
+          const size_t kept = request.resume_from;
+          const size_t room = t.capacity - std::min(kept, t.capacity);
+          size_t n = std::min(body.size(), room);
+          std::memcpy(t.data + kept, body.data(), n);
           response.body_bytes = n;
           // As the engine does, in one write: report the body if the client vouches for it.
           if (request.progress && n > 0 &&
               request.progress->vouch(reply.status, response.headers)) {
-            request.progress->reported = n;
-            request.progress->arrived(n);
+            request.progress->reported = kept + n;
+            request.progress->arrived(kept + n);
           }
-          if (body.size() > t.capacity) {
+          if (body.size() > room) {
             response.body_overflow = true;
             response.transport = Status(ErrorCode::kIntegrity, "body overflow", false);
           }

@@ -309,6 +309,115 @@ TEST_CASE(
   CHECK(reports.empty());
 }
 
+TEST_CASE(
+    "A retry of a pinned ranged GET cut short asks only for the bytes still missing; other GETs "
+    "ask for the whole range again") {
+  Harness h;
+  ObjectServer server;
+  std::vector<size_t> cuts;  // body bytes each attempt delivers before it is cut; then whole
+  h.executor->respond = [&](const SeenRequest& r, int index) {
+    FakeReply reply = server(r);
+    if (static_cast<size_t>(index) < cuts.size()) reply.truncate_at = cuts[index];
+    return reply;
+  };
+  std::vector<char> buf(600, '\0');
+  std::vector<size_t> reports;
+  GetTarget target = GetTarget::Fixed(buf.data(), buf.size());
+  target.on_arrival = [&](size_t n) { reports.push_back(n); };
+  GetRequest req;
+  req.key = "obj";
+  req.offset = 100;
+  req.length = 600;
+  req.if_match = server.etag;
+  auto ranges = [&] {
+    std::vector<std::string> out;
+    for (const SeenRequest& r : h.executor->seen()) {
+      out.push_back(*r.Header("range"));
+      CHECK(*r.Header("if-match") == server.etag);
+    }
+    return out;
+  };
+  auto whole_range_right = [&] {
+    CHECK(std::string(buf.data(), 600) == server.data.substr(100, 600));
+  };
+
+  SECTION("cut after 250 bytes: the retry asks for bytes 350-699 and writes after the 250") {
+    cuts = {250};
+    auto got = h.Get(req, target);
+    REQUIRE(got.ok());
+    CHECK(got->bytes == 600);
+    CHECK(got->object_size == 1000);
+    whole_range_right();
+    CHECK(ranges() == std::vector<std::string>{"bytes=100-699", "bytes=350-699"});
+    CHECK(h.executor->seen()[1].resume_from == 250);
+    CHECK(reports == std::vector<size_t>{250, 600});
+    RetryStats stats = h.Client().retry_stats();
+    CHECK(stats.retries == 1);
+    CHECK(stats.resumed == 1);
+    CHECK(stats.resumed_bytes == 250);
+  }
+  SECTION("cut twice: each retry starts where the bytes stopped") {
+    cuts = {250, 100, 0};
+    auto got = h.Get(req, target);
+    REQUIRE(got.ok());
+    CHECK(got->bytes == 600);
+    whole_range_right();
+    CHECK(ranges() == std::vector<std::string>{"bytes=100-699", "bytes=350-699", "bytes=450-699",
+                                               "bytes=450-699"});
+    CHECK(reports == std::vector<size_t>{250, 350, 600});
+    CHECK(h.Client().retry_stats().resumed == 3);
+    CHECK(h.Client().retry_stats().resumed_bytes == 250 + 350 + 350);
+  }
+  SECTION("cut before any byte: the retry asks for the whole range") {
+    cuts = {0};
+    REQUIRE(h.Get(req, target).ok());
+    whole_range_right();
+    CHECK(ranges() == std::vector<std::string>{"bytes=100-699", "bytes=100-699"});
+    CHECK(h.Client().retry_stats().resumed == 0);
+  }
+  SECTION("the object changed before the retry: kPreconditionFailed, the bytes handed out kept") {
+    cuts = {250};
+    h.executor->respond = [&](const SeenRequest& r, int index) {
+      FakeReply reply = server(r);
+      if (index == 0) {
+        reply.truncate_at = 250;
+        server.etag = "\"v2\"";  // replaced on the server while the first body was sent
+      }
+      return reply;
+    };
+    auto got = h.Get(req, target);
+    REQUIRE_FALSE(got.ok());
+    CHECK(got.status().code() == ErrorCode::kPreconditionFailed);
+    CHECK(std::string(buf.data(), 250) == server.data.substr(100, 250));
+    CHECK(reports == std::vector<size_t>{250});
+    REQUIRE(h.executor->count() == 2);
+    CHECK(*h.executor->seen()[1].Header("range") == "bytes=350-699");
+    CHECK(*h.executor->seen()[1].Header("if-match") == "\"v1\"");
+  }
+  SECTION("not pinned (no If-Match): nothing is handed out early, the retry asks for it all") {
+    cuts = {250};
+    req.if_match.clear();
+    REQUIRE(h.Get(req, target).ok());
+    whole_range_right();
+    CHECK(reports.empty());
+    REQUIRE(h.executor->count() == 2);
+    CHECK(*h.executor->seen()[1].Header("range") == "bytes=100-699");
+    CHECK(h.executor->seen()[1].resume_from == 0);
+  }
+  SECTION("no length (to the end of the object): the retry asks for the whole range") {
+    cuts = {250};
+    req.length.reset();
+    std::vector<char> rest(900);
+    GetTarget to_end = GetTarget::Fixed(rest.data(), rest.size());
+    to_end.on_arrival = [&](size_t n) { reports.push_back(n); };
+    REQUIRE(h.Get(req, to_end).ok());
+    CHECK(std::string(rest.data(), 900) == server.data.substr(100));
+    REQUIRE(h.executor->count() == 2);
+    CHECK(*h.executor->seen()[1].Header("range") == "bytes=100-");
+    CHECK(h.executor->seen()[1].resume_from == 0);
+  }
+}
+
 TEST_CASE("A 206 covering the whole object without CRC verification is reported early") {
   Harness h;
   h.options.verify_crc64 = false;
