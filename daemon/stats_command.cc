@@ -139,6 +139,12 @@ std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* bef
                 h ? Ms((*h)["p90"].GetDouble()).c_str() : "-",
                 h ? Ms((*h)["p99"].GetDouble()).c_str() : "-", FormatBytes(bytes).c_str());
     if (error_detail.count(t)) out += Line("            errors: %s", error_detail[t].c_str());
+    // Retries of parts cut short that asked only for the rest (the bytes kept, summed per retry).
+    double resumed = Get(s, "ossmount_request_resumed_bytes_total{type=" + t + "}");
+    if (resumed > 0) {
+      out +=
+          Line("            resumed retries: %s not fetched again", FormatBytes(resumed).c_str());
+    }
   }
   double received = 0, received_rate = 0;
   for (const auto& [key, value] : s) {

@@ -419,6 +419,8 @@ class ReadaheadTest(unittest.TestCase):
             doc = json.loads(harness.stats_json(m.mountpoint).stdout)
             kept = harness.metric(doc, "counters", "ossmount_request_resumed_bytes_total",
                                   type="GET-range") - before
+            view = subprocess.run([harness.OSSMOUNT, "stats", m.mountpoint, "--once"],
+                                  capture_output=True, text=True, timeout=60, check=True).stdout
             self.no_faults()
             self.assertEqual(m.unmount(), 0, m.output()[-2000:])  # it logs its retries at exit
         finally:
@@ -429,6 +431,7 @@ class ReadaheadTest(unittest.TestCase):
               "%d bytes not asked for again" % (cuts, stats["GET"], stats["bytes_sent"], kept))
         self.assertGreater(cuts, 8, stats)
         self.assertGreater(kept, 0)
+        self.assertRegex(view, r"resumed retries: [0-9.]+ (B|[KMGT]iB) not fetched again")
         # The kernel's straggling reads cost at most 1 MiB each (see the dd test); 32 MiB
         # covers them, and is a quarter of what refetching whole parts would add.
         self.assertGreaterEqual(stats["bytes_sent"], BIG_SIZE)

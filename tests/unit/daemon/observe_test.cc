@@ -210,6 +210,8 @@ TEST_CASE("stats: the view shows counts, errors, ratios and rates") {
            "{\"name\":\"ossmount_received_bytes_total\",\"labels\":{\"type\":\"GET\"},\"value\":" +
            std::to_string(gets * 1048576) +
            "},"
+           "{\"name\":\"ossmount_request_resumed_bytes_total\",\"labels\":{\"type\":\"GET\"},"
+           "\"value\":3145728},"
            "{\"name\":\"ossmount_memory_cache_lookups_total\",\"labels\":{\"result\":\"hit\"},"
            "\"value\":3},"
            "{\"name\":\"ossmount_memory_cache_lookups_total\",\"labels\":{\"result\":\"miss\"},"
@@ -249,7 +251,8 @@ TEST_CASE("stats: the view shows counts, errors, ratios and rates") {
   CHECK_THAT(view, Contains("ossmount /mnt/x (pid 7)"));
   CHECK_THAT(view,
              Contains("  GET            30        2        0        12.0      50.0     200.0"));
-  CHECK_THAT(view, Contains("errors: throttled 2"));
+  CHECK_THAT(view, Contains("errors: throttled 2\n            resumed retries: 3.0 MiB not "
+                            "fetched again"));
   CHECK_THAT(view, Contains("from the store 10.0 MiB/s (30.0 MiB in all)"));  // 20 MiB in 2 s
   CHECK_THAT(view, Contains("memory (small files)   75.0% (3/4)"));
   CHECK_THAT(view, Contains("disk                   off (no --cache)"));
