@@ -124,14 +124,14 @@ class OssS3Client final : public ObjectClient {
     // the executor, read by its vouch and accept: never at the same time.
     auto attempt = std::make_shared<ResumedGet>(ResumedGet{request, 0});
     op.accept = [attempt, target, result, ctx = ctx_.get()](const http::Response& r) {
-      GetTarget rest = target;
-      if (attempt->kept > 0) {
-        rest.data += attempt->kept;
-        rest.capacity -= attempt->kept;
-      }
-      Status s = CheckGetResponse(attempt->request, rest, r, ctx->dialect,
+      // A resumed attempt's body sits past the kept bytes; any other is checked in place (no
+      // copy of the caller's target on every GET).
+      const uint64_t kept = attempt->kept;
+      const GetTarget rest =
+          kept > 0 ? GetTarget::Fixed(target.data + kept, target.capacity - kept) : GetTarget();
+      Status s = CheckGetResponse(attempt->request, kept > 0 ? rest : target, r, ctx->dialect,
                                   ctx->options.verify_crc64, result.get());
-      if (s.ok()) result->bytes += attempt->kept;
+      if (s.ok()) result->bytes += kept;
       return s;
     };
     op.explain_overflow = [attempt](const http::Response& r) {
