@@ -5,6 +5,7 @@
 #include "auth/signer.h"
 #include "auth/signing_internal.h"
 #include "common/url.h"
+#include "unit/auth/test_credentials.h"
 
 namespace ossmount::auth {
 namespace {
@@ -13,13 +14,7 @@ SystemTime At(int64_t unix_seconds) { return SystemTime(std::chrono::seconds(uni
 
 SystemTime AtRfc1123(const char* s) { return At(ParseRfc1123(s).value()); }
 
-Credentials Creds(std::string ak, std::string sk, std::string token = "") {
-  Credentials c;
-  c.access_key_id = std::move(ak);
-  c.access_key_secret = std::move(sk);
-  c.security_token = std::move(token);
-  return c;
-}
+using testing::Creds;
 
 std::string HeaderOf(const SignableRequest& r, const char* name) {
   const std::string* v = r.Header(name);

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "auth/signer.h"
+#include "unit/auth/test_credentials.h"
 
 namespace ossmount::auth {
 namespace {
@@ -15,13 +16,7 @@ using std::chrono::seconds;
 
 const SystemTime kNow = SystemTime(seconds(1702743657));  // 2023-12-16T16:20:57Z
 
-Credentials Creds(std::string ak, std::string sk, std::string token = "") {
-  Credentials c;
-  c.access_key_id = std::move(ak);
-  c.access_key_secret = std::move(sk);
-  c.security_token = std::move(token);
-  return c;
-}
+using testing::Creds;
 
 VerifyOptions Options(SystemTime now = kNow) {
   VerifyOptions o;

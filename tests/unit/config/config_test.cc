@@ -13,6 +13,7 @@
 #include "config/mountpoint_check.h"
 #include "config/option_values.h"
 #include "support/temp_dir.h"
+#include "unit/config/base_args.h"
 
 using namespace ossmount;
 using namespace ossmount::config;
@@ -42,13 +43,8 @@ std::string Fails(std::vector<std::string> args, const std::string& needle) {
   return r.status().message();
 }
 
-const std::vector<std::string> kBase = {"bucket1", "/mnt/x", "--endpoint", "http://127.0.0.1:9000"};
-
-std::vector<std::string> With(std::vector<std::string> extra) {
-  std::vector<std::string> v = kBase;
-  v.insert(v.end(), extra.begin(), extra.end());
-  return v;
-}
+using ossmount::config::testing::kBase;
+using ossmount::config::testing::With;
 
 }  // namespace
 

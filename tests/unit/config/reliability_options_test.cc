@@ -5,20 +5,13 @@
 
 #include "config/mount_config.h"
 #include "config/mountpoint_check.h"
+#include "unit/config/base_args.h"
 
 using namespace ossmount;
 using namespace ossmount::config;
 using namespace std::chrono_literals;
 
-namespace {
-
-std::vector<std::string> With(std::vector<std::string> extra) {
-  std::vector<std::string> v = {"bucket1", "/mnt/x", "--endpoint", "http://127.0.0.1:9000"};
-  v.insert(v.end(), extra.begin(), extra.end());
-  return v;
-}
-
-}  // namespace
+using ossmount::config::testing::With;
 
 TEST_CASE("Options retry-budget and stall-timeout land in the client options") {
   auto defaults = ParseCommandLine(With({}));

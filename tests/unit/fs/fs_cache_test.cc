@@ -48,13 +48,6 @@ std::map<std::string, std::string> Fill(Harness& h) {
   return etags;
 }
 
-// Lookup + Harness::ReadFile.
-std::string ReadFile(Harness& h, const std::string& name) {
-  auto e = h.Lookup(kRootInode, name);
-  REQUIRE(e.ok());
-  return h.ReadFile(e->attr.ino);
-}
-
 std::string Slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
@@ -68,13 +61,13 @@ TEST_CASE("Disk cache: a small file read again after its buffer was dropped cost
   Harness h(WithCache(cache));
   Fill(h);
   h.fake->ResetCounters();
-  for (const auto& [key, data] : Dataset()) CHECK(ReadFile(h, key) == data);
+  for (const auto& [key, data] : Dataset()) CHECK(h.ReadPath(key) == data);
   CHECK(h.fake->count(Op::kGet) == Dataset().size());
   cache->Flush();
   CHECK(Eventually([&] { return h.fs->stats().whole_objects == 0; }));  // none left in memory
   CHECK(cache->Stats().blocks == Dataset().size());
 
-  for (const auto& [key, data] : Dataset()) CHECK(ReadFile(h, key) == data);
+  for (const auto& [key, data] : Dataset()) CHECK(h.ReadPath(key) == data);
   CHECK(h.fake->count(Op::kGet) == Dataset().size());  // none more
   CHECK(cache->Stats().hits == Dataset().size());
 }
@@ -85,14 +78,14 @@ TEST_CASE("Disk cache: after a remount over the same directory, zero GETs") {
     auto cache = OpenCache(tmp.Sub("cache"));
     Harness h(WithCache(cache));
     Fill(h);
-    for (const auto& [key, data] : Dataset()) CHECK(ReadFile(h, key) == data);
+    for (const auto& [key, data] : Dataset()) CHECK(h.ReadPath(key) == data);
     cache->Flush();
   }
   auto cache = OpenCache(tmp.Sub("cache"));  // a new process, in effect
   Harness h(WithCache(cache));
   Fill(h);
   h.fake->ResetCounters();
-  for (const auto& [key, data] : Dataset()) CHECK(ReadFile(h, key) == data);
+  for (const auto& [key, data] : Dataset()) CHECK(h.ReadPath(key) == data);
   CHECK(h.fake->count(Op::kGet) == 0);
   CHECK(cache->Stats().hits == Dataset().size());
 
@@ -102,9 +95,9 @@ TEST_CASE("Disk cache: after a remount over the same directory, zero GETs") {
   Fill(fresh);
   fresh.fake->PutObject("a.jpg", changed);
   fresh.fake->ResetCounters();
-  CHECK(ReadFile(fresh, "a.jpg") == changed);
+  CHECK(fresh.ReadPath("a.jpg") == changed);
   CHECK(fresh.fake->count(Op::kGet) == 1);
-  CHECK(ReadFile(fresh, "b.jpg") == Dataset()[1].second);  // unchanged: still a hit
+  CHECK(fresh.ReadPath("b.jpg") == Dataset()[1].second);  // unchanged: still a hit
   CHECK(fresh.fake->count(Op::kGet) == 1);
 }
 
@@ -115,7 +108,7 @@ TEST_CASE("Disk cache: a corrupted block is refetched with exactly one GET") {
     auto cache = OpenCache(tmp.Sub("cache"));
     Harness h(WithCache(cache));
     etag = Fill(h)["a.jpg"];
-    for (const auto& [key, data] : Dataset()) ReadFile(h, key);
+    for (const auto& [key, data] : Dataset()) h.ReadPath(key);
     cache->Flush();
   }
   const std::string path =
@@ -129,12 +122,12 @@ TEST_CASE("Disk cache: a corrupted block is refetched with exactly one GET") {
   Harness h(WithCache(cache));
   Fill(h);
   h.fake->ResetCounters();
-  CHECK(ReadFile(h, "a.jpg") == Dataset()[0].second);
+  CHECK(h.ReadPath("a.jpg") == Dataset()[0].second);
   CHECK(h.fake->count(Op::kGet) == 1);
   CHECK(cache->Stats().corrupt == 1);
   // The refetched bytes are cached again.
   cache->Flush();
-  CHECK(ReadFile(h, "a.jpg") == Dataset()[0].second);
+  CHECK(h.ReadPath("a.jpg") == Dataset()[0].second);
   CHECK(h.fake->count(Op::kGet) == 1);
 }
 

@@ -159,6 +159,19 @@ class Harness {
     fs->Release(ino, open->fh);
     return *data;
   }
+  // Looks up each name of `path` ("d/f100") from the root, then ReadFile.
+  std::string ReadPath(const std::string& path) {
+    InodeId ino = kRootInode;
+    size_t from = 0;
+    while (true) {
+      size_t slash = path.find('/', from);
+      auto e = Lookup(ino, path.substr(from, slash == std::string::npos ? slash : slash - from));
+      REQUIRE(e.ok());
+      ino = e->attr.ino;
+      if (slash == std::string::npos) return ReadFile(ino);
+      from = slash + 1;
+    }
+  }
 
   boost::asio::io_context io;
   std::shared_ptr<FakeObjectClient> fake;

@@ -23,15 +23,6 @@ void MakeDataset(Harness& h, int n) {
   REQUIRE(h.List(d->attr.ino).ok());
 }
 
-// Opens, reads whole and releases `path` ("d/f100"); returns the bytes.
-std::string ReadFile(Harness& h, const std::string& path) {
-  auto d = h.Lookup(kRootInode, "d");
-  REQUIRE(d.ok());
-  auto f = h.Lookup(d->attr.ino, path.substr(2));
-  REQUIRE(f.ok());
-  return h.ReadFile(f->attr.ino);
-}
-
 std::vector<std::string> Names(int n) {
   std::vector<std::string> v;
   for (int i = 0; i < n; ++i) v.push_back(FileName(i));
@@ -65,7 +56,7 @@ TEST_CASE("Hinted files are prefetched at prefetch priority and read with no sec
   for (const auto& r : h.fake->requests()) {
     if (r.op == Op::kGet) CHECK(r.priority == Priority::kPrefetch);
   }
-  for (int i = 0; i < 20; ++i) CHECK(ReadFile(h, FileName(i)) == Content(kFileSize, i));
+  for (int i = 0; i < 20; ++i) CHECK(h.ReadPath(FileName(i)) == Content(kFileSize, i));
   CHECK(h.fake->count(Op::kGet) == 20);
   CHECK(prefetcher->Status().hints.read == 20);
   CHECK(prefetcher->Status().held_bytes == 0);  // released as they were read
@@ -79,7 +70,7 @@ TEST_CASE("A read of a file whose prefetch is in flight joins it: one GET") {
   auto prefetcher = h.fs->dataset_prefetcher();
   prefetcher->SetHints({FileName(0)});
   REQUIRE(Eventually([&] { return h.fake->count(Op::kGet) == 1; }));
-  auto reader = std::async(std::launch::async, [&] { return ReadFile(h, FileName(0)); });
+  auto reader = std::async(std::launch::async, [&] { return h.ReadPath(FileName(0)); });
   std::this_thread::sleep_for(50ms);  // let the read reach the filesystem (not required)
   h.fake->Resume();
   CHECK(reader.get() == Content(kFileSize, 0));
@@ -102,7 +93,7 @@ TEST_CASE("Hint prefetch stays within the memory budget and every file is fetche
   }));
   CHECK(h.fs->memory_budget()->used() <= o.max_memory);
   // The reader is never refused (on-demand reads Reserve), and gets every byte right.
-  for (int i = 0; i < 10; ++i) CHECK(ReadFile(h, FileName(i)) == Content(kFileSize, i));
+  for (int i = 0; i < 10; ++i) CHECK(h.ReadPath(FileName(i)) == Content(kFileSize, i));
   CHECK(h.fake->count(Op::kGet) == 10);
 }
 
@@ -125,7 +116,7 @@ TEST_CASE("Warm-up of a directory fetches every file once, then reads cost no GE
   CHECK(job().bytes_done == 13 * kFileSize);
   const uint64_t gets = h.fake->count(Op::kGet);
   CHECK(gets == 13);
-  for (int i = 0; i < 12; ++i) CHECK(ReadFile(h, FileName(i)) == Content(kFileSize, i));
+  for (int i = 0; i < 12; ++i) CHECK(h.ReadPath(FileName(i)) == Content(kFileSize, i));
   CHECK(h.fake->count(Op::kGet) == gets);
 
   uint64_t missing = prefetcher->StartWarmup({"nope"});
@@ -152,7 +143,7 @@ TEST_CASE("Automatic mode (--prefetch-on-list) warms a directory's files after i
     return !st.jobs.empty() && st.jobs.back().state == prefetch::JobState::kDone;
   }));
   CHECK(h.fake->count(Op::kGet) == 8);
-  for (int i = 0; i < 8; ++i) CHECK(ReadFile(h, FileName(i)) == Content(kFileSize, i));
+  for (int i = 0; i < 8; ++i) CHECK(h.ReadPath(FileName(i)) == Content(kFileSize, i));
   CHECK(h.fake->count(Op::kGet) == 8);
 }
 
@@ -205,7 +196,7 @@ TEST_CASE(
   o.dataset_prefetch.hint_ahead_files = 100;
   Harness h(o);
   MakeDataset(h, 10);
-  for (int i = 0; i < 5; ++i) ReadFile(h, FileName(i));  // the kernel now holds these
+  for (int i = 0; i < 5; ++i) h.ReadPath(FileName(i));  // the kernel now holds these
   h.fake->ResetCounters();
   auto prefetcher = HintAllAndSettle(h, 10);
   CHECK(h.fake->count(Op::kGet) == 5);  // files 5 to 9 only
@@ -230,20 +221,20 @@ TEST_CASE(
   o.dataset_prefetch.hint_ahead_files = 100;
   Harness h(o);
   MakeDataset(h, 40);
-  for (int i = 0; i < 40; ++i) ReadFile(h, FileName(i));
+  for (int i = 0; i < 40; ++i) h.ReadPath(FileName(i));
   h.fake->ResetCounters();
   auto prefetcher = HintAllAndSettle(h, 40);
   CHECK(h.fake->count(Op::kGet) == 0);
   CHECK(prefetcher->Status().hints.page_cached == 40);
   // The kernel dropped them all: every reopen's READ reaches the filesystem. The eighth
   // miss in a row ends the trust, and the 32 files not read yet are prefetched after all.
-  for (int i = 0; i < 8; ++i) CHECK(ReadFile(h, FileName(i)) == Content(kFileSize, i));
+  for (int i = 0; i < 8; ++i) CHECK(h.ReadPath(FileName(i)) == Content(kFileSize, i));
   REQUIRE(Eventually([&] {
     auto st = prefetcher->Status().hints;
     return st.fetched == 32 && st.in_flight == 0;
   }));
   CHECK(prefetcher->Status().hints.page_cached == 8);  // skipped, then read on demand
-  for (int i = 8; i < 40; ++i) CHECK(ReadFile(h, FileName(i)) == Content(kFileSize, i));
+  for (int i = 8; i < 40; ++i) CHECK(h.ReadPath(FileName(i)) == Content(kFileSize, i));
   CHECK(h.fake->count(Op::kGet) == 40);  // one per file: 8 on demand, 32 prefetched
   CHECK(prefetcher->Status().hints.read == 40);
 }

@@ -59,13 +59,7 @@ Request Get(const std::string& url, GetTarget target = {}) {
 }
 
 // Executes one request and waits for its handler (generous timeout against hangs only).
-Response Call(FetchEngine& engine, Request request) {
-  auto promise = std::make_shared<std::promise<Response>>();
-  auto future = promise->get_future();
-  engine.Execute(std::move(request), [promise](Response r) { promise->set_value(std::move(r)); });
-  REQUIRE(future.wait_for(60s) == std::future_status::ready);
-  return future.get();
-}
+using testing::Call;
 
 EngineOptions FastFailOptions() {
   EngineOptions o;

@@ -1,12 +1,17 @@
-// Test helpers for the fetch engine: an io_context run by N threads, and a collector that
-// waits for handler calls with a generous timeout (only to avoid hangs).
+// Test helpers for the fetch engine: an io_context run by N threads, a collector that waits
+// for handler calls, and Call(), which runs one request to completion (the timeouts are
+// generous, only to avoid hangs).
 #pragma once
+
+#include <catch2/catch.hpp>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -69,5 +74,15 @@ class Collector {
   std::map<int, http::Response> responses_;
   int total_ = 0;
 };
+
+// Executes `request` and waits for its response.
+inline http::Response Call(http::FetchEngine& engine, http::Request request) {
+  auto promise = std::make_shared<std::promise<http::Response>>();
+  auto future = promise->get_future();
+  engine.Execute(std::move(request),
+                 [promise](http::Response r) { promise->set_value(std::move(r)); });
+  REQUIRE(future.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
+  return future.get();
+}
 
 }  // namespace ossmount::testing

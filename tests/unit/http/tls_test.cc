@@ -17,13 +17,7 @@ using namespace std::chrono_literals;
 using testing::IoThreads;
 using testing::TlsTestServer;
 
-Response Call(FetchEngine& engine, Request request) {
-  auto promise = std::make_shared<std::promise<Response>>();
-  auto future = promise->get_future();
-  engine.Execute(std::move(request), [promise](Response r) { promise->set_value(std::move(r)); });
-  REQUIRE(future.wait_for(60s) == std::future_status::ready);
-  return future.get();
-}
+using testing::Call;
 
 TEST_CASE("an untrusted certificate fails verification and points at --ca-bundle", "[tls]") {
   TlsTestServer server;

@@ -24,8 +24,6 @@ std::string MakeObject(size_t n) {
   return s;
 }
 
-std::string Crc(const std::string& s) { return std::to_string(Crc64(0, s.data(), s.size())); }
-
 // A server holding one object that honours Range like OSS with standard range behaviour
 // (or ignores it, like a legacy server, when ignore_range is set).
 struct ObjectServer {

@@ -4,7 +4,9 @@
 
 #include <catch2/catch.hpp>
 #include <optional>
+#include <string>
 
+#include "common/crc64.h"
 #include "object/object_client_impl.h"
 #include "unit/object/fakes.h"
 
@@ -67,5 +69,19 @@ struct Harness {
   ClientOptions options;
   std::shared_ptr<ObjectClient> client;
 };
+
+// The body of a good GET, its CRC-64 as OSS reports it, and a 200 carrying it.
+inline const std::string kGoodBody = "The quick brown fox jumps over the lazy dog";
+
+inline std::string Crc(const std::string& s) {
+  return std::to_string(Crc64(0, s.data(), s.size()));
+}
+
+inline FakeReply GoodGet() {
+  return FakeReply::Ok(kGoodBody, {{"Content-Length", std::to_string(kGoodBody.size())},
+                                   {"ETag", "\"e1\""},
+                                   {"Last-Modified", "Fri, 04 Mar 2022 02:46:25 GMT"},
+                                   {"x-oss-hash-crc64ecma", Crc(kGoodBody)}});
+}
 
 }  // namespace ossmount::object::testing

@@ -8,12 +8,6 @@ using namespace ossmount;
 using namespace ossmount::object;
 using namespace ossmount::object::testing;
 
-namespace {
-
-std::string Crc(const std::string& s) { return std::to_string(Crc64(0, s.data(), s.size())); }
-
-}  // namespace
-
 TEST_CASE("HEAD parses the headers - a bodiless 404 is kNotFound with the request id") {
   Harness h;
   h.executor->respond = [](const SeenRequest& r, int i) {

@@ -73,19 +73,6 @@ TEST_CASE("Retry-After parsing: delta seconds, HTTP dates, junk") {
   CHECK_FALSE(ParseRetryAfter(http::HeaderList{}, now).has_value());
 }
 
-namespace {
-
-const std::string kBody = "0123456789abcdef";
-
-FakeReply GoodGet() {
-  return FakeReply::Ok(
-      kBody, {{"Content-Length", std::to_string(kBody.size())},
-              {"ETag", "\"e1\""},
-              {"x-oss-hash-crc64ecma", std::to_string(Crc64(0, kBody.data(), kBody.size()))}});
-}
-
-}  // namespace
-
 TEST_CASE("A Retry-After shorter than the backoff does not shorten the wait") {
   Harness h;
   h.options.retry.base_delay = ms(1000);

@@ -12,17 +12,6 @@ using namespace ossmount::object::testing;
 
 namespace {
 
-const std::string kBody = "The quick brown fox jumps over the lazy dog";
-
-std::string Crc(const std::string& s) { return std::to_string(Crc64(0, s.data(), s.size())); }
-
-FakeReply GoodGet() {
-  return FakeReply::Ok(kBody, {{"Content-Length", std::to_string(kBody.size())},
-                               {"ETag", "\"e1\""},
-                               {"Last-Modified", "Fri, 04 Mar 2022 02:46:25 GMT"},
-                               {"x-oss-hash-crc64ecma", Crc(kBody)}});
-}
-
 struct Failure {
   const char* name;
   std::function<FakeReply()> reply;
@@ -82,9 +71,9 @@ TEST_CASE("Retry matrix: k failures then success returns the right bytes") {
       req.key = "k";
       auto got = h.Get(req, GetTarget::Growable(&out));
       REQUIRE(got.ok());
-      CHECK(std::string(out.begin(), out.end()) == kBody);
-      CHECK(got->bytes == kBody.size());
-      CHECK(got->object_size == kBody.size());
+      CHECK(std::string(out.begin(), out.end()) == kGoodBody);
+      CHECK(got->bytes == kGoodBody.size());
+      CHECK(got->object_size == kGoodBody.size());
       CHECK(got->etag == "\"e1\"");
       CHECK(got->mtime_sec == 1646361985);
       CHECK(h.executor->count() == static_cast<size_t>(failures + 1));

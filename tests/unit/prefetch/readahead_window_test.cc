@@ -2,13 +2,15 @@
 #include <catch2/catch.hpp>
 
 #include "prefetch/readahead_window.h"
+#include "support/byte_units.h"
 
 using ossmount::prefetch::ReadaheadWindow;
 using Access = ReadaheadWindow::Access;
 
+using ossmount::testing::KiB;
+using ossmount::testing::MiB;
+
 namespace {
-constexpr uint64_t KiB = 1024;
-constexpr uint64_t MiB = 1024 * KiB;
 
 ReadaheadWindow::Options Opts() {
   ReadaheadWindow::Options o;

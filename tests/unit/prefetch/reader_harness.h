@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "prefetch/sequential_reader.h"
+#include "support/byte_units.h"
 #include "support/eventually.h"
 #include "support/fake_object_client.h"
 #include "support/memory_block_cache.h"
@@ -32,8 +33,8 @@ using ossmount::testing::Op;
 using ossmount::testing::RequestRecord;
 using namespace std::chrono_literals;
 
-constexpr uint64_t KiB = 1024;
-constexpr uint64_t MiB = 1024 * KiB;
+using ossmount::testing::KiB;
+using ossmount::testing::MiB;
 
 inline std::string Content(size_t size, uint32_t seed) {
   std::mt19937 rng(seed);
