@@ -10,11 +10,11 @@
 namespace ossmount::auth {
 namespace {
 
+using testing::Creds;
+
 SystemTime At(int64_t unix_seconds) { return SystemTime(std::chrono::seconds(unix_seconds)); }
 
 SystemTime AtRfc1123(const char* s) { return At(ParseRfc1123(s).value()); }
-
-using testing::Creds;
 
 std::string HeaderOf(const SignableRequest& r, const char* name) {
   const std::string* v = r.Header(name);

@@ -13,10 +13,9 @@ namespace {
 
 using std::chrono::minutes;
 using std::chrono::seconds;
+using testing::Creds;
 
 const SystemTime kNow = SystemTime(seconds(1702743657));  // 2023-12-16T16:20:57Z
-
-using testing::Creds;
 
 VerifyOptions Options(SystemTime now = kNow) {
   VerifyOptions o;

@@ -26,6 +26,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using ossmount::testing::Eventually;
+using testing::Call;
 using testing::Collector;
 using testing::IoThreads;
 using testing::Route;
@@ -57,9 +58,6 @@ Request Get(const std::string& url, GetTarget target = {}) {
   r.target = target;
   return r;
 }
-
-// Executes one request and waits for its handler (generous timeout against hangs only).
-using testing::Call;
 
 EngineOptions FastFailOptions() {
   EngineOptions o;

@@ -1,8 +1,6 @@
 // TLS verification in the fetch engine and FetchBlocking, against a self-signed server.
 #include <catch2/catch.hpp>
 
-#include <future>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,10 +12,9 @@ namespace ossmount::http {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::Call;
 using testing::IoThreads;
 using testing::TlsTestServer;
-
-using testing::Call;
 
 TEST_CASE("an untrusted certificate fails verification and points at --ca-bundle", "[tls]") {
   TlsTestServer server;

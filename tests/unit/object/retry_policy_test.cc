@@ -7,7 +7,6 @@
 #include <catch2/catch.hpp>
 #include <set>
 
-#include "common/crc64.h"
 #include "object/clock.h"
 #include "object/retry_policy.h"
 #include "unit/object/harness.h"

@@ -3,7 +3,6 @@
 // Retry-After, clock-skew correction and credential refresh behave as promised.
 #include <catch2/catch.hpp>
 
-#include "common/crc64.h"
 #include "unit/object/harness.h"
 
 using namespace ossmount;
