@@ -12,6 +12,7 @@
 #include <ctime>
 
 #include "common/metrics.h"
+#include "common/write_all.h"
 
 namespace ossmount::daemon {
 namespace {
@@ -31,19 +32,6 @@ std::string IsoTime(std::chrono::system_clock::time_point t) {
   size_t n = std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
   std::snprintf(buf + n, sizeof(buf) - n, ".%03dZ", static_cast<int>(ms % 1000));
   return buf;
-}
-
-void WriteAll(int fd, const std::string& data) {
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = ::write(fd, data.data() + off, data.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      spdlog::warn("audit log: write failed: {}", std::strerror(errno));
-      return;
-    }
-    off += static_cast<size_t>(n);
-  }
 }
 
 metrics::Counter& Dropped() {
@@ -121,7 +109,9 @@ void AuditLog::Run() {
     }
     batch.clear();
     // Lines queued before the reopen belong to the old file (logrotate has moved it).
-    if (!text.empty() && fd_ >= 0) WriteAll(fd_, text);
+    if (!text.empty() && fd_ >= 0 && !WriteAll(fd_, text)) {
+      spdlog::warn("audit log: write failed: {}", std::strerror(errno));
+    }
     if (reopen) {
       int fd = OpenFile(path_);
       if (fd < 0) {

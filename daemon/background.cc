@@ -13,6 +13,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/write_all.h"
 #include "notify.h"
 
 namespace ossmount::daemon {
@@ -59,20 +60,6 @@ constexpr std::string_view kNotePrefix = "NOTE ";
 StartupReporter::~StartupReporter() {
   if (fd_ >= 0) close(fd_);
 }
-
-namespace {
-
-void WriteAll(int fd, const std::string& line) {
-  size_t off = 0;
-  while (off < line.size()) {
-    ssize_t n = write(fd, line.data() + off, line.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    off += static_cast<size_t>(n);
-  }
-}
-
-}  // namespace
 
 void StartupReporter::Send(const std::string& line) {
   int fd = fd_;

@@ -212,7 +212,7 @@ int Follow(const std::string& mountpoint, uint64_t id) {
   }
 }
 
-int Status(const std::string& mountpoint) {
+int PrintStatus(const std::string& mountpoint) {
   rapidjson::Document status;
   if (!CallDaemon(mountpoint, R"({"command":"warmup-status"})", status)) return 1;
   auto jobs = status.FindMember("jobs");
@@ -344,7 +344,7 @@ int WarmupCommand(const std::vector<std::string>& args) {
       std::fprintf(stderr, "ossmount warmup: %s is not in an ossmount mount\n", given.c_str());
       return 1;
     }
-    if (!status_of.empty()) return Status(mp);
+    if (!status_of.empty()) return PrintStatus(mp);
     rapidjson::Document reply;
     if (!CallDaemon(mp, R"({"command":"warmup-cancel"})", reply)) return 1;
     std::printf("cancelled %llu warm-up(s) on %s\n",

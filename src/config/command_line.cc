@@ -21,10 +21,6 @@ const char* const kDefaultConfigPath = "/etc/ossmount/config.json";
 
 namespace {
 
-Status Error(std::string message) {
-  return Status(ErrorCode::kInvalidArgument, std::move(message));
-}
-
 // Raw strings as CLI11 saw them; empty optional = not given.
 struct RawOptions {
   std::string source, mountpoint;
@@ -270,7 +266,8 @@ Result<std::vector<std::string>> ExpandMountOptions(const std::vector<std::strin
     const std::string& a = args[i];
     std::string list;
     if (a == "-o") {
-      if (i + 1 >= args.size()) return Error("-o: missing the option list (-o opt1,opt2=value)");
+      if (i + 1 >= args.size())
+        return InvalidOption("-o: missing the option list (-o opt1,opt2=value)");
       list = args[++i];
     } else if (a.size() > 2 && a.rfind("-o", 0) == 0) {
       list = a.substr(2);
@@ -296,17 +293,17 @@ Result<std::vector<std::string>> ExpandMountOptions(const std::vector<std::strin
       flag = "--" + flag;
       CLI::Option* opt = app.get_option_no_throw(flag);
       if (opt == nullptr || opt->get_positional() || flag == "--help" || flag == "--version") {
-        return Error("-o " + name + ": unknown option (see ossmount --help)");
+        return InvalidOption("-o " + name + ": unknown option (see ossmount --help)");
       }
       bool is_flag = std::find(flags.begin(), flags.end(), opt) != flags.end();
       if (eq == std::string::npos) {
         if (!is_flag) {
-          return Error("-o " + name + ": needs a value (" + name + "=VALUE)");
+          return InvalidOption("-o " + name + ": needs a value (" + name + "=VALUE)");
         }
         out.push_back(flag);
       } else {
         if (is_flag) {
-          return Error("-o " + name + ": takes no value");
+          return InvalidOption("-o " + name + ": takes no value");
         }
         out.push_back(flag + "=" + item.substr(eq + 1));
       }
@@ -320,20 +317,20 @@ Result<std::string> CheckEndpoint(const char* option, std::string endpoint) {
   size_t scheme = endpoint.find("://");
   size_t host_start = scheme == std::string::npos ? 0 : scheme + 3;
   while (endpoint.size() > host_start && endpoint.back() == '/') endpoint.pop_back();
-  if (endpoint.empty()) return Error(std::string(option) + ": is empty");
+  if (endpoint.empty()) return InvalidOption(std::string(option) + ": is empty");
   std::string host = endpoint;
   if (scheme != std::string::npos) {
     std::string s = endpoint.substr(0, scheme);
     if (s != "http" && s != "https") {
-      return Error(std::string(option) + ": '" + endpoint + "' has scheme '" + s +
-                   "'; use http://, https:// or a bare host name");
+      return InvalidOption(std::string(option) + ": '" + endpoint + "' has scheme '" + s +
+                           "'; use http://, https:// or a bare host name");
     }
     host = endpoint.substr(scheme + 3);
   }
   if (host.empty() || host.find_first_of(" /?#@") != std::string::npos) {
-    return Error(std::string(option) + ": '" + endpoint +
-                 "' is not an endpoint; expected a host[:port] with an optional http:// or "
-                 "https://, e.g. oss-cn-beijing.aliyuncs.com");
+    return InvalidOption(std::string(option) + ": '" + endpoint +
+                         "' is not an endpoint; expected a host[:port] with an optional http:// or "
+                         "https://, e.g. oss-cn-beijing.aliyuncs.com");
   }
   return endpoint;
 }
@@ -341,7 +338,7 @@ Result<std::string> CheckEndpoint(const char* option, std::string endpoint) {
 Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   auto given = [&](const char* name) { return app.count(name) > 0; };
   if (r.source.empty() || r.mountpoint.empty()) {
-    return Error(
+    return InvalidOption(
         "missing arguments: usage is ossmount BUCKET[:/PREFIX] MOUNTPOINT [options] "
         "(see --help)");
   }
@@ -359,11 +356,11 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
     } else if (r.protocol == "s3") {
       flag = Protocol::kS3;
     } else {
-      return Error("--protocol: '" + r.protocol + "' is not valid; expected oss or s3");
+      return InvalidOption("--protocol: '" + r.protocol + "' is not valid; expected oss or s3");
     }
     if (source->url_protocol && *source->url_protocol != flag) {
-      return Error("--protocol " + r.protocol + " contradicts the source '" + r.source +
-                   "'; drop one of them");
+      return InvalidOption("--protocol " + r.protocol + " contradicts the source '" + r.source +
+                           "'; drop one of them");
     }
     protocol = flag;
   }
@@ -384,7 +381,7 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   }
   if (client.endpoint.empty()) {
     if (client.region.empty()) {
-      return Error(
+      return InvalidOption(
           "--endpoint is required (e.g. --endpoint oss-cn-beijing-internal.aliyuncs.com), or "
           "give --region to use the region's public endpoint");
     }
@@ -398,16 +395,17 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   }
   if (given("--data-region")) {
     if (client.data_endpoint.empty()) {
-      return Error("--data-region needs --data-endpoint (it is the signing region for it)");
+      return InvalidOption("--data-region needs --data-endpoint (it is the signing region for it)");
     }
-    if (r.data_region.empty()) return Error("--data-region: is empty");
+    if (r.data_region.empty()) return InvalidOption("--data-region: is empty");
     client.data_signing_region = r.data_region;
   }
 
   // Signing.
   if (protocol == Protocol::kS3) {
     if (given("--signature-version")) {
-      return Error("--signature-version applies to --protocol oss only (S3 always uses SigV4)");
+      return InvalidOption(
+          "--signature-version applies to --protocol oss only (S3 always uses SigV4)");
     }
     if (client.region.empty()) client.region = "us-east-1";
   } else {
@@ -416,12 +414,12 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
         client.oss_signature = OssSignatureVersion::kV1;
       } else if (r.signature_version == "v4") {
         if (client.region.empty()) {
-          return Error("--signature-version v4 needs --region (e.g. --region cn-beijing)");
+          return InvalidOption("--signature-version v4 needs --region (e.g. --region cn-beijing)");
         }
         client.oss_signature = OssSignatureVersion::kV4;
       } else {
-        return Error("--signature-version: '" + r.signature_version +
-                     "' is not valid; expected v1 or v4");
+        return InvalidOption("--signature-version: '" + r.signature_version +
+                             "' is not valid; expected v1 or v4");
       }
     } else {
       client.oss_signature =
@@ -431,7 +429,7 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
 
   // TLS and transport.
   client.ca_bundle = r.ca_bundle;
-  if (given("--ca-bundle") && r.ca_bundle.empty()) return Error("--ca-bundle: is empty");
+  if (given("--ca-bundle") && r.ca_bundle.empty()) return InvalidOption("--ca-bundle: is empty");
   if (r.no_verify_tls) {
     client.verify_tls = false;
     c.warnings.push_back(
@@ -447,7 +445,7 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   if (given("--connect-timeout")) {
     auto v = ParseDuration("--connect-timeout", r.connect_timeout);
     if (!v.ok()) return v.status();
-    if (v->count() == 0) return Error("--connect-timeout: must be more than 0");
+    if (v->count() == 0) return InvalidOption("--connect-timeout: must be more than 0");
     client.timeouts.connect = *v;
   }
   if (given("--request-timeout")) {
@@ -463,7 +461,7 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   if (given("--retry-budget")) {
     auto v = ParseDuration("--retry-budget", r.retry_budget);
     if (!v.ok()) return v.status();
-    if (v->count() == 0) return Error("--retry-budget: must be more than 0");
+    if (v->count() == 0) return InvalidOption("--retry-budget: must be more than 0");
     client.retry.total_budget = *v;
   }
   if (given("--stall-timeout")) {
@@ -471,7 +469,7 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
     if (!v.ok()) return v.status();
     // libcurl measures the low-speed window in whole seconds.
     if (v->count() < 1000 || v->count() % 1000 != 0) {
-      return Error("--stall-timeout: give whole seconds, at least 1s (e.g. 5s)");
+      return InvalidOption("--stall-timeout: give whole seconds, at least 1s (e.g. 5s)");
     }
     client.timeouts.low_speed_time = std::chrono::duration_cast<std::chrono::seconds>(*v);
   }
@@ -486,18 +484,19 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   cred.ram_role = r.ram_role;
   for (const char* name : {"--credentials-file", "--passwd-file", "--ram-role"}) {
     if (given(name) && r.anonymous) {
-      return Error(std::string(name) + " contradicts --anonymous; drop one of them");
+      return InvalidOption(std::string(name) + " contradicts --anonymous; drop one of them");
     }
   }
   if (given("--credentials-file") && r.credentials_file.empty()) {
-    return Error("--credentials-file: is empty");
+    return InvalidOption("--credentials-file: is empty");
   }
-  if (given("--passwd-file") && r.passwd_file.empty()) return Error("--passwd-file: is empty");
+  if (given("--passwd-file") && r.passwd_file.empty())
+    return InvalidOption("--passwd-file: is empty");
   if (given("--ram-role") && r.ram_role.empty()) {
-    return Error("--ram-role: is empty (give a role name, or 'auto')");
+    return InvalidOption("--ram-role: is empty (give a role name, or 'auto')");
   }
   if (given("--ecs-metadata-url")) {
-    if (r.ram_role.empty()) return Error("--ecs-metadata-url needs --ram-role");
+    if (r.ram_role.empty()) return InvalidOption("--ecs-metadata-url needs --ram-role");
     auto url = CheckEndpoint("--ecs-metadata-url", r.ecs_metadata_url);
     if (!url.ok()) return url.status();
     cred.ecs_metadata_url = *url;
@@ -514,8 +513,9 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   auto list_ahead = ParseInteger("--list-ahead", r.list_ahead, 0, 4096);
   if (!list_ahead.ok()) return list_ahead.status();
   if (given("--list-ahead") && *list_ahead > c.client.max_in_flight) {
-    return Error("--list-ahead " + std::to_string(*list_ahead) + " is more than --max-in-flight " +
-                 std::to_string(c.client.max_in_flight) + "; lower it or raise --max-in-flight");
+    return InvalidOption("--list-ahead " + std::to_string(*list_ahead) +
+                         " is more than --max-in-flight " + std::to_string(c.client.max_in_flight) +
+                         "; lower it or raise --max-in-flight");
   }
   fso.list_ahead = static_cast<size_t>(std::min<int64_t>(*list_ahead, c.client.max_in_flight));
   auto neg = ParseDuration("--negative-metadata-ttl", r.negative_metadata_ttl);
@@ -550,21 +550,22 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   // Data path.
   auto max_memory = ParseSize("--max-memory", r.max_memory);
   if (!max_memory.ok()) return max_memory.status();
-  if (*max_memory < (16ull << 20)) return Error("--max-memory: at least 16MiB");
+  if (*max_memory < (16ull << 20)) return InvalidOption("--max-memory: at least 16MiB");
   fso.max_memory = *max_memory;
   auto unit = ParseSize("--prefetch-unit", r.prefetch_unit);
   if (!unit.ok()) return unit.status();
   if (*unit < (64ull << 10) || *unit > (1ull << 30)) {
-    return Error("--prefetch-unit: between 64KiB and 1GiB");
+    return InvalidOption("--prefetch-unit: between 64KiB and 1GiB");
   }
   fso.readahead.part_size = *unit;
   auto max_ra = ParseSize("--max-readahead", r.max_readahead);
   if (!max_ra.ok()) return max_ra.status();
-  if (*max_ra < fso.readahead.initial_window) return Error("--max-readahead: at least 1MiB");
+  if (*max_ra < fso.readahead.initial_window)
+    return InvalidOption("--max-readahead: at least 1MiB");
   fso.readahead.max_window = *max_ra;
   auto kernel_ra = ParseSize("--kernel-readahead", r.kernel_readahead);
   if (!kernel_ra.ok()) return kernel_ra.status();
-  if (*kernel_ra > (1ull << 30)) return Error("--kernel-readahead: at most 1GiB");
+  if (*kernel_ra > (1ull << 30)) return InvalidOption("--kernel-readahead: at most 1GiB");
   fso.readahead.kernel_readahead = *kernel_ra;
   if (!given("--kernel-readahead")) {
     // 1 MiB: the kernel's reads are then 1 MiB (its largest), as with more, and a
@@ -585,10 +586,10 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   auto cache_size = ParseSize("--max-cache-size", r.max_cache_size);
   if (!cache_size.ok()) return cache_size.status();
   if (given("--max-cache-size") && r.cache_dir.empty()) {
-    return Error("--max-cache-size needs --cache DIR");
+    return InvalidOption("--max-cache-size needs --cache DIR");
   }
   if (!r.cache_dir.empty()) {
-    if (r.cache_dir[0] != '/') return Error("--cache: give an absolute directory path");
+    if (r.cache_dir[0] != '/') return InvalidOption("--cache: give an absolute directory path");
     c.cache.dir = r.cache_dir;
     c.cache.max_size = *cache_size;
   }
@@ -599,8 +600,9 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
     auto v = ParseInteger(flag, text, 1, 4096);
     if (!v.ok()) return v.status();
     if (given(flag) && *v > c.client.max_in_flight) {
-      return Error(std::string(flag) + " " + std::to_string(*v) + " is more than --max-in-flight " +
-                   std::to_string(c.client.max_in_flight) + "; lower it or raise --max-in-flight");
+      return InvalidOption(
+          std::string(flag) + " " + std::to_string(*v) + " is more than --max-in-flight " +
+          std::to_string(c.client.max_in_flight) + "; lower it or raise --max-in-flight");
     }
     return static_cast<int>(std::min<int64_t>(*v, c.client.max_in_flight));
   };
@@ -615,19 +617,19 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   fso.dataset_prefetch.hint_ahead_files = static_cast<size_t>(*haf);
   auto hab = ParseSize("--hint-ahead-bytes", r.hint_ahead_bytes);
   if (!hab.ok()) return hab.status();
-  if (*hab < (1ull << 20)) return Error("--hint-ahead-bytes: at least 1MiB");
+  if (*hab < (1ull << 20)) return InvalidOption("--hint-ahead-bytes: at least 1MiB");
   fso.dataset_prefetch.hint_ahead_bytes = *hab;
   fso.prefetch_on_list = r.prefetch_on_list;
 
   if (given("--manifest")) {
-    if (r.manifest.empty()) return Error("--manifest: give the path of a manifest file");
+    if (r.manifest.empty()) return InvalidOption("--manifest: give the path of a manifest file");
     c.manifest = r.manifest;
   }
 
   // Daemon.
   DaemonSettings& d = c.daemon;
   if (r.allow_other && r.allow_root) {
-    return Error(
+    return InvalidOption(
         "--allow-other contradicts --allow-root (allow_other already includes root); "
         "drop one of them");
   }
@@ -637,7 +639,7 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   d.nonempty = r.nonempty;
   d.foreground = r.foreground;
   d.log_file = r.log_file;
-  if (given("--log-file") && r.log_file.empty()) return Error("--log-file: is empty");
+  if (given("--log-file") && r.log_file.empty()) return InvalidOption("--log-file: is empty");
   if (r.debug) {
     d.log_level = "debug";
     d.fuse_debug = true;
@@ -646,11 +648,11 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
     static constexpr std::array<std::string_view, 5> kLevels = {"trace", "debug", "info", "warn",
                                                                 "error"};
     if (std::find(kLevels.begin(), kLevels.end(), r.log_level) == kLevels.end()) {
-      return Error("--log-level: '" + r.log_level +
-                   "' is not valid; expected trace, debug, info, warn or error");
+      return InvalidOption("--log-level: '" + r.log_level +
+                           "' is not valid; expected trace, debug, info, warn or error");
     }
     if (r.debug && r.log_level != "debug" && r.log_level != "trace") {
-      return Error("--log-level " + r.log_level + " contradicts --debug; drop one of them");
+      return InvalidOption("--log-level " + r.log_level + " contradicts --debug; drop one of them");
     }
     d.log_level = r.log_level;
   }
@@ -659,14 +661,15 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
     if (!v.ok()) return v.status();
     d.log_max_size = *v;
     if (d.log_max_size != 0 && d.log_max_size < 4096) {
-      return Error("--log-max-size: " + r.log_max_size + " is too small; give at least 4KiB or 0");
+      return InvalidOption("--log-max-size: " + r.log_max_size +
+                           " is too small; give at least 4KiB or 0");
     }
     auto files = ParseInteger("--log-max-files", r.log_max_files, 1, 1000);
     if (!files.ok()) return files.status();
     d.log_max_files = static_cast<int>(*files);
   }
   if (given("--audit-log")) {
-    if (r.audit_log.empty()) return Error("--audit-log: is empty");
+    if (r.audit_log.empty()) return InvalidOption("--audit-log: is empty");
     d.audit_log = r.audit_log;
   }
   if (given("--metrics-address")) {
@@ -674,7 +677,7 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
     const std::string& a = r.metrics_address;
     auto colon = a.rfind(':');
     if (colon == std::string::npos || colon == 0) {
-      return Error("--metrics-address: '" + a + "' is not HOST:PORT (e.g. 127.0.0.1:9464)");
+      return InvalidOption("--metrics-address: '" + a + "' is not HOST:PORT (e.g. 127.0.0.1:9464)");
     }
     std::string host = a.substr(0, colon);
     if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
@@ -683,8 +686,8 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
     boost::system::error_code ec;
     boost::asio::ip::make_address(host, ec);
     if (ec) {
-      return Error("--metrics-address: '" + host +
-                   "' is not an IP address (e.g. 127.0.0.1:9464; names are not resolved)");
+      return InvalidOption("--metrics-address: '" + host +
+                           "' is not an IP address (e.g. 127.0.0.1:9464; names are not resolved)");
     }
     auto port = ParseInteger("--metrics-address", a.substr(colon + 1), 1, 65535);
     if (!port.ok()) return port.status();
@@ -796,7 +799,7 @@ Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& args,
     parsed.text = UsageText();
     return parsed;
   } catch (const CLI::ParseError& e) {
-    return Error(e.what());
+    return InvalidOption(e.what());
   }
   if (raw.version) {
     parsed.command = Command::kVersion;
@@ -815,7 +818,7 @@ Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& args,
   auto env = SettingsFromEnvironment(table, sources.getenv);
   if (!env.ok()) return env.status();
   std::string config_path = raw.config_file;
-  if (app.count("--config") > 0 && config_path.empty()) return Error("--config: is empty");
+  if (app.count("--config") > 0 && config_path.empty()) return InvalidOption("--config: is empty");
   if (config_path.empty() && sources.getenv) {
     const char* from_env = sources.getenv("OSSMOUNT_CONFIG");
     if (from_env != nullptr) config_path = from_env;
@@ -864,10 +867,10 @@ Result<ParsedCommandLine> ParseCommandLine(const std::vector<std::string>& args,
   try {
     final_app.parse(std::vector<std::string>(merged.rbegin(), merged.rend()));
   } catch (const CLI::ParseError& e) {
-    st = Error(e.what());
+    st = InvalidOption(e.what());
   }
   if (st.ok()) st = Validate(final_raw, final_app, parsed.config);
-  if (!st.ok()) return Error(WithOrigin(st.message(), layered));
+  if (!st.ok()) return InvalidOption(WithOrigin(st.message(), layered));
   return parsed;
 }
 

@@ -12,13 +12,10 @@
 #include <sstream>
 
 #include "config/connector_config.h"
+#include "config/option_values.h"
 
 namespace ossmount::config {
 namespace {
-
-Status Error(std::string message) {
-  return Status(ErrorCode::kInvalidArgument, std::move(message));
-}
 
 // "line L, column C" of byte `offset` in `text`, for parse errors.
 std::string Position(std::string_view text, size_t offset) {
@@ -58,12 +55,13 @@ Result<ConfigFileSettings> ParseConfigText(std::string_view text, const std::str
   doc.Parse<rapidjson::kParseCommentsFlag | rapidjson::kParseTrailingCommasFlag>(text.data(),
                                                                                  text.size());
   if (doc.HasParseError()) {
-    return Error(path + ": not valid JSON at " + Position(text, doc.GetErrorOffset()) + ": " +
-                 rapidjson::GetParseError_En(doc.GetParseError()));
+    return InvalidOption(path + ": not valid JSON at " + Position(text, doc.GetErrorOffset()) +
+                         ": " + rapidjson::GetParseError_En(doc.GetParseError()));
   }
   if (!doc.IsObject()) {
-    return Error(path + ": the config file must be a JSON object ({\"key\": value, ...}), not " +
-                 TypeName(doc));
+    return InvalidOption(path +
+                         ": the config file must be a JSON object ({\"key\": value, ...}), not " +
+                         TypeName(doc));
   }
   if (LooksLikeConnectorConfig(doc)) return MapConnectorConfig(doc, path, options);
 
@@ -77,19 +75,19 @@ Result<ConfigFileSettings> ParseConfigText(std::string_view text, const std::str
     std::string where = "key \"" + key + "\" in " + path;
     std::string name = OptionNameFromKey(key);
     if (name == "config" || name == "help" || name == "version") {
-      return Error(where + ": not allowed in a config file");
+      return InvalidOption(where + ": not allowed in a config file");
     }
     auto found = by_name.find(name);
     if (found == by_name.end()) {
-      return Error(where +
-                   ": unknown key; keys are ossmount's long option names with '_' or "
-                   "'-' (e.g. metadata_ttl), plus source and mountpoint (see "
-                   "docs/CONFIGURATION.md)");
+      return InvalidOption(where +
+                           ": unknown key; keys are ossmount's long option names with '_' or "
+                           "'-' (e.g. metadata_ttl), plus source and mountpoint (see "
+                           "docs/CONFIGURATION.md)");
     }
     auto [prev, inserted] = key_of_option.emplace(name, key);
     if (!inserted) {
-      return Error(where + ": the option is already set by key \"" + prev->second +
-                   "\"; keep one of them");
+      return InvalidOption(where + ": the option is already set by key \"" + prev->second +
+                           "\"; keep one of them");
     }
     const OptionInfo& opt = *found->second;
     OptionSetting s;
@@ -97,17 +95,18 @@ Result<ConfigFileSettings> ParseConfigText(std::string_view text, const std::str
     s.origin = where;
     if (opt.flag) {
       if (!v.IsBool()) {
-        return Error(where + ": must be true or false (--" + opt.name + " is a flag), not " +
-                     TypeName(v));
+        return InvalidOption(where + ": must be true or false (--" + opt.name +
+                             " is a flag), not " + TypeName(v));
       }
       s.flag_value = v.GetBool();
     } else if (v.IsString() || v.IsInt64() || v.IsUint64()) {
       s.value = JsonScalarText(v);
     } else if (v.IsNumber()) {
-      return Error(where + ": must be a string or a whole number, not a fraction (write e.g. " +
-                   "\"1536MiB\" instead of 1.5GiB)");
+      return InvalidOption(where +
+                           ": must be a string or a whole number, not a fraction (write e.g. " +
+                           "\"1536MiB\" instead of 1.5GiB)");
     } else {
-      return Error(where + ": must be a string or a number, not " + TypeName(v));
+      return InvalidOption(where + ": must be a string or a number, not " + TypeName(v));
     }
     out.settings.push_back(std::move(s));
   }
@@ -118,11 +117,11 @@ Result<ConfigFileSettings> LoadConfigFile(const std::string& path,
                                           const std::vector<OptionInfo>& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    return Error("config file " + path + ": cannot be read (" + std::strerror(errno) + ")");
+    return InvalidOption("config file " + path + ": cannot be read (" + std::strerror(errno) + ")");
   }
   std::ostringstream buf;
   buf << in.rdbuf();
-  if (in.bad()) return Error("config file " + path + ": read error");
+  if (in.bad()) return InvalidOption("config file " + path + ": read error");
   return ParseConfigText(buf.str(), path, options);
 }
 

@@ -8,12 +8,10 @@
 #include <cctype>
 #include <string_view>
 
+#include "config/option_values.h"
+
 namespace ossmount::config {
 namespace {
-
-Status Error(std::string message) {
-  return Status(ErrorCode::kInvalidArgument, std::move(message));
-}
 
 constexpr std::array<std::string_view, 11> kConnectorFields = {
     "logLevel",     "logPath",        "auditPath", "datasetConfig",  "checkpointConfig",
@@ -142,7 +140,7 @@ class Mapper {
   }
 
   Status WrongType(const std::string& field, const rapidjson::Value&, const std::string& want) {
-    return Error("OSS Connector field \"" + field + "\" in " + path_ + ": must be " + want);
+    return InvalidOption("OSS Connector field \"" + field + "\" in " + path_ + ": must be " + want);
   }
 
   Status NoMeaning(const std::string& field, const std::string& why) {
@@ -178,12 +176,13 @@ Result<ConfigFileSettings> MapConnectorConfig(const rapidjson::Value& doc, const
     std::string key(it->name.GetString(), it->name.GetStringLength());
     // A file mixing both vocabularies is most likely a mistake; say which key is ossmount's.
     if (HasOption(options, OptionNameFromKey(key)) || key == "source" || key == "mountpoint") {
-      return Error("key \"" + key + "\" in " + path +
-                   ": this file has OSS Connector fields (logLevel, prefetchMB, ...), so it is "
-                   "read as the connector's config.json, where \"" +
-                   key +
-                   "\" is not a field; put ossmount's own options in a separate file or on the "
-                   "command line");
+      return InvalidOption(
+          "key \"" + key + "\" in " + path +
+          ": this file has OSS Connector fields (logLevel, prefetchMB, ...), so it is "
+          "read as the connector's config.json, where \"" +
+          key +
+          "\" is not a field; put ossmount's own options in a separate file or on the "
+          "command line");
     }
     Status st = mapper.Field(key, it->value);
     if (!st.ok()) return st;

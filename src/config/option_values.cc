@@ -37,6 +37,10 @@ bool MulOverflows(uint64_t a, uint64_t b) {
 
 }  // namespace
 
+Status InvalidOption(std::string message) {
+  return Status(ErrorCode::kInvalidArgument, std::move(message));
+}
+
 Result<uint64_t> ParseSize(std::string_view option, std::string_view text) {
   constexpr std::string_view kExpected =
       "a size in bytes, optionally with a suffix K, M, G, T (or KiB, MiB, GiB, TiB), e.g. 8MiB";

@@ -17,6 +17,10 @@
 
 namespace ossmount::config {
 
+// The status of a rejected option, configuration field or configuration file:
+// kInvalidArgument with `message`, which names what was rejected and says what to use.
+Status InvalidOption(std::string message);
+
 // "8MiB", "8M", "8m", "8388608", "512K", "1GiB", "100B". K/M/G and KiB/MiB/GiB are all
 // binary (1024-based), as file sizes usually are. No fractions, no negative values.
 Result<uint64_t> ParseSize(std::string_view option, std::string_view text);

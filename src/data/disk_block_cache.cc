@@ -40,6 +40,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/write_all.h"
 #include "data/block_file.h"
 #include "data/directory_lock.h"
 #include "data/disk_block_cache.h"
@@ -68,19 +69,6 @@ ssize_t ReadFull(int fd, char* buf, size_t size, off_t offset) {
     done += static_cast<size_t>(n);
   }
   return static_cast<ssize_t>(done);
-}
-
-bool WriteFull(int fd, const char* buf, size_t size) {
-  size_t done = 0;
-  while (done < size) {
-    ssize_t n = ::write(fd, buf + done, size - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  return true;
 }
 
 // mkdir -p, each directory it creates 0700.
@@ -581,7 +569,7 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
     std::string header;
     if (ok && !in_file) {
       header = EncodeBlockHeader(id, data.data(), data.size(), BlockLayout::kHeaderInXattr);
-      if (!WriteFull(fd, data.data(), data.size())) {
+      if (!WriteAll(fd, {data.data(), data.size()})) {
         ok = false;
         err = errno;
       } else if (::fsetxattr(fd, kBlockXattrName, header.data(), header.size(), 0) != 0) {
@@ -596,8 +584,7 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
     }
     if (ok && in_file) {
       header = EncodeBlockHeader(id, data.data(), data.size(), BlockLayout::kHeaderInFile);
-      if (!(WriteFull(fd, header.data(), header.size()) &&
-            WriteFull(fd, data.data(), data.size()))) {
+      if (!(WriteAll(fd, header) && WriteAll(fd, {data.data(), data.size()}))) {
         ok = false;
         err = errno;
       }
