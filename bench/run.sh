@@ -14,6 +14,7 @@ cd "$(dirname "$0")/.."
 for tool in s3fs rclone wrk /usr/bin/time; do
   command -v "$tool" >/dev/null || { scripts/install-deps.sh --bench; break; }
 done
+source scripts/cmake_env.sh
 if [ ! -x build/daemon/ossmount ] || [ ! -x build/tests/server/ossmount-testserver ] ||
    [ ! -x build/tools/ossmount-client ]; then
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null

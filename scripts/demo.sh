@@ -18,6 +18,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 scripts/install-deps.sh
+source scripts/cmake_env.sh
 BUILD_DIR=${BUILD_DIR:-build}
 if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
   cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null

@@ -27,11 +27,14 @@ if [ "${#targets[@]}" -eq 0 ]; then
 fi
 
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
+source scripts/cmake_env.sh
 launcher=()
 if command -v ccache >/dev/null 2>&1; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 # -O1: the usual fuzzing trade-off (fast enough, still debuggable). Tests are not needed here.
+# Unity builds, as in scripts/sanitize.sh: a shorter build, the same code under the fuzzer.
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS=-O1 \
-  -DCMAKE_CXX_COMPILER=clang++ -DOSSMOUNT_FUZZ=ON -DOSSMOUNT_BUILD_TESTS=OFF "${launcher[@]}" >/dev/null
+  -DCMAKE_CXX_COMPILER=clang++ -DOSSMOUNT_FUZZ=ON -DOSSMOUNT_BUILD_TESTS=OFF \
+  -DCMAKE_UNITY_BUILD=ON "${launcher[@]}" >/dev/null
 cmake --build "$BUILD" -j"${FUZZ_JOBS:-$(nproc)}" --target "${targets[@]}"
 
 # Each target is one process on one core; FUZZ_PARALLEL of them run at once (default nproc),

@@ -21,7 +21,7 @@ export DEBIAN_FRONTEND=noninteractive
 # clang and libclang-rt-dev (compiler-rt: libFuzzer, ASan, UBSan, TSan) build the fuzz targets
 # (scripts/fuzz.sh) and the sanitizer builds (scripts/sanitize.sh).
 packages=(
-  build-essential cmake pkg-config git ca-certificates curl openssl
+  build-essential cmake ninja-build pkg-config git ca-certificates curl openssl
   libfuse3-dev fuse3
   libboost-dev libboost-system-dev
   libcurl4-openssl-dev libssl-dev liblzma-dev libxxhash-dev

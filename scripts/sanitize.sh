@@ -13,12 +13,15 @@
 # cache, the FUSE server, the test server and the client against it); the single-threaded
 # parsers and option code gain nothing from TSan. SANITIZE_FULL=1 builds and runs them all.
 # The compiler is clang++ (SANITIZE_CXX to choose another): it builds these instrumented test
-# binaries in about half the time g++ takes, which is most of CI's time.
+# binaries in about half the time g++ takes, which is most of CI's time. The daemon's libraries
+# are unity builds here too (CMAKE_UNITY_BUILD; in Release they are compiled file by file, as
+# users build them): with Ninja the ASan+UBSan build took 2 min 49 s instead of 3 min 17 s.
 # Environment: SANITIZE_JOBS (build and ctest parallelism, default nproc), CTEST_ARGS (extra),
 # SANITIZE_FULL, TSAN_TARGETS, SANITIZE_CXX.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
+source scripts/cmake_env.sh
 
 kinds=("$@")
 if [ "${#kinds[@]}" -eq 0 ]; then kinds=(asan tsan); fi
@@ -43,11 +46,13 @@ for kind in "${kinds[@]}"; do
   esac
   start=$(date +%s)
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" \
-    -DCMAKE_CXX_COMPILER="$(command -v "$cxx")" -DOSSMOUNT_SANITIZE="$flags" "${launcher[@]}" \
-    >/dev/null
+    -DCMAKE_CXX_COMPILER="$(command -v "$cxx")" -DOSSMOUNT_SANITIZE="$flags" \
+    -DCMAKE_UNITY_BUILD=ON "${launcher[@]}" >/dev/null
   # Every *_test binary (unit and integration); their dependencies (the test server) follow.
   # Tests of binaries not built are not registered, so ctest runs exactly what was built.
-  targets=$(cmake --build "$dir" --target help | sed -n 's/^\.\.\. \([a-z0-9_]*_test\)$/\1/p')
+  # `help` lists them as "... name" (Makefiles) or "name: phony" (Ninja).
+  targets=$(cmake --build "$dir" --target help |
+    sed -n -e 's/^\.\.\. \([a-z0-9_]*_test\)$/\1/p' -e 's/^\([a-z0-9_]*_test\): phony$/\1/p' | sort -u)
   if [ "$kind" = tsan ] && [ "${SANITIZE_FULL:-0}" != 1 ]; then
     wanted=${TSAN_TARGETS:-"http_test object_test fs_test prefetch_test data_test fuse_test testserver_test object_testserver_test"}
     targets=$(for t in $targets; do case " $wanted " in *" $t "*) echo "$t" ;; esac; done)

@@ -23,6 +23,7 @@ for arg in "$@"; do
 done
 
 scripts/install-deps.sh
+source scripts/cmake_env.sh
 extra_status=0
 if [ "$sanitizers" -eq 1 ]; then
   start=$(date +%s)
