@@ -1,5 +1,6 @@
 #include "bucket_probe.h"
 
+#include <algorithm>
 #include <future>
 #include <memory>
 
@@ -45,7 +46,8 @@ std::string ProbeHint(const Status& status, const config::MountConfig& config) {
 }
 
 Status ProbeBucket(ObjectClient& client, const config::MountConfig& config,
-                   std::chrono::seconds timeout) {
+                   std::chrono::seconds timeout,
+                   const std::function<void(const std::string&)>& on_waiting) {
   ListRequest request;
   request.prefix = config.fs.prefix;
   request.delimiter = "/";
@@ -55,10 +57,22 @@ Status ProbeBucket(ObjectClient& client, const config::MountConfig& config,
   client.List(request, [done](Result<ListPage> page) { done->set_value(page.status()); });
   const std::string where =
       "bucket '" + config.client.bucket + "' at endpoint " + config.client.endpoint;
-  if (result.wait_for(timeout) != std::future_status::ready) {
-    return Status(ErrorCode::kTimeout,
-                  "listing " + where + " did not finish within " + std::to_string(timeout.count()) +
-                      " s\nhint: " + ProbeHint(Status(ErrorCode::kTimeout, ""), config));
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + timeout;
+  for (auto next_notice = start + kProbeFirstNotice;; next_notice += kProbeNoticeEvery) {
+    if (result.wait_until(std::min(deadline, next_notice)) == std::future_status::ready) break;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      return Status(ErrorCode::kTimeout, "listing " + where + " did not finish within " +
+                                             std::to_string(timeout.count()) + " s\nhint: " +
+                                             ProbeHint(Status(ErrorCode::kTimeout, ""), config));
+    }
+    const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - start);
+    const std::string note = "waiting for " + where +
+                             " to answer the start-up listing: " + std::to_string(waited.count()) +
+                             " s so far, at most " + std::to_string(timeout.count()) + " s";
+    spdlog::warn("{}", note);
+    if (on_waiting) on_waiting(note);
   }
   Status st = result.get();
   if (st.ok()) return st;

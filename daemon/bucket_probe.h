@@ -4,6 +4,8 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
+#include <string>
 
 #include "config/mount_config.h"
 #include "fs/filesystem.h"
@@ -12,10 +14,15 @@
 
 namespace ossmount::daemon {
 
-// Blocks until the listing completes or `timeout` passes.
+// Blocks until the listing completes or `timeout` passes. While it waits (a slow or
+// silent endpoint: the client's retries can take minutes), it tells the user so: a message
+// to `on_waiting` and the log after kProbeFirstNotice, then every kProbeNoticeEvery.
 // REQUIRES: the client's io_context is being run by other threads.
 Status ProbeBucket(ObjectClient& client, const config::MountConfig& config,
-                   std::chrono::seconds timeout);
+                   std::chrono::seconds timeout,
+                   const std::function<void(const std::string&)>& on_waiting = nullptr);
+inline constexpr std::chrono::seconds kProbeFirstNotice{5};
+inline constexpr std::chrono::seconds kProbeNoticeEvery{15};
 
 // Lists the mount root through the filesystem (OpenDir + the first ReadDir) so that its
 // listing is cached before the first lookup: a first `stat MOUNT/train` then needs no

@@ -169,7 +169,9 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
     }
     fs_client = *manifest_client;
     config.fs.list_for_lookups = false;
-  } else if (Status st = ProbeBucket(**client, config, probe_timeout); !st.ok()) {
+  } else if (Status st = ProbeBucket(**client, config, probe_timeout,
+                                     [&reporter](const std::string& note) { reporter.Note(note); });
+             !st.ok()) {
     Fail(reporter, st.message());
     return 1;
   }

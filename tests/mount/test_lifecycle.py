@@ -3,6 +3,7 @@
 docs/SEMANTICS.md "Lifecycle".
 """
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -49,6 +50,36 @@ class LifecycleTest(unittest.TestCase):
             harness.wait_for(lambda: not daemon_pids(mnt), 30, "the daemon to exit")
         finally:
             harness.force_unmount(mnt)
+
+    def test_background_start_says_while_it_waits_for_a_slow_endpoint(self):
+        """An endpoint slow to answer the start-up listing (7 s to its first byte here) does
+        not leave the user looking at a silent command: 5 s in, the waiting command prints
+        that it waits, for which bucket at which endpoint, for how long so far and at most
+        (then every 15 s); the mount then starts as usual."""
+        slow = harness.TestServer(self.root, bucket="bucket", args=["--ttfb-ms", "7000"])
+        mnt = tempfile.mkdtemp(prefix="ossmount-slow-")
+        try:
+            r = subprocess.run(harness.mount_command(slow, mnt, foreground=False),
+                               env=slow.env(), capture_output=True, text=True, timeout=180)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertTrue(harness.is_mounted(mnt))
+            self.assertEqual(sorted(os.listdir(mnt)), ["d"])
+            note = re.compile(r"ossmount: waiting for bucket 'bucket' at endpoint %s to answer "
+                              r"the start-up listing: (\d+) s so far, at most (\d+) s$"
+                              % re.escape(slow.endpoint))
+            lines = r.stderr.splitlines()
+            self.assertGreaterEqual(len(lines), 1, r.stderr)
+            for line in lines:
+                m = note.match(line)
+                self.assertTrue(m, "unexpected line %r in %r" % (line, r.stderr))
+                self.assertGreaterEqual(int(m.group(1)), 5, line)
+                # The default retry budget (120 s) and the probe's 30 s on top.
+                self.assertEqual(int(m.group(2)), 150, line)
+            subprocess.run(["fusermount3", "-u", mnt], check=True)
+            harness.wait_for(lambda: not daemon_pids(mnt), 30, "the daemon to exit")
+        finally:
+            harness.force_unmount(mnt)
+            slow.stop()
 
     def check_signal_unmounts(self, sig):
         m = harness.Mount(self.server)
