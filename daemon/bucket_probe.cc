@@ -45,9 +45,27 @@ std::string ProbeHint(const Status& status, const config::MountConfig& config) {
   }
 }
 
+bool WaitForStartupAnswer(const std::future<Status>& answer, const std::string& what,
+                          std::chrono::seconds timeout, const WaitingNotice& on_waiting) {
+  constexpr std::chrono::seconds kFirstNotice{5}, kNoticeEvery{15};
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + timeout;
+  for (auto next_notice = start + kFirstNotice;; next_notice += kNoticeEvery) {
+    if (answer.wait_until(std::min(deadline, next_notice)) == std::future_status::ready) {
+      return true;
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return false;
+    const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - start);
+    const std::string note = "waiting for " + what + ": " + std::to_string(waited.count()) +
+                             " s so far, at most " + std::to_string(timeout.count()) + " s";
+    spdlog::warn("{}", note);
+    if (on_waiting) on_waiting(note);
+  }
+}
+
 Status ProbeBucket(ObjectClient& client, const config::MountConfig& config,
-                   std::chrono::seconds timeout,
-                   const std::function<void(const std::string&)>& on_waiting) {
+                   std::chrono::seconds timeout, const WaitingNotice& on_waiting) {
   ListRequest request;
   request.prefix = config.fs.prefix;
   request.delimiter = "/";
@@ -57,22 +75,11 @@ Status ProbeBucket(ObjectClient& client, const config::MountConfig& config,
   client.List(request, [done](Result<ListPage> page) { done->set_value(page.status()); });
   const std::string where =
       "bucket '" + config.client.bucket + "' at endpoint " + config.client.endpoint;
-  const auto start = std::chrono::steady_clock::now();
-  const auto deadline = start + timeout;
-  for (auto next_notice = start + kProbeFirstNotice;; next_notice += kProbeNoticeEvery) {
-    if (result.wait_until(std::min(deadline, next_notice)) == std::future_status::ready) break;
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) {
-      return Status(ErrorCode::kTimeout, "listing " + where + " did not finish within " +
-                                             std::to_string(timeout.count()) + " s\nhint: " +
-                                             ProbeHint(Status(ErrorCode::kTimeout, ""), config));
-    }
-    const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - start);
-    const std::string note = "waiting for " + where +
-                             " to answer the start-up listing: " + std::to_string(waited.count()) +
-                             " s so far, at most " + std::to_string(timeout.count()) + " s";
-    spdlog::warn("{}", note);
-    if (on_waiting) on_waiting(note);
+  if (!WaitForStartupAnswer(result, where + " to answer the start-up listing", timeout,
+                            on_waiting)) {
+    return Status(ErrorCode::kTimeout,
+                  "listing " + where + " did not finish within " + std::to_string(timeout.count()) +
+                      " s\nhint: " + ProbeHint(Status(ErrorCode::kTimeout, ""), config));
   }
   Status st = result.get();
   if (st.ok()) return st;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <future>
 #include <string>
 
 #include "config/mount_config.h"
@@ -14,15 +15,21 @@
 
 namespace ossmount::daemon {
 
-// Blocks until the listing completes or `timeout` passes. While it waits (a slow or
-// silent endpoint: the client's retries can take minutes), it tells the user so: a message
-// to `on_waiting` and the log after kProbeFirstNotice, then every kProbeNoticeEvery.
+// Where a start-up check tells the user that it is still waiting (StartupReporter::Note).
+using WaitingNotice = std::function<void(const std::string&)>;
+
+// Blocks until the listing completes or `timeout` passes, telling the user while it waits
+// (see WaitForStartupAnswer).
 // REQUIRES: the client's io_context is being run by other threads.
 Status ProbeBucket(ObjectClient& client, const config::MountConfig& config,
-                   std::chrono::seconds timeout,
-                   const std::function<void(const std::string&)>& on_waiting = nullptr);
-inline constexpr std::chrono::seconds kProbeFirstNotice{5};
-inline constexpr std::chrono::seconds kProbeNoticeEvery{15};
+                   std::chrono::seconds timeout, const WaitingNotice& on_waiting = nullptr);
+
+// Waits up to `timeout` for a start-up check's answer; false if none came. A slow or silent
+// endpoint can take minutes (the client's retries), so the wait is not silent: 5 s in, and
+// every 15 s after, "waiting for <what>: N s so far, at most M s" goes to the log (warning)
+// and to `on_waiting`.
+bool WaitForStartupAnswer(const std::future<Status>& answer, const std::string& what,
+                          std::chrono::seconds timeout, const WaitingNotice& on_waiting);
 
 // Lists the mount root through the filesystem (OpenDir + the first ReadDir) so that its
 // listing is cached before the first lookup: a first `stat MOUNT/train` then needs no

@@ -18,7 +18,7 @@ namespace {
 // GET bytes 0-0 of `key`: any answer from the bucket itself (the object, an empty object's
 // invalid range, NoSuchKey) proves endpoint, bucket and credentials.
 Status ProbeWithGet(ObjectClient& client, const std::string& key, const config::MountConfig& config,
-                    std::chrono::seconds timeout) {
+                    std::chrono::seconds timeout, const WaitingNotice& on_waiting) {
   auto body = std::make_shared<std::vector<char>>();
   auto done = std::make_shared<std::promise<Status>>();
   std::future<Status> result = done->get_future();
@@ -30,7 +30,8 @@ Status ProbeWithGet(ObjectClient& client, const std::string& key, const config::
              [done, body](Result<GetResult> r) { done->set_value(r.status()); });
   const std::string where =
       "bucket '" + config.client.bucket + "' at endpoint " + config.client.endpoint;
-  if (result.wait_for(timeout) != std::future_status::ready) {
+  if (!WaitForStartupAnswer(result, where + " to answer the start-up read of '" + key + "'",
+                            timeout, on_waiting)) {
     return Status(ErrorCode::kTimeout,
                   "reading '" + key + "' from " + where + " did not finish within " +
                       std::to_string(timeout.count()) +
@@ -57,7 +58,8 @@ Status ProbeWithGet(ObjectClient& client, const std::string& key, const config::
 Result<std::shared_ptr<ObjectClient>> SetUpManifest(boost::asio::io_context& io,
                                                     std::shared_ptr<ObjectClient> client,
                                                     const config::MountConfig& config,
-                                                    std::chrono::seconds probe_timeout) {
+                                                    std::chrono::seconds probe_timeout,
+                                                    const WaitingNotice& on_waiting) {
   auto prefix = meta::NormalizeMountPrefix(config.fs.prefix);
   if (!prefix.ok()) return prefix.status();
   auto start = std::chrono::steady_clock::now();
@@ -77,7 +79,8 @@ Result<std::shared_ptr<ObjectClient>> SetUpManifest(boost::asio::io_context& io,
       static_cast<double>(loaded->index->MemoryBytes()) / static_cast<double>(s.entries),
       s.without_size, s.without_etag);
   std::string first = *prefix + std::string(loaded->index->at(0).key);
-  if (Status st = ProbeWithGet(*client, first, config, probe_timeout); !st.ok()) return st;
+  if (Status st = ProbeWithGet(*client, first, config, probe_timeout, on_waiting); !st.ok())
+    return st;
   return meta::MakeManifestObjectClient(io, std::move(client), loaded->index,
                                         meta::ManifestClientOptions{*prefix, loaded->mtime_sec});
 }

@@ -160,18 +160,17 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
       std::chrono::duration_cast<std::chrono::seconds>(config.client.retry.total_budget) +
       std::chrono::seconds(30);
   std::shared_ptr<ObjectClient> fs_client = *client;
+  const WaitingNotice note = [&reporter](const std::string& text) { reporter.Note(text); };
   if (!config.manifest.empty()) {
     // The tree comes from the manifest: no LIST, not even the start-up probe.
-    auto manifest_client = SetUpManifest(io, fs_client, config, probe_timeout);
+    auto manifest_client = SetUpManifest(io, fs_client, config, probe_timeout, note);
     if (!manifest_client.ok()) {
       Fail(reporter, manifest_client.status().message());
       return 1;
     }
     fs_client = *manifest_client;
     config.fs.list_for_lookups = false;
-  } else if (Status st = ProbeBucket(**client, config, probe_timeout,
-                                     [&reporter](const std::string& note) { reporter.Note(note); });
-             !st.ok()) {
+  } else if (Status st = ProbeBucket(**client, config, probe_timeout, note); !st.ok()) {
     Fail(reporter, st.message());
     return 1;
   }

@@ -7,6 +7,7 @@ mount with exit 1 and a message naming the file and the line.
 """
 import hashlib
 import os
+import re
 import subprocess
 import tempfile
 import unittest
@@ -163,6 +164,32 @@ class ManifestTest(unittest.TestCase):
             subprocess.run(["fusermount3", "-u", mnt], check=False)
             harness.wait_for(lambda: not harness.is_mounted(mnt), 30, "the unmount")
             os.rmdir(mnt)
+
+    def test_7_a_slow_first_read_is_waited_for_and_said_so(self):
+        """The manifest's start-up check (a 1-byte GET instead of a LIST) waits for a slow
+        endpoint like the listing check does, and says so 5 s in (7 s to the first byte
+        here); the mount then starts, its tree from the manifest."""
+        slow = harness.TestServer(self.root, bucket="bucket", args=["--ttfb-ms", "7000"])
+        mnt = tempfile.mkdtemp(prefix="ossmount-mnt-")
+        try:
+            cmd = [harness.OSSMOUNT, "bucket:/ds", mnt, "--endpoint", slow.endpoint,
+                   "--region", harness.REGION, "--path-style", "--manifest", self.manifest]
+            r = subprocess.run(cmd, env=slow.env(), capture_output=True, text=True,
+                               timeout=180)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(sorted(os.listdir(mnt)), ["big.bin", "train", "val", "weird"])
+            note = re.compile(r"ossmount: waiting for bucket 'bucket' at endpoint %s to answer "
+                              r"the start-up read of 'ds/[^']+': \d+ s so far, at most 150 s$"
+                              % re.escape(slow.endpoint))
+            lines = r.stderr.splitlines()
+            self.assertGreaterEqual(len(lines), 1, r.stderr)
+            for line in lines:
+                self.assertRegex(line, note)
+        finally:
+            subprocess.run(["fusermount3", "-u", mnt], check=False)
+            harness.wait_for(lambda: not harness.is_mounted(mnt), 30, "the unmount")
+            os.rmdir(mnt)
+            slow.stop()
 
     def test_5_missing_manifest_fails_the_mount(self):
         mnt = tempfile.mkdtemp(prefix="ossmount-mnt-")
