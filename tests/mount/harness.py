@@ -8,6 +8,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -75,6 +76,23 @@ def main():
             print("SKIPPED %s: %s" % (test.id(), why))
         sys.exit(SKIP_EXIT)
     sys.exit(0)
+
+
+def check_waiting_notes(test, stderr, endpoint, what, bucket="bucket"):
+    """Asserts that `stderr`, of a background start that waited for a slow endpoint, holds
+    the start's waiting notes and nothing else: at least one line "ossmount: waiting for
+    bucket 'B' at endpoint E to answer WHAT: N s so far, at most 150 s", N at least 5 (the
+    first note) and 150 s the default retry budget (120 s) plus the check's 30 s. `what` is
+    a regular expression."""
+    note = re.compile(r"ossmount: waiting for bucket '%s' at endpoint %s to answer %s: (\d+) s "
+                      r"so far, at most (\d+) s$" % (re.escape(bucket), re.escape(endpoint), what))
+    lines = stderr.splitlines()
+    test.assertGreaterEqual(len(lines), 1, stderr)
+    for line in lines:
+        m = note.match(line)
+        test.assertTrue(m, "unexpected line %r in %r" % (line, stderr))
+        test.assertGreaterEqual(int(m.group(1)), 5, line)
+        test.assertEqual(int(m.group(2)), 150, line)
 
 
 def wait_for(predicate, timeout, what, interval=0.05):

@@ -3,7 +3,6 @@
 docs/SEMANTICS.md "Lifecycle".
 """
 import os
-import re
 import signal
 import subprocess
 import tempfile
@@ -64,17 +63,7 @@ class LifecycleTest(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertTrue(harness.is_mounted(mnt))
             self.assertEqual(sorted(os.listdir(mnt)), ["d"])
-            note = re.compile(r"ossmount: waiting for bucket 'bucket' at endpoint %s to answer "
-                              r"the start-up listing: (\d+) s so far, at most (\d+) s$"
-                              % re.escape(slow.endpoint))
-            lines = r.stderr.splitlines()
-            self.assertGreaterEqual(len(lines), 1, r.stderr)
-            for line in lines:
-                m = note.match(line)
-                self.assertTrue(m, "unexpected line %r in %r" % (line, r.stderr))
-                self.assertGreaterEqual(int(m.group(1)), 5, line)
-                # The default retry budget (120 s) and the probe's 30 s on top.
-                self.assertEqual(int(m.group(2)), 150, line)
+            harness.check_waiting_notes(self, r.stderr, slow.endpoint, "the start-up listing")
             subprocess.run(["fusermount3", "-u", mnt], check=True)
             harness.wait_for(lambda: not daemon_pids(mnt), 30, "the daemon to exit")
         finally:

@@ -7,7 +7,6 @@ mount with exit 1 and a message naming the file and the line.
 """
 import hashlib
 import os
-import re
 import subprocess
 import tempfile
 import unittest
@@ -178,13 +177,8 @@ class ManifestTest(unittest.TestCase):
                                timeout=180)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(sorted(os.listdir(mnt)), ["big.bin", "train", "val", "weird"])
-            note = re.compile(r"ossmount: waiting for bucket 'bucket' at endpoint %s to answer "
-                              r"the start-up read of 'ds/[^']+': \d+ s so far, at most 150 s$"
-                              % re.escape(slow.endpoint))
-            lines = r.stderr.splitlines()
-            self.assertGreaterEqual(len(lines), 1, r.stderr)
-            for line in lines:
-                self.assertRegex(line, note)
+            harness.check_waiting_notes(self, r.stderr, slow.endpoint,
+                                        "the start-up read of 'ds/[^']+'")
         finally:
             subprocess.run(["fusermount3", "-u", mnt], check=False)
             harness.wait_for(lambda: not harness.is_mounted(mnt), 30, "the unmount")
