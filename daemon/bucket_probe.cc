@@ -45,6 +45,10 @@ std::string ProbeHint(const Status& status, const config::MountConfig& config) {
   }
 }
 
+std::string DescribeBucket(const config::MountConfig& config) {
+  return "bucket '" + config.client.bucket + "' at endpoint " + config.client.endpoint;
+}
+
 bool WaitForStartupAnswer(const std::future<Status>& answer, const std::string& what,
                           std::chrono::seconds timeout, const WaitingNotice& on_waiting) {
   constexpr std::chrono::seconds kFirstNotice{5}, kNoticeEvery{15};
@@ -73,8 +77,7 @@ Status ProbeBucket(ObjectClient& client, const config::MountConfig& config,
   auto done = std::make_shared<std::promise<Status>>();
   std::future<Status> result = done->get_future();
   client.List(request, [done](Result<ListPage> page) { done->set_value(page.status()); });
-  const std::string where =
-      "bucket '" + config.client.bucket + "' at endpoint " + config.client.endpoint;
+  const std::string where = DescribeBucket(config);
   if (!WaitForStartupAnswer(result, where + " to answer the start-up listing", timeout,
                             on_waiting)) {
     return Status(ErrorCode::kTimeout,

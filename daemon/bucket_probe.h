@@ -24,6 +24,9 @@ using WaitingNotice = std::function<void(const std::string&)>;
 Status ProbeBucket(ObjectClient& client, const config::MountConfig& config,
                    std::chrono::seconds timeout, const WaitingNotice& on_waiting = nullptr);
 
+// "bucket 'B' at endpoint E": how the start-up checks' messages name what they check.
+std::string DescribeBucket(const config::MountConfig& config);
+
 // Waits up to `timeout` for a start-up check's answer; false if none came. A slow or silent
 // endpoint can take minutes (the client's retries), so the wait is not silent: 5 s in, and
 // every 15 s after, "waiting for <what>: N s so far, at most M s" goes to the log (warning)

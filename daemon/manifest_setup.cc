@@ -28,8 +28,7 @@ Status ProbeWithGet(ObjectClient& client, const std::string& key, const config::
   request.length = 1;
   client.Get(request, GetTarget::Growable(body.get()),
              [done, body](Result<GetResult> r) { done->set_value(r.status()); });
-  const std::string where =
-      "bucket '" + config.client.bucket + "' at endpoint " + config.client.endpoint;
+  const std::string where = DescribeBucket(config);
   if (!WaitForStartupAnswer(result, where + " to answer the start-up read of '" + key + "'",
                             timeout, on_waiting)) {
     return Status(ErrorCode::kTimeout,
