@@ -77,8 +77,23 @@ void RegisterDiskCacheMetrics(const std::shared_ptr<ossmount::data::DiskBlockCac
                        read(&S::corrupt));
   r.SetCallbackCounter("ossmount_disk_cache_evictions_total", "Blocks evicted (LRU).", {},
                        read(&S::evictions));
+  r.SetCallbackCounter("ossmount_disk_cache_space_evictions_total",
+                       "Blocks evicted to leave --cache-min-free available on the cache's file "
+                       "system (also in ossmount_disk_cache_evictions_total).",
+                       {}, read(&S::space_evictions));
+  r.SetCallbackCounter("ossmount_disk_cache_no_space_total",
+                       "Blocks not cached: even an empty cache left less than --cache-min-free "
+                       "available.",
+                       {}, read(&S::no_space));
   r.SetCallbackGauge("ossmount_disk_cache_bytes", "Bytes in the disk cache now.", {},
                      read(&S::bytes));
+  r.SetCallbackGauge("ossmount_disk_cache_capacity_bytes",
+                     "What the disk cache can hold now: --max-cache-size, or less when its file "
+                     "system has less room above --cache-min-free.",
+                     {}, [weak] {
+                       auto c = weak.lock();
+                       return c ? static_cast<double>(c->capacity()) : 0.0;
+                     });
 }
 
 // Relative paths would break after the daemon's chdir("/").
@@ -171,8 +186,11 @@ int Mount(const std::vector<std::string>& args) {
     // main() leaves with _Exit: write what is queued first, so the next mount finds it.
     cfg.fs.disk_cache->Flush();
     auto s = cfg.fs.disk_cache->Stats();
-    spdlog::info("disk cache: {} hits, {} misses, {} corrupt, {} written, {} evicted, {} dropped",
-                 s.hits, s.misses, s.corrupt, s.writes, s.evictions, s.dropped);
+    spdlog::info(
+        "disk cache: {} hits, {} misses, {} corrupt, {} written, {} evicted ({} for free space), "
+        "{} dropped ({} for want of free space)",
+        s.hits, s.misses, s.corrupt, s.writes, s.evictions, s.space_evictions, s.dropped,
+        s.no_space);
   }
   spdlog::shutdown();
   return code;

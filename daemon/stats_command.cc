@@ -169,8 +169,15 @@ std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* bef
   out += Line("  disk                   %s",
               disk ? Ratio(disk_hit, disk_hit + disk_miss).c_str() : "off (no --cache)");
   if (disk) {
-    out += Line("  disk cache size        %s",
-                FormatBytes(Get(s, "ossmount_disk_cache_bytes")).c_str());
+    out += Line("  disk cache size        %s of %s",
+                FormatBytes(Get(s, "ossmount_disk_cache_bytes")).c_str(),
+                FormatBytes(Get(s, "ossmount_disk_cache_capacity_bytes")).c_str());
+    const double space_evicted = Get(s, "ossmount_disk_cache_space_evictions_total");
+    const double no_space = Get(s, "ossmount_disk_cache_no_space_total");
+    if (space_evicted + no_space > 0) {
+      out += Line("  for --cache-min-free   %.0f block(s) evicted, %.0f not cached", space_evicted,
+                  no_space);
+    }
   }
   out += Line(
       "  page-cache opens       %s",

@@ -44,6 +44,7 @@ struct RawOptions {
   // Data path: memory budget, readahead, disk cache.
   std::string max_memory = "1GiB", max_readahead = "64MiB", prefetch_unit = "8MiB";
   std::string prefetch_concurrency = "64", cache_dir, max_cache_size = "10GiB";
+  std::string cache_min_free = "5%";
   // Dataset prefetch: warm-up and sampler-order hints.
   std::string warmup_concurrency = "128", hint_concurrency = "256", hint_ahead_files = "2048",
               hint_ahead_bytes = "512MiB";
@@ -181,6 +182,10 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
       ->group(data);
   app.add_option("--max-cache-size", r.max_cache_size,
                  "Largest size of the disk cache (default 10GiB)")
+      ->group(data);
+  app.add_option("--cache-min-free", r.cache_min_free,
+                 "Free space the disk cache leaves on its file system, a size or a percentage "
+                 "of the file system (default 5%; 0: none)")
       ->group(data);
   app.add_option("--warmup-concurrency", r.warmup_concurrency,
                  "GETs in flight that warm-up fills up to, hinted ones included (default 128, "
@@ -588,10 +593,16 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   if (given("--max-cache-size") && r.cache_dir.empty()) {
     return InvalidOption("--max-cache-size needs --cache DIR");
   }
+  auto min_free = ParseSizeOrPercent("--cache-min-free", r.cache_min_free);
+  if (!min_free.ok()) return min_free.status();
+  if (given("--cache-min-free") && r.cache_dir.empty()) {
+    return InvalidOption("--cache-min-free needs --cache DIR");
+  }
   if (!r.cache_dir.empty()) {
     if (r.cache_dir[0] != '/') return InvalidOption("--cache: give an absolute directory path");
     c.cache.dir = r.cache_dir;
     c.cache.max_size = *cache_size;
+    c.cache.min_free = {min_free->bytes, min_free->fraction};
   }
   // Prefetch concurrency: an explicit value above the request cap is an error; the default
   // follows a lower cap (prefetches queued inside the engine would make a reader that joins

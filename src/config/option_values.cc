@@ -66,6 +66,34 @@ Result<uint64_t> ParseSize(std::string_view option, std::string_view text) {
   return n * mult;
 }
 
+Result<SizeOrShare> ParseSizeOrPercent(std::string_view option, std::string_view text) {
+  constexpr std::string_view kExpected =
+      "a size (e.g. 2GiB) or a percentage below 100% with at most two decimals (e.g. 5%)";
+  if (text.empty() || text.back() != '%') {
+    Result<uint64_t> size = ParseSize(option, text);
+    if (!size.ok()) return Invalid(option, text, kExpected);
+    return SizeOrShare{*size, 0};
+  }
+  // Whole hundredths of a percent, so that "5%" is exactly 500 and no float is parsed.
+  std::string_view number = text.substr(0, text.size() - 1);
+  const size_t dot = number.find('.');
+  std::string_view whole = number.substr(0, dot);
+  std::string_view decimals = dot == std::string_view::npos ? "" : number.substr(dot + 1);
+  uint64_t w = 0, d = 0;
+  std::string_view rest;
+  if (!SplitNumber(whole, &w, &rest) || !rest.empty() || w >= 100) {
+    return Invalid(option, text, kExpected);
+  }
+  if (dot != std::string_view::npos) {
+    if (decimals.empty() || decimals.size() > 2 || !SplitNumber(decimals, &d, &rest) ||
+        !rest.empty()) {
+      return Invalid(option, text, kExpected);
+    }
+    if (decimals.size() == 1) d *= 10;
+  }
+  return SizeOrShare{0, static_cast<double>(w * 100 + d) / 10000.0};
+}
+
 Result<std::chrono::milliseconds> ParseDuration(std::string_view option, std::string_view text) {
   constexpr std::string_view kExpected =
       "a whole number of seconds, or a number with a unit ms, s, m or h (e.g. 30s)";

@@ -25,6 +25,14 @@ Status InvalidOption(std::string message);
 // binary (1024-based), as file sizes usually are. No fractions, no negative values.
 Result<uint64_t> ParseSize(std::string_view option, std::string_view text);
 
+// A size (as ParseSize takes it) or a percentage: "2GiB", "0", "5%", "0.5%" (at most two
+// decimals, below 100%). Exactly one of the two is non-zero, or neither ("0", "0%").
+struct SizeOrShare {
+  uint64_t bytes = 0;
+  double fraction = 0;  // "5%" -> 0.05
+};
+Result<SizeOrShare> ParseSizeOrPercent(std::string_view option, std::string_view text);
+
 // A metadata TTL: "indefinite" (also "inf", "infinite", "forever": never revalidate) ->
 // nullopt; otherwise a duration (see ParseDuration), "0" meaning "always ask".
 Result<std::optional<std::chrono::milliseconds>> ParseTtl(std::string_view option,

@@ -14,7 +14,8 @@
 //
 // Locks: mu_ (index, LRU, byte count, counters) and queue_mu_ (write queue) are never held
 // together. Unlinks and the rename into place happen under mu_, so the index and the
-// directory agree: a block is in the index exactly when its file is in place.
+// directory agree: a block is in the index exactly when its file is in place. floor_mu_
+// serializes the free-space checks (KeepFloor) and is taken before mu_.
 #include <dirent.h>
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
@@ -40,6 +41,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "common/format_bytes.h"
 #include "common/write_all.h"
 #include "data/block_file.h"
 #include "data/directory_lock.h"
@@ -54,6 +56,10 @@ std::string ErrnoText(int err) { return std::strerror(err); }
 // A hit refreshes its block's mtime (the recency a restart sees) only when it is older
 // than this.
 constexpr std::time_t kMtimeRefreshAge = 600;
+
+// After the cache has given way to other files (--cache-min-free), it says so again only
+// when it has not had to for this long.
+constexpr std::chrono::seconds kGiveWayQuiet{60};
 
 // Reads up to `size` bytes at `offset`; returns how many were read (short only at EOF), or
 // -1 with errno set.
@@ -156,9 +162,11 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
       stop_ = true;
     }
     queue_cv_.notify_all();
+    space_cv_.notify_all();
     for (auto& w : writers_) {
       if (w.joinable()) w.join();  // the writers drain the queue first
     }
+    if (space_watcher_.joinable()) space_watcher_.join();
     ::close(dir_fd_);
   }
 
@@ -259,6 +267,62 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
   void Start() {
     const int n = std::max(1, options_.writer_threads);
     for (int i = 0; i < n; ++i) writers_.emplace_back([this] { WriterLoop(); });
+    space_watcher_ = std::thread([this] { SpaceWatcherLoop(); });
+  }
+
+  // Evicts least recently used blocks until the file system has room for `incoming` more
+  // bytes (and for the blocks other writers are writing now) above min_free; refreshes
+  // capacity_. True when they fit: they then count as being written (in
+  // writes_in_progress_bytes_) until the caller takes them off. False when even an empty
+  // cache leaves too little: the block is not written. An unreadable file system size
+  // (statvfs failed) applies no floor. One check at a time, so that two never evict for the
+  // same shortfall and each sees the bytes the one before let through.
+  bool KeepFloor(uint64_t incoming) {
+    std::lock_guard floor_lock(floor_mu_);
+    std::optional<FileSystemSpace> space =
+        options_.space_for_test ? options_.space_for_test() : ReadFileSystemSpace(dir_fd_);
+    if (!space) {
+      capacity_ = options_.max_size;
+      writes_in_progress_bytes_ += incoming;
+      return true;
+    }
+    const uint64_t floor = FloorBytes(options_.min_free, *space);
+    const uint64_t others = writes_in_progress_bytes_.load();
+    const uint64_t shortfall = Shortfall(*space, floor, incoming + others);
+    std::lock_guard lock(mu_);
+    uint64_t freed = 0, evicted = 0;
+    while (freed < shortfall && !lru_.empty()) {
+      auto it = index_.find(lru_.front());
+      freed += it->size;
+      EraseLocked(it, /*unlink=*/true);
+      ++evicted;
+    }
+    const bool first_time = stats_.space_evictions + stats_.no_space == 0;
+    stats_.evictions += evicted;
+    stats_.space_evictions += evicted;
+    // What the file system has above the floor once the evicted blocks are gone.
+    const FileSystemSpace after{space->size, space->available + freed};
+    capacity_ = std::min(options_.max_size, bytes_ + RoomAboveFloor(after, floor));
+    const bool fits = freed >= shortfall;
+    if (shortfall > 0) {
+      // A cache kept at the floor gives way at nearly every write, as one at max_size evicts:
+      // said when it starts, and again only after a minute without it.
+      const auto now = std::chrono::steady_clock::now();
+      if (first_time || now - last_gave_way_ > kGiveWayQuiet) {
+        spdlog::warn(
+            "disk cache: --cache-min-free keeps {} free on the file system of '{}' ({} "
+            "available): the cache gives way to other files, holding {} ({} now at most; "
+            "least recently used blocks are evicted{})",
+            FormatBytes(static_cast<double>(floor)), options_.dir,
+            FormatBytes(static_cast<double>(space->available)),
+            FormatBytes(static_cast<double>(bytes_)), FormatBytes(static_cast<double>(capacity_)),
+            fits ? "" : "; new blocks are not cached until there is room");
+      }
+      last_gave_way_ = now;
+    }
+    if (!fits && incoming > 0) ++stats_.no_space;  // a block refused, not a watcher's check
+    if (fits) writes_in_progress_bytes_ += incoming;
+    return fits;
   }
 
   std::optional<std::shared_ptr<const ByteBuffer>> Get(const BlockId& id,
@@ -316,6 +380,8 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
   }
 
   uint64_t max_size() const override { return options_.max_size; }
+
+  uint64_t capacity() const override { return capacity_.load(); }
 
   void Flush() override {
     std::unique_lock lock(queue_mu_);
@@ -557,7 +623,29 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
     idle_cv_.notify_all();
   }
 
+  // Every space_check_interval until the cache closes: gives way to other files.
+  void SpaceWatcherLoop() {
+    std::unique_lock lock(queue_mu_);
+    while (!space_cv_.wait_for(lock, options_.space_check_interval, [this] { return stop_; })) {
+      lock.unlock();
+      KeepFloor(0);
+      lock.lock();
+    }
+  }
+
   void Write(const BlockId& id, const BlockDigest& digest, const ByteBuffer& data) {
+    const uint64_t estimate =
+        data.size() + (layout_ == BlockLayout::kHeaderInFile ? BlockHeaderSize(id) : 0);
+    if (!KeepFloor(estimate)) {
+      std::lock_guard lock(mu_);
+      ++stats_.dropped;  // and no_space, counted by KeepFloor
+      return;
+    }
+    WriteBlockFile(id, digest, data);
+    writes_in_progress_bytes_ -= estimate;
+  }
+
+  void WriteBlockFile(const BlockId& id, const BlockDigest& digest, const ByteBuffer& data) {
     // At the top level, renamed into the block's subdirectory when complete.
     const std::string temp =
         std::string(kTempPrefix) + BlockFileName(digest) + "." + std::to_string(++temp_counter_);
@@ -630,13 +718,15 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
   const int dir_fd_;          // the cache directory; every file operation is relative to it
   const BlockLayout layout_;  // of the blocks this process writes (never kAuto)
 
-  mutable std::mutex mu_;  // guards index_, lru_, bytes_, generation_, stats_, write_failures_
+  // guards index_, lru_, bytes_, generation_, stats_, write_failures_, last_gave_way_
+  mutable std::mutex mu_;
   Index index_;
   Lru lru_;  // front = least recently used; declared after index_, so destroyed first
   uint64_t bytes_ = 0;
   uint64_t generation_ = 0;
   DiskCacheStats stats_;
   uint64_t write_failures_ = 0;
+  std::chrono::steady_clock::time_point last_gave_way_;  // the last KeepFloor with a shortfall
 
   mutable std::mutex queue_mu_;       // guards queue_, queued_, queued_bytes_, writing_, stop_
   std::condition_variable queue_cv_;  // work for the writer, or stop
@@ -648,7 +738,12 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
   bool stop_ = false;
 
   std::atomic<uint64_t> temp_counter_{0};
+  std::mutex floor_mu_;  // one KeepFloor at a time; taken before mu_, never under it
+  std::atomic<uint64_t> writes_in_progress_bytes_{0};  // blocks past KeepFloor, not yet in place
+  std::atomic<uint64_t> capacity_{0};                  // see capacity()
+  std::condition_variable space_cv_;                   // stop_, for the space watcher
   std::vector<std::thread> writers_;
+  std::thread space_watcher_;
 };
 
 }  // namespace
@@ -713,6 +808,7 @@ Result<std::shared_ptr<DiskBlockCache>> DiskBlockCache::Open(const DiskCacheOpti
   kept.on_notice = nullptr;  // for Open only: it may refer to the caller's stack
   auto cache = std::make_shared<DiskBlockCacheImpl>(std::move(kept), fd, layout);
   if (Status s = cache->Scan(options.on_notice); !s.ok()) return s;
+  cache->KeepFloor(0);
   cache->Start();
   return std::shared_ptr<DiskBlockCache>(std::move(cache));
 }

@@ -14,7 +14,11 @@
 // corrupt or truncated block is deleted and reported as a miss (then refetched), never
 // served. Blocks are written to a temporary file and renamed into place, so a crash never
 // leaves a half-written block under a real name. The total size is kept within max_size by
-// evicting least-recently-used blocks. Opening an existing DIR indexes the blocks there.
+// evicting least-recently-used blocks, and so is the free space of DIR's file system
+// (min_free, free_space.h): before each block is written, and every space_check_interval
+// while none is, blocks are evicted until the file system has min_free available again,
+// so the cache gives way to other files that need the disk. Opening an existing DIR
+// indexes the blocks there.
 //
 // Thread-safety: all methods may be called concurrently. Get() reads the disk on the
 // calling thread (local NVMe or page cache: fast); Put() returns at once and writes on a
@@ -31,6 +35,7 @@
 
 #include "common/byte_buffer.h"
 #include "common/unique_fd.h"
+#include "data/free_space.h"
 #include "ossmount/status.h"
 
 namespace ossmount::data {
@@ -55,6 +60,13 @@ struct DiskCacheOptions {
   // How new blocks are written; blocks of either layout already there are read.
   BlockLayout layout = BlockLayout::kAuto;
   uint64_t max_size = 10ull << 30;
+  // What the cache leaves free on DIR's file system (--cache-min-free). Kept to within the
+  // blocks being written at that moment (at most writer_threads of them): each write makes
+  // room for itself first, counting the others in progress.
+  FreeSpaceFloor min_free{0, 0.05};
+  // How often the free space is checked while no block is written, so that a cache that
+  // only serves hits still gives way to other files filling the disk.
+  std::chrono::milliseconds space_check_interval{1000};
   // Blocks waiting for the writer threads; a Put beyond this is dropped (counted), never
   // blocks. The queued buffers are the callers' own (shared, not copied).
   size_t max_pending_writes = 1024;
@@ -76,6 +88,8 @@ struct DiskCacheOptions {
   std::function<void(const std::string&)> on_notice;
   // Tests only: runs on the writer thread before each block is written (to hold it).
   std::function<void()> before_write_for_test;
+  // Tests only: reads the file system's space instead of fstatvfs of DIR.
+  std::function<std::optional<FileSystemSpace>()> space_for_test;
 };
 
 struct DiskCacheStats {
@@ -84,10 +98,12 @@ struct DiskCacheStats {
   uint64_t corrupt = 0;  // blocks that failed verification and were dropped
   uint64_t writes = 0;
   uint64_t evictions = 0;
-  uint64_t bytes = 0;    // on disk now
-  uint64_t blocks = 0;   // on disk now
-  uint64_t dropped = 0;  // Puts dropped: write queue full, too large, or write failed
-  uint64_t pending = 0;  // Puts queued, not yet written
+  uint64_t bytes = 0;            // on disk now
+  uint64_t blocks = 0;           // on disk now
+  uint64_t dropped = 0;          // Puts dropped: write queue full, too large, no room, write failed
+  uint64_t space_evictions = 0;  // of `evictions`: to keep min_free available
+  uint64_t no_space = 0;         // of `dropped`: even an empty cache left less than min_free
+  uint64_t pending = 0;          // Puts queued, not yet written
 };
 
 class DiskBlockCache {
@@ -121,6 +137,10 @@ class DiskBlockCache {
   virtual bool Contains(const BlockId& /*id*/) const { return false; }
   // The size limit (max_size); 0 when unknown.
   virtual uint64_t max_size() const { return 0; }
+  // What the cache can hold now: max_size, or less when its file system has less room than
+  // that above min_free (bytes held plus the room above the floor, as of the last check of
+  // the free space, at most space_check_interval old). max_size() when unknown.
+  virtual uint64_t capacity() const { return max_size(); }
   // Waits until queued writes are on disk (tests, shutdown).
   virtual void Flush() = 0;
   virtual DiskCacheStats Stats() const = 0;

@@ -748,6 +748,13 @@ std::shared_ptr<prefetch::DatasetPrefetcher> ObjectFilesystem::dataset_prefetche
   prefetch::DatasetPrefetchOptions o = options_.dataset_prefetch;
   o.disk_budget = options_.disk_cache ? options_.disk_cache->max_size() : 0;
   if (options_.disk_cache && o.disk_budget == 0) o.disk_budget = ~0ull;  // size unknown
+  if (options_.disk_cache) {
+    std::weak_ptr<data::DiskBlockCache> cache = options_.disk_cache;
+    o.disk_capacity = [cache]() -> uint64_t {
+      auto c = cache.lock();
+      return c && c->max_size() > 0 ? c->capacity() : ~0ull;  // max_size 0: size unknown
+    };
+  }
   // Weak: the prefetcher lives inside the filesystem; its callbacks must not keep it alive.
   std::weak_ptr<ObjectFilesystem> weak = weak_from_this();
   prefetcher_ = std::make_shared<prefetch::DatasetPrefetcher>(

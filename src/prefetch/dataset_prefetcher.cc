@@ -546,11 +546,21 @@ void DatasetPrefetcher::CollectLocked(std::vector<Start>& starts) {
     while (total < job.concurrency && !job.pending.empty()) {
       PrefetchItem& item = job.pending.front();
       if (disk_mode) {
-        if (warm_committed_bytes_ + item.size > options_.disk_budget) {
+        const uint64_t capacity = options_.disk_capacity
+                                      ? std::min(options_.disk_budget, options_.disk_capacity())
+                                      : options_.disk_budget;
+        if (warm_committed_bytes_ + item.size > capacity) {
+          const std::string limit =
+              capacity < options_.disk_budget
+                  ? "disk cache full: its file system keeps --cache-min-free free, which leaves "
+                    "room for " +
+                        FormatBytes(static_cast<double>(capacity)) + " of --max-cache-size " +
+                        FormatBytes(static_cast<double>(options_.disk_budget))
+                  : "disk cache budget reached (--max-cache-size " +
+                        FormatBytes(static_cast<double>(options_.disk_budget)) + ")";
           FinishJobLocked(job, JobState::kBudgetFull,
-                          "disk cache budget reached (--max-cache-size " +
-                              FormatBytes(static_cast<double>(options_.disk_budget)) +
-                              "): " + std::to_string(job.status.files_done + job.status.in_flight) +
+                          limit + ": " +
+                              std::to_string(job.status.files_done + job.status.in_flight) +
                               " of " + std::to_string(job.status.files_total) +
                               " file(s) warmed; the rest would evict what was just fetched");
           break;

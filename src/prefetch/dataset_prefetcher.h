@@ -112,6 +112,9 @@ struct DatasetPrefetchOptions {
   uint64_t hint_ahead_bytes = 512ull << 20;
   // Disk cache size (--max-cache-size); 0 = no disk cache: warm-up holds objects in memory.
   uint64_t disk_budget = 0;
+  // What the disk cache can hold now (DiskBlockCache::capacity): less than disk_budget when
+  // its file system keeps less room above --cache-min-free. Unset: disk_budget.
+  std::function<uint64_t()> disk_capacity;
   // How long to wait before retrying a kBusy fetch.
   std::chrono::milliseconds busy_retry{20};
 };

@@ -5,10 +5,12 @@ of an ImageFolder-like tree, unmounts, remounts with the same DIR and reads ever
 again: the second mount costs zero GETs at the server and every byte matches the source.
 A block file corrupted between mounts is detected and refetched with one GET. A cache of
 an older version, every block at the top level, is moved into the 256 subdirectories by the
-next start, which says so. The cache directory and its subdirectories are 0700 and its
+next start, which says so. On a small file system (a tmpfs) the cache leaves
+--cache-min-free available, and gives way when another program fills the disk. The cache directory and its subdirectories are 0700 and its
 files 0600; a directory others can write to fails the start, and
 so does one that another live mount uses as its cache.
 """
+import json
 import os
 import stat
 import subprocess
@@ -82,6 +84,67 @@ class DiskCacheTest(harness.ImageCacheTestCase):
         # Stored again, intact: the next mount needs nothing.
         stats, _ = self.one_mount_pass()
         self.assertEqual(stats.get("GET", 0), 0, stats)
+
+    def test_the_cache_leaves_min_free_on_its_file_system(self):
+        """The cache on a 16 MiB tmpfs that another program already holds 4 MiB of, with
+        --cache-min-free 6MiB: reading the whole tree (about 11 MB) leaves at least 6 MiB
+        available, the cache holding the most recent blocks. When the other program then
+        writes 4 MiB more, the cache gives way by itself within seconds, with no read. Every
+        byte read stays right, and the log and the metrics say what happened."""
+        if os.geteuid() != 0:
+            self.skipTest("mounting a tmpfs needs root")
+        disk = os.path.join(self.tmp, "disk")
+        os.mkdir(disk)
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m,mode=0700", "tmpfs", disk],
+                       check=True)
+        self.addCleanup(subprocess.run, ["umount", "-l", disk], check=False)
+        self.cache = os.path.join(disk, "cache")
+        floor = 6 << 20
+        slack = 256 << 10  # page rounding of the blocks being written at that moment
+
+        def available():
+            st = os.statvfs(disk)
+            return st.f_bavail * st.f_frsize
+
+        def write_other(name, size):
+            with open(os.path.join(disk, name), "wb") as f:
+                f.write(os.urandom(size))
+
+        write_other("other-1", 4 << 20)
+        total = sum(size for size, _ in self.manifest.values())
+        self.assertGreater(total, available() - floor + (2 << 20))  # would not all fit
+
+        m = harness.Mount(self.server, args=["--cache", self.cache, "--metadata-ttl",
+                                             "indefinite", "--cache-min-free", "6MiB"])
+        try:
+            self.read_everything(m)
+            harness.wait_for(lambda: self.space_evictions(m) > 0, 30, "evictions for space")
+            self.assertGreaterEqual(available(), floor - slack)
+            held = sum(os.path.getsize(os.path.join(self.cache, b)) for b in self.block_files())
+            self.assertLess(held, total)
+            self.assertGreater(held, 2 << 20)  # the cache is still used up to its room
+
+            # Another program takes 4 MiB more: less than the floor is left, until the cache
+            # gives way (checked every second, with no read).
+            evicted_before = self.space_evictions(m)
+            write_other("other-2", 4 << 20)
+            harness.wait_for(lambda: available() >= floor - slack, 30,
+                             "the cache to give way (available %d)" % available())
+            self.assertGreater(self.space_evictions(m), evicted_before)
+            self.read_everything(m)  # what was evicted is fetched again
+            self.assertGreaterEqual(available(), floor - slack)
+            self.assertEqual(m.unmount(), 0, m.output())
+        finally:
+            m.close()
+        log = m.output()
+        self.assertEqual(log.count("--cache-min-free keeps 6.0 MiB free on the file system of "
+                                   "'%s'" % self.cache), 1, log)  # said once a minute at most
+        self.assertIn("the cache gives way to other files", log)
+        self.assertRegex(log, r"evicted \([1-9][0-9]* for free space\)")
+
+    def space_evictions(self, m):
+        doc = json.loads(harness.stats_json(m.mountpoint).stdout)
+        return harness.metric(doc, "counters", "ossmount_disk_cache_space_evictions_total")
 
     def test_permissions(self):
         self.one_mount_pass()

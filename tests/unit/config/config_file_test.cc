@@ -221,6 +221,8 @@ TEST_CASE("Config file errors name the key and the file") {
       // Values from the file fail the command line's own checks, and say where they came from.
       {R"({"metadata_ttl": "soon"})", {"--metadata-ttl", "key \"metadata_ttl\" in "}},
       {R"({"max_cache_size": "1GiB"})", {"--max-cache-size needs --cache", "\"max_cache_size\""}},
+      {R"({"cache": "/var/cache/o", "cache_min_free": "150%"})",
+       {"--cache-min-free: '150%' is not valid", "\"cache_min_free\""}},
       {R"({"io_threads": 0})", {"--io-threads", "key \"io_threads\" in "}},
       {"{\"endpoint\": \"x\",\n  \"region\" \"r\"}", {"not valid JSON", "line 2"}},
       {R"([1, 2])", {"must be a JSON object"}},

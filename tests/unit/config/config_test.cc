@@ -71,6 +71,49 @@ TEST_CASE("ParseSize accepts bytes and binary suffixes") {
   }
 }
 
+TEST_CASE("ParseSizeOrPercent: a size, or a percentage below 100 with two decimals at most") {
+  auto share = [](const char* text) { return ParseSizeOrPercent("--x", text)->fraction; };
+  auto bytes = [](const char* text) { return ParseSizeOrPercent("--x", text)->bytes; };
+  CHECK(share("5%") == Approx(0.05));
+  CHECK(share("0.5%") == Approx(0.005));
+  CHECK(share("12.25%") == Approx(0.1225));
+  CHECK(share("99.99%") == Approx(0.9999));
+  CHECK(share("0%") == 0);
+  CHECK(bytes("5%") == 0);
+  CHECK(bytes("2GiB") == 2ull << 30);
+  CHECK(share("2GiB") == 0);
+  CHECK(bytes("0") == 0);
+  for (const char* bad : {"", "%", "100%", "150%", "-5%", "5.%", ".5%", "5.123%", "5 %", "5%%",
+                          "a%", "5GiB%", "1.5G", "five"}) {
+    INFO(bad);
+    auto r = ParseSizeOrPercent("--cache-min-free", bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find("--cache-min-free") != std::string::npos);
+    CHECK(r.status().message().find("percentage") != std::string::npos);
+  }
+}
+
+TEST_CASE("Free space the cache leaves: 5% of its file system by default, a size or a share") {
+  auto with_cache = With({"--cache", "/var/cache/ossmount"});
+  MountConfig c = Ok(with_cache);
+  CHECK(c.cache.min_free.bytes == 0);
+  CHECK(c.cache.min_free.fraction == Approx(0.05));
+  auto args = with_cache;
+  args.insert(args.end(), {"--cache-min-free", "20GiB"});
+  c = Ok(args);
+  CHECK(c.cache.min_free.bytes == 20ull << 30);
+  CHECK(c.cache.min_free.fraction == 0);
+  args = with_cache;
+  args.insert(args.end(), {"--cache-min-free", "0"});
+  c = Ok(args);
+  CHECK(c.cache.min_free.bytes == 0);
+  CHECK(c.cache.min_free.fraction == 0);
+  args = with_cache;
+  args.insert(args.end(), {"--cache-min-free", "100%"});
+  Fails(args, "--cache-min-free: '100%' is not valid");
+  Fails(With({"--cache-min-free", "5%"}), "--cache-min-free needs --cache DIR");
+}
+
 TEST_CASE("ParseTtl: indefinite, seconds, zero, units") {
   CHECK_FALSE(ParseTtl("--t", "indefinite")->has_value());
   CHECK_FALSE(ParseTtl("--t", "Indefinite")->has_value());

@@ -534,6 +534,45 @@ TEST_CASE("warm-up stops at the disk cache budget and says so", "[dataset_prefet
   // An explicit new warm-up gets the whole cache again.
 }
 
+TEST_CASE("warm-up stops at what the disk cache's file system leaves room for, and says why",
+          "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.concurrency = 8;
+  o.disk_budget = 1000;
+  uint64_t capacity = 350;  // --cache-min-free leaves room for less than --max-cache-size
+  o.disk_capacity = [&capacity] { return capacity; };
+  Rig rig(o);
+  uint64_t id = rig.prefetcher->EnqueueFiles("job", Items(5, 100));
+  CHECK(rig.fetcher.started() == std::vector<std::string>{"w0", "w1", "w2"});
+  rig.fetcher.Complete("w0");
+  rig.fetcher.Complete("w1");
+  rig.fetcher.Complete("w2");
+  auto st = rig.prefetcher->Status();
+  const auto& job = Job(st, id);
+  CHECK(job.state == JobState::kBudgetFull);
+  CHECK(job.files_done == 3);
+  CHECK(job.message.find("--cache-min-free") != std::string::npos);
+  CHECK(job.message.find("--max-cache-size") != std::string::npos);
+}
+
+TEST_CASE("warm-up with room for all of --max-cache-size stops at --max-cache-size",
+          "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.concurrency = 16;
+  o.disk_budget = 1000;
+  o.disk_capacity = [] { return uint64_t{5000}; };
+  Rig rig(o);
+  uint64_t id = rig.prefetcher->EnqueueFiles("job", Items(12, 100));
+  CHECK(rig.fetcher.pending() == 10);
+  for (int i = 0; i < 10; ++i) rig.fetcher.Complete("w" + std::to_string(i));
+  auto st = rig.prefetcher->Status();
+  const auto& job = Job(st, id);
+  CHECK(job.state == JobState::kBudgetFull);
+  CHECK(job.files_done == 10);
+  CHECK(job.message.find("--cache-min-free") == std::string::npos);
+  CHECK(job.message.find("--max-cache-size") != std::string::npos);
+}
+
 TEST_CASE("warm-up in memory stops when the memory budget refuses", "[dataset_prefetcher]") {
   DatasetPrefetchOptions o;
   o.concurrency = 1;
