@@ -346,6 +346,7 @@ TEST_CASE("The shipped example config parses and validates") {
   CHECK(c.client.region == "cn-beijing");
   CHECK_FALSE(c.fs.metadata_ttl.has_value());
   CHECK(c.cache.dir == "/var/cache/ossmount/dataset");
+  CHECK(c.cache.min_free.fraction == Approx(0.05));
   CHECK(c.daemon.allow_other);
 }
 
