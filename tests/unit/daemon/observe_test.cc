@@ -286,5 +286,29 @@ TEST_CASE("stats: list-ahead shows as off when its distance is 0") {
   CHECK(view.find("directories ahead") == std::string::npos);
 }
 
+TEST_CASE("stats: the disk cache shows its size, what it can hold, and what it gave way") {
+  auto view_of = [](int space_evictions, int no_space) {
+    return RenderStats(
+        Parse("{\"mountpoint\":\"/mnt/x\",\"pid\":7,\"uptime_seconds\":1,\"metrics\":{"
+              "\"counters\":[{\"name\":\"ossmount_disk_cache_hits_total\",\"labels\":{},"
+              "\"value\":3},{\"name\":\"ossmount_disk_cache_misses_total\",\"labels\":{},"
+              "\"value\":1},{\"name\":\"ossmount_disk_cache_space_evictions_total\","
+              "\"labels\":{},\"value\":" +
+              std::to_string(space_evictions) +
+              "},{\"name\":\"ossmount_disk_cache_no_space_total\",\"labels\":{},\"value\":" +
+              std::to_string(no_space) +
+              "}],\"gauges\":[{\"name\":\"ossmount_disk_cache_bytes\",\"labels\":{},"
+              "\"value\":3221225472},{\"name\":\"ossmount_disk_cache_capacity_bytes\","
+              "\"labels\":{},\"value\":4294967296}],\"histograms\":[]}}"),
+        nullptr, 0);
+  };
+  std::string view = view_of(0, 0);
+  CHECK_THAT(view, Contains("disk                   75.0% (3/4)"));
+  CHECK_THAT(view, Contains("disk cache size        3.0 GiB of 4.0 GiB"));
+  CHECK(view.find("--cache-min-free") == std::string::npos);  // never had to give way
+  CHECK_THAT(view_of(120, 7),
+             Contains("for --cache-min-free   120 block(s) evicted, 7 not cached"));
+}
+
 }  // namespace
 }  // namespace ossmount::daemon
