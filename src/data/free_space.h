@@ -3,7 +3,7 @@
 //
 // The cache is a cache: when other files (checkpoints, logs, a second dataset) need the
 // disk, its blocks give way, so that a full cache never makes another program's write fail
-// with ENOSPC. Mountpoint for Amazon S3 keeps 5% of the file system free the same way;
+// with ENOSPC. Mountpoint for Amazon S3 keeps 5% of the file system free by default too;
 // rclone (--vfs-cache-min-free-space) and s3fs (ensure_diskfree) have the same knob.
 //
 // Thread-safety: plain values and pure functions.
