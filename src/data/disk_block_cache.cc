@@ -290,16 +290,9 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
     const uint64_t others = writes_in_progress_bytes_.load();
     const uint64_t shortfall = Shortfall(*space, floor, incoming + others);
     std::lock_guard lock(mu_);
-    uint64_t freed = 0, evicted = 0;
-    while (freed < shortfall && !lru_.empty()) {
-      auto it = index_.find(lru_.front());
-      freed += it->size;
-      EraseLocked(it, /*unlink=*/true);
-      ++evicted;
-    }
-    const bool first_time = stats_.space_evictions + stats_.no_space == 0;
-    stats_.evictions += evicted;
-    stats_.space_evictions += evicted;
+    const uint64_t evictions_before = stats_.evictions;
+    const uint64_t freed = EvictLeastRecentLocked(shortfall);
+    stats_.space_evictions += stats_.evictions - evictions_before;
     // What the file system has above the floor once the evicted blocks are gone.
     const FileSystemSpace after{space->size, space->available + freed};
     capacity_ = std::min(options_.max_size, bytes_ + RoomAboveFloor(after, floor));
@@ -308,6 +301,7 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
       // A cache kept at the floor gives way at nearly every write, as one at max_size evicts:
       // said when it starts, and again only after a minute without it.
       const auto now = std::chrono::steady_clock::now();
+      const bool first_time = last_gave_way_ == std::chrono::steady_clock::time_point{};
       if (first_time || now - last_gave_way_ > kGiveWayQuiet) {
         spdlog::warn(
             "disk cache: --cache-min-free keeps {} free on the file system of '{}' ({} "
@@ -320,8 +314,12 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
       }
       last_gave_way_ = now;
     }
-    if (!fits && incoming > 0) ++stats_.no_space;  // a block refused, not a watcher's check
-    if (fits) writes_in_progress_bytes_ += incoming;
+    if (fits) {
+      writes_in_progress_bytes_ += incoming;
+    } else if (incoming > 0) {  // a block refused, not a watcher's check
+      ++stats_.no_space;
+      ++stats_.dropped;
+    }
     return fits;
   }
 
@@ -596,10 +594,21 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
 
   // REQUIRES: mu_ held. Evicts least-recently-used blocks until `incoming` more bytes fit.
   void EvictLocked(uint64_t incoming) {
-    while (!lru_.empty() && bytes_ + incoming > options_.max_size) {
-      EraseLocked(index_.find(lru_.front()), /*unlink=*/true);
+    const uint64_t wanted = bytes_ + incoming;
+    EvictLeastRecentLocked(wanted > options_.max_size ? wanted - options_.max_size : 0);
+  }
+
+  // REQUIRES: mu_ held. Evicts least-recently-used blocks until at least `bytes` are freed
+  // or none is left; returns the bytes freed. Counts the evictions.
+  uint64_t EvictLeastRecentLocked(uint64_t bytes) {
+    uint64_t freed = 0;
+    while (freed < bytes && !lru_.empty()) {
+      auto it = index_.find(lru_.front());
+      freed += it->size;
+      EraseLocked(it, /*unlink=*/true);
       ++stats_.evictions;
     }
+    return freed;
   }
 
   void WriterLoop() {
@@ -636,11 +645,7 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
   void Write(const BlockId& id, const BlockDigest& digest, const ByteBuffer& data) {
     const uint64_t estimate =
         data.size() + (layout_ == BlockLayout::kHeaderInFile ? BlockHeaderSize(id) : 0);
-    if (!KeepFloor(estimate)) {
-      std::lock_guard lock(mu_);
-      ++stats_.dropped;  // and no_space, counted by KeepFloor
-      return;
-    }
+    if (!KeepFloor(estimate)) return;  // counted there
     WriteBlockFile(id, digest, data);
     writes_in_progress_bytes_ -= estimate;
   }
@@ -726,7 +731,8 @@ class DiskBlockCacheImpl final : public DiskBlockCache {
   uint64_t generation_ = 0;
   DiskCacheStats stats_;
   uint64_t write_failures_ = 0;
-  std::chrono::steady_clock::time_point last_gave_way_;  // the last KeepFloor with a shortfall
+  // The last KeepFloor with a shortfall; the epoch until the first.
+  std::chrono::steady_clock::time_point last_gave_way_;
 
   mutable std::mutex queue_mu_;       // guards queue_, queued_, queued_bytes_, writing_, stop_
   std::condition_variable queue_cv_;  // work for the writer, or stop

@@ -2,6 +2,7 @@
 
 #include <sys/statvfs.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace ossmount::data {
@@ -17,7 +18,7 @@ std::optional<FileSystemSpace> ReadFileSystemSpace(int dir_fd) {
 uint64_t FloorBytes(const FreeSpaceFloor& floor, const FileSystemSpace& space) {
   const double share = std::ceil(floor.fraction * static_cast<double>(space.size));
   const uint64_t by_fraction = share > 0 ? static_cast<uint64_t>(share) : 0;
-  return by_fraction > floor.bytes ? by_fraction : floor.bytes;
+  return std::max(by_fraction, floor.bytes);
 }
 
 uint64_t Shortfall(const FileSystemSpace& space, uint64_t floor_bytes, uint64_t incoming) {

@@ -360,6 +360,11 @@ def metric(doc, kind, name, **labels):
     return 0
 
 
+def mount_metric(mountpoint, kind, name, **labels):
+    """A counter's or gauge's value now, asked of the mount's control socket."""
+    return metric(json.loads(stats_json(mountpoint).stdout), kind, name, **labels)
+
+
 class ImageCacheTestCase(unittest.TestCase):
     """A generated ImageFolder tree served by the bundled server (one per class), and a fresh
     directory per test with `self.cache` inside it (not created). Subclasses set DATASET

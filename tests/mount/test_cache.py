@@ -10,7 +10,6 @@ next start, which says so. On a small file system (a tmpfs) the cache leaves
 files 0600; a directory others can write to fails the start, and
 so does one that another live mount uses as its cache.
 """
-import json
 import os
 import stat
 import subprocess
@@ -143,8 +142,8 @@ class DiskCacheTest(harness.ImageCacheTestCase):
         self.assertRegex(log, r"evicted \([1-9][0-9]* for free space\)")
 
     def space_evictions(self, m):
-        doc = json.loads(harness.stats_json(m.mountpoint).stdout)
-        return harness.metric(doc, "counters", "ossmount_disk_cache_space_evictions_total")
+        return harness.mount_metric(m.mountpoint, "counters",
+                                    "ossmount_disk_cache_space_evictions_total")
 
     def test_permissions(self):
         self.one_mount_pass()

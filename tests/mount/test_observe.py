@@ -264,7 +264,9 @@ class ObserveTest(unittest.TestCase):
         # wait for the daemon to have it, as a user's unmount after the job ended would.
         with open(m.path("big/large.bin"), "rb") as f:
             f.read(1 << 20)
-        harness.wait_for(lambda: self.open_handles(m) == 0, 30, "the daemon to get the close")
+        harness.wait_for(
+            lambda: harness.mount_metric(m.mountpoint, "gauges", "ossmount_open_handles") == 0,
+            30, "the daemon to get the close")
         self.assertEqual(m.unmount(), 0, m.output())
         last = [l for l in self.audit_lines(audit) if l["path"] == "big/large.bin"]
         self.assertEqual(len(last), 1)
@@ -272,10 +274,6 @@ class ObserveTest(unittest.TestCase):
         self.assertLess(last[0]["bytes_read"], len(FILES["big/large.bin"]))
         with open(audit) as f:
             self.assertNoSecret(f.read(), "audit log")
-
-    def open_handles(self, m):
-        doc = json.loads(harness.stats_json(m.mountpoint).stdout)
-        return metric(doc, "gauges", "ossmount_open_handles")
 
     # ---- logs ------------------------------------------------------------------------------
 
