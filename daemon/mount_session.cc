@@ -2,11 +2,13 @@
 
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -16,6 +18,7 @@
 #include "auth/credential_providers.h"
 #include "bucket_probe.h"
 #include "common/metrics.h"
+#include "control/command_table.h"
 #include "control/control_server.h"
 #include "fs/object_filesystem.h"
 #include "fuse/fuse_server.h"
@@ -83,15 +86,19 @@ struct ControlContext {
 };
 
 // The one place where the session's control commands are registered ("stats", "warmup",
-// ...). Runs on the thread that saw the mount answer, before the start is reported.
-void RegisterControlCommands(control::ControlServer& server, const ControlContext& context) {
-  server.Register("stats", [mountpoint = context.config.daemon.mountpoint,
-                            started = context.started](const rapidjson::Document&) {
-    return Result<std::string>(StatsResult(mountpoint, started));
-  });
+// ...), before the mount is made: both channels (the socket and the mount's ioctls) answer
+// from this table.
+void RegisterControlCommands(control::CommandTable& commands, const ControlContext& context) {
+  commands.Register(
+      "stats",
+      [mountpoint = context.config.daemon.mountpoint,
+       started = context.started](const rapidjson::Document&) {
+        return Result<std::string>(StatsResult(mountpoint, started));
+      },
+      control::Access::kAnyUser);
   // Dataset prefetch: "warmup", "warmup-status", "warmup-cancel", "hints".
   if (auto prefetcher = fs::DatasetPrefetcherOf(context.filesystem)) {
-    RegisterPrefetchCommands(server, context.io, std::move(prefetcher));
+    RegisterPrefetchCommands(commands, context.io, std::move(prefetcher));
   }
 }
 
@@ -195,7 +202,18 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   // (ImageFolder's stat of MOUNT/train) are answered without probing requests.
   WarmRootListing(*filesystem, std::chrono::seconds(10));
 
+  // The control commands (`ossmount stats`, `ossmount warmup`, hints, ...), answered through
+  // the mount's directory ioctls as soon as it is mounted, and through the control socket
+  // once that is started below.
+  auto commands = std::make_shared<control::CommandTable>(io, geteuid());
+  RegisterControlCommands(*commands,
+                          ControlContext{io, config, *client, filesystem, session_started});
+
   fuse::FuseServerOptions fuse_options;
+  fuse_options.control = [commands](std::string request, fuse::ControlCaller caller,
+                                    std::function<void(std::string)> done) {
+    commands->Answer(std::move(request), control::Peer{caller.pid, caller.uid}, std::move(done));
+  };
   fuse_options.mountpoint = config.daemon.mountpoint;
   fuse_options.fsname = "ossmount:" + config.client.bucket;
   fuse_options.allow_other = config.daemon.allow_other;
@@ -223,24 +241,21 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
     if (audit) audit->Reopen();
   });
 
-  // The control socket (`ossmount stats`, `ossmount warmup`, ...): started once the mount
-  // answers and before the start is reported, so a subcommand run right after `ossmount`
-  // returns finds it. Modules register their commands in RegisterControlCommands.
+  // The control socket: started once the mount answers and before the start is reported,
+  // so a subcommand run right after `ossmount` returns finds it.
   std::unique_ptr<control::ControlServer> control;
   auto start_control = [&] {
     std::string path = control::SocketPathForMountpoint(config.daemon.mountpoint);
-    auto started = control::ControlServer::Start(io, path);
+    auto started = control::ControlServer::Start(io, path, commands);
     if (!started.ok()) {
       // The mount works without it; only the subcommands that talk to it are unavailable.
       spdlog::warn(
-          "control socket unavailable ({}); `ossmount stats` and similar will not "
-          "reach this mount",
+          "control socket unavailable ({}); `ossmount stats` and similar reach this mount "
+          "through its directories only",
           started.status().message());
       return;
     }
     control = std::move(*started);
-    RegisterControlCommands(*control,
-                            ControlContext{io, config, *client, filesystem, session_started});
     spdlog::info("control socket {}", control->path());
   };
 

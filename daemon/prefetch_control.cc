@@ -82,42 +82,52 @@ Result<std::string> NormalizeRequestPath(const std::string& path) {
   return out;
 }
 
-void RegisterPrefetchCommands(control::ControlServer& server, boost::asio::io_context& io,
+void RegisterPrefetchCommands(control::CommandTable& commands, boost::asio::io_context& io,
                               std::shared_ptr<prefetch::DatasetPrefetcher> prefetcher) {
-  server.Register("warmup",
-                  [prefetcher](const rapidjson::Document& request) -> Result<std::string> {
-                    auto paths = Paths(request, /*allow_empty=*/false);
-                    if (!paths.ok()) return paths.status();
-                    int concurrency = 0;
-                    if (auto c = request.FindMember("concurrency"); c != request.MemberEnd()) {
-                      if (!c->value.IsInt() || c->value.GetInt() < 1 || c->value.GetInt() > 4096) {
-                        return Bad("\"concurrency\" must be an integer between 1 and 4096");
-                      }
-                      concurrency = c->value.GetInt();
-                    }
-                    uint64_t id = prefetcher->StartWarmup(std::move(*paths), concurrency);
-                    return "{\"job\":" + std::to_string(id) + "}";
-                  });
-  server.Register("warmup-status", [prefetcher](const rapidjson::Document&) -> Result<std::string> {
-    return prefetcher->StatusJson();
-  });
-  server.Register("warmup-cancel", [prefetcher](const rapidjson::Document&) -> Result<std::string> {
-    return "{\"cancelled\":" + std::to_string(prefetcher->CancelWarmups()) + "}";
-  });
-  server.RegisterWithPeer("hints",
-                          [prefetcher, &io](const rapidjson::Document& request,
-                                            const control::Peer& peer) -> Result<std::string> {
-                            auto paths = Paths(request, /*allow_empty=*/true);
-                            if (!paths.ok()) return paths.status();
-                            const size_t n = paths->size();
-                            // Indexing millions of paths takes a moment: not on the control
-                            // connection's turn.
-                            boost::asio::post(io, [prefetcher, paths = std::move(*paths),
-                                                   sender = HintSenderOf(peer)]() mutable {
-                              prefetcher->SetHints(std::move(paths), std::move(sender));
-                            });
-                            return "{\"files\":" + std::to_string(n) + "}";
-                          });
+  // Warm-up and hints only fetch what the caller could read, and its status only reports:
+  // any user of the mount may ask. Cancelling stops everyone's warm-ups: the owner's call.
+  commands.Register(
+      "warmup",
+      [prefetcher](const rapidjson::Document& request) -> Result<std::string> {
+        auto paths = Paths(request, /*allow_empty=*/false);
+        if (!paths.ok()) return paths.status();
+        int concurrency = 0;
+        if (auto c = request.FindMember("concurrency"); c != request.MemberEnd()) {
+          if (!c->value.IsInt() || c->value.GetInt() < 1 || c->value.GetInt() > 4096) {
+            return Bad("\"concurrency\" must be an integer between 1 and 4096");
+          }
+          concurrency = c->value.GetInt();
+        }
+        uint64_t id = prefetcher->StartWarmup(std::move(*paths), concurrency);
+        return "{\"job\":" + std::to_string(id) + "}";
+      },
+      control::Access::kAnyUser);
+  commands.Register(
+      "warmup-status",
+      [prefetcher](const rapidjson::Document&) -> Result<std::string> {
+        return prefetcher->StatusJson();
+      },
+      control::Access::kAnyUser);
+  commands.Register("warmup-cancel",
+                    [prefetcher](const rapidjson::Document&) -> Result<std::string> {
+                      return "{\"cancelled\":" + std::to_string(prefetcher->CancelWarmups()) + "}";
+                    });
+  commands.RegisterWithPeer(
+      "hints",
+      [prefetcher, &io](const rapidjson::Document& request,
+                        const control::Peer& peer) -> Result<std::string> {
+        auto paths = Paths(request, /*allow_empty=*/true);
+        if (!paths.ok()) return paths.status();
+        const size_t n = paths->size();
+        // Indexing millions of paths takes a moment: not on the control
+        // connection's turn.
+        boost::asio::post(
+            io, [prefetcher, paths = std::move(*paths), sender = HintSenderOf(peer)]() mutable {
+              prefetcher->SetHints(std::move(paths), std::move(sender));
+            });
+        return "{\"files\":" + std::to_string(n) + "}";
+      },
+      control::Access::kAnyUser);
 }
 
 }  // namespace ossmount::daemon

@@ -11,12 +11,12 @@
 #include <boost/asio/io_context.hpp>
 #include <memory>
 
-#include "control/control_server.h"
+#include "control/command_table.h"
 #include "prefetch/dataset_prefetcher.h"
 
 namespace ossmount::daemon {
 
-void RegisterPrefetchCommands(control::ControlServer& server, boost::asio::io_context& io,
+void RegisterPrefetchCommands(control::CommandTable& commands, boost::asio::io_context& io,
                               std::shared_ptr<prefetch::DatasetPrefetcher> prefetcher);
 
 // Who sent a hint list: the client's pid, and whether that process still runs.

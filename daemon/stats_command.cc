@@ -18,7 +18,7 @@
 #include "common/format_bytes.h"
 #include "common/metrics.h"
 #include "config/mountpoint_check.h"
-#include "control/control_server.h"
+#include "control/mount_call.h"
 #include "fs/list_ahead.h"
 
 namespace ossmount::daemon {
@@ -266,10 +266,8 @@ int StatsCommand(const std::vector<std::string>& args) {
   }
   auto absolute = config::AbsoluteMountPoint(mountpoint);
   if (absolute.ok()) mountpoint = *absolute;
-  std::string socket = control::SocketPathForMountpoint(mountpoint);
-
   auto fetch = [&]() -> std::optional<rapidjson::Document> {
-    auto reply = control::Call(socket, R"({"command":"stats"})", std::chrono::seconds(10));
+    auto reply = control::CallMount(mountpoint, R"({"command":"stats"})", std::chrono::seconds(10));
     if (!reply.ok()) {
       std::fprintf(stderr, "ossmount stats: no ossmount daemon answers for %s: %s\n",
                    mountpoint.c_str(), reply.status().message().c_str());

@@ -14,7 +14,7 @@
 
 #include "common/format_bytes.h"
 #include "common/read_file.h"
-#include "control/control_server.h"
+#include "control/mount_call.h"
 #include "ossmount/status.h"
 
 namespace ossmount::daemon {
@@ -76,8 +76,7 @@ std::string JsonString(const std::string& s) {
 // Sends one request; the parsed reply when it says ok, else the error printed.
 bool CallDaemon(const std::string& mountpoint, const std::string& request,
                 rapidjson::Document& reply) {
-  const std::string socket = control::SocketPathForMountpoint(mountpoint);
-  auto text = control::Call(socket, request, kCallTimeout);
+  auto text = control::CallMount(mountpoint, request, kCallTimeout);
   if (!text.ok()) {
     std::fprintf(stderr, "ossmount warmup: %s\n", text.status().message().c_str());
     return false;
@@ -260,8 +259,19 @@ int PrintStatus(const std::string& mountpoint) {
 
 }  // namespace
 
-std::string FindOssmountMount(const std::string& absolute_path, const std::string& mountinfo_text) {
-  std::string best;
+std::string OssmountMount::DaemonPath(const std::string& absolute_path) const {
+  std::string below = absolute_path.size() > mountpoint.size()
+                          ? absolute_path.substr(mountpoint.size() + (mountpoint == "/" ? 0 : 1))
+                          : std::string();
+  std::string base = root;
+  while (!base.empty() && base.front() == '/') base.erase(0, 1);
+  if (base.empty()) return below;
+  return below.empty() ? base : base + "/" + below;
+}
+
+OssmountMount FindOssmountMount(const std::string& absolute_path,
+                                const std::string& mountinfo_text) {
+  OssmountMount best;
   std::istringstream lines(mountinfo_text);
   std::string line;
   while (std::getline(lines, line)) {
@@ -286,7 +296,11 @@ std::string FindOssmountMount(const std::string& absolute_path, const std::strin
         absolute_path == mp || mp == "/" ||
         (absolute_path.size() > mp.size() && absolute_path.compare(0, mp.size(), mp) == 0 &&
          absolute_path[mp.size()] == '/');
-    if (inside && mp.size() > best.size()) best = mp;
+    // ">=": of two mounts on one point, the later line is the one on top.
+    if (inside && (best.mountpoint.empty() || mp.size() >= best.mountpoint.size())) {
+      best.mountpoint = mp;
+      best.root = Unescape(f[3]);
+    }
   }
   return best;
 }
@@ -339,7 +353,7 @@ int WarmupCommand(const std::vector<std::string>& args) {
     }
     const std::string given = status_of.empty() ? cancel_of : status_of;
     const std::string real = RealPath(given);
-    const std::string mp = real.empty() ? "" : FindOssmountMount(real, ReadMountinfo());
+    const std::string mp = real.empty() ? "" : FindOssmountMount(real, ReadMountinfo()).mountpoint;
     if (mp.empty()) {
       std::fprintf(stderr, "ossmount warmup: %s is not in an ossmount mount\n", given.c_str());
       return 1;
@@ -364,7 +378,8 @@ int WarmupCommand(const std::vector<std::string>& args) {
       std::fprintf(stderr, "ossmount warmup: %s: no such file or directory\n", paths[i].c_str());
       return 1;
     }
-    const std::string mp = FindOssmountMount(real, mountinfo);
+    const OssmountMount mount = FindOssmountMount(real, mountinfo);
+    const std::string& mp = mount.mountpoint;
     if (mp.empty()) {
       std::fprintf(stderr, "ossmount warmup: %s is not in an ossmount mount\n", paths[i].c_str());
       return 1;
@@ -377,10 +392,8 @@ int WarmupCommand(const std::vector<std::string>& args) {
       return 2;
     }
     mountpoint = mp;
-    const std::string rel =
-        real.size() > mp.size() ? real.substr(mp.size() + (mp == "/" ? 0 : 1)) : std::string();
     if (i > 0) request.push_back(',');
-    request += JsonString(rel);
+    request += JsonString(mount.DaemonPath(real));
   }
   request += "]";
   if (concurrency > 0) request += ",\"concurrency\":" + std::to_string(concurrency);

@@ -5,8 +5,9 @@
 //   ossmount warmup --status MOUNTPOINT                     report on the mount's warm-ups
 //   ossmount warmup --cancel MOUNTPOINT                     stop them
 //
-// The mount is found from /proc/self/mountinfo (the ossmount mount containing the PATHs),
-// its daemon through its control socket (control::SocketPathForMountpoint). Without
+// The mount is found from /proc/self/mountinfo (the ossmount mount containing the PATHs, also
+// a bind mount of one of its directories, as in a container), its daemon through an ioctl
+// on the mount point (control::CallMount; the control socket for an older daemon). Without
 // --detach the command follows its job to the end: a progress bar (files, bytes, rate,
 // ETA) when stderr is a terminal, plain progress lines otherwise.
 //
@@ -26,8 +27,21 @@ int WarmupCommand(const std::vector<std::string>& args);
 // prefetcher's status; "warmup-cancel" -> {"cancelled":N}; "hints" {"paths":[...]} ->
 // {"files":N}.
 
-// The ossmount mount point containing `absolute_path` (the longest one), or "" if none.
-// Exposed for tests.
-std::string FindOssmountMount(const std::string& absolute_path, const std::string& mountinfo_text);
+// An ossmount mount as this process sees it.
+struct OssmountMount {
+  std::string mountpoint;  // "" when there is none
+  // The directory of the daemon's tree mounted there: "/" for the daemon's own mount,
+  // "/train" for a bind mount of its directory train (mountinfo's fourth field).
+  std::string root = "/";
+
+  // `absolute_path` (inside mountpoint) as the daemon names it: relative to its root, "" for
+  // the root itself.
+  std::string DaemonPath(const std::string& absolute_path) const;
+};
+
+// The ossmount mount containing `absolute_path` (the longest mount point), or one with an
+// empty mountpoint if none. Exposed for tests.
+OssmountMount FindOssmountMount(const std::string& absolute_path,
+                                const std::string& mountinfo_text);
 
 }  // namespace ossmount::daemon

@@ -13,17 +13,26 @@ Usage (see examples/train_imagefolder.py):
     loader = torch.utils.data.DataLoader(dataset, sampler=sampler, num_workers=16, ...)
 
 HintedSampler wraps any sampler: at each __iter__ it materialises the epoch's indices,
-sends the corresponding paths to the daemon over the mount's control socket, then yields
-the indices. With no ossmount mount behind the paths (or no daemon answering) it warns
-once and simply yields: training never fails because of hints.
+sends the corresponding paths to the daemon, then yields the indices. With no ossmount mount
+behind the paths (or no daemon answering) it warns once and simply yields: training never
+fails because of hints.
+
+The paths reach the daemon through the mount itself (ioctls on its directory, see
+include/ossmount/control_ioctl.h), so hints work wherever the mount is seen: in a container
+given the mount (or one of its directories) as a volume, under another user than the
+daemon's (with --allow-other), and through bind mounts. A daemon older than that channel is
+reached through its control socket instead.
 
 Only the Python standard library is used (torch is needed only for the Sampler base class
 when it is available).
 """
 
+import errno
+import fcntl
 import json
 import os
 import socket
+import struct
 import warnings
 
 try:  # torch is optional for send_hints(); HintedSampler subclasses its Sampler if present.
@@ -33,6 +42,19 @@ except Exception:  # pragma: no cover - torch missing
 
 __all__ = ["HintedSampler", "send_hints", "find_mount", "socket_path_for_mountpoint",
            "dataset_paths"]
+
+# struct ControlChunk and its ioctl numbers, include/ossmount/control_ioctl.h. The _IOC
+# layout is that of x86-64 and arm64 (direction in bits 30-31, size in bits 16-29).
+_CHUNK_DATA = 16368
+_CHUNK_SIZE = 8 + _CHUNK_DATA
+
+
+def _ioc(direction, nr, size):
+    return (direction << 30) | (size << 16) | (ord("O") << 8) | nr
+
+
+_CONTROL_SEND = _ioc(1, 0x61, _CHUNK_SIZE)     # _IOW('O', 0x61, ControlChunk)
+_CONTROL_RECEIVE = _ioc(2, 0x62, _CHUNK_SIZE)  # _IOR('O', 0x62, ControlChunk)
 
 _CRC64_POLY = 0xC96C5795D7870F42  # CRC-64/XZ, reflected
 _CRC64_TABLE = []
@@ -100,15 +122,16 @@ def _unescape(s: str) -> str:
     return "".join(out)
 
 
-def find_mount(path: str):
-    """The ossmount mount point containing `path` (longest match), or None."""
-    real = os.path.realpath(path)
-    best = None
+def _ossmount_mounts():
+    """(mount point, root) of every ossmount mount in /proc/self/mountinfo, in its order. The
+    root is the directory of the daemon's tree mounted there: "/" for the daemon's own mount,
+    "/train" for a bind mount of its directory train (a container's volume, say)."""
     try:
         with open("/proc/self/mountinfo") as f:
             lines = f.read().splitlines()
     except OSError:
-        return None
+        return []
+    found = []
     for line in lines:
         fields = line.split()
         if "-" not in fields[6:]:
@@ -119,30 +142,81 @@ def find_mount(path: str):
         fstype, source = fields[dash + 1], _unescape(fields[dash + 2])
         if not fstype.startswith("fuse") or not source.startswith("ossmount:"):
             continue
-        mp = _unescape(fields[4])
+        found.append((_unescape(fields[4]), _unescape(fields[3])))
+    return found
+
+
+def find_mount(path: str):
+    """The ossmount mount point containing `path` (longest match), or None."""
+    real = os.path.realpath(path)
+    best = None
+    for mp, _ in _ossmount_mounts():
         inside = real == mp or mp == "/" or real.startswith(mp.rstrip("/") + "/")
         if inside and (best is None or len(mp) > len(best)):
             best = mp
     return best
 
 
-def _call(mountpoint: str, request: dict, timeout: float = 60.0) -> dict:
+def _mount_root(mountpoint: str) -> str:
+    """The root of the daemon's tree mounted on `mountpoint` (the mount on top), "/" if
+    unknown."""
+    root = "/"
+    for mp, r in _ossmount_mounts():
+        if mp == mountpoint:
+            root = r
+    return root
+
+
+def _call_through_mount(directory: str, data: bytes) -> bytes:
+    """Sends `data` by ioctl on `directory` and returns the answer (OSError on failure;
+    ENOTTY from a daemon without this channel)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        chunk = bytearray(_CHUNK_SIZE)
+        for start in range(0, len(data), _CHUNK_DATA):
+            piece = data[start:start + _CHUNK_DATA]
+            struct.pack_into("=II", chunk, 0, len(piece), 0)
+            chunk[8:8 + len(piece)] = piece
+            fcntl.ioctl(fd, _CONTROL_SEND, chunk, True)
+        answer = []
+        while True:
+            n = fcntl.ioctl(fd, _CONTROL_RECEIVE, chunk, True)
+            if n <= 0:
+                break
+            answer.append(bytes(chunk[8:8 + n]))
+        return b"".join(answer)
+    finally:
+        os.close(fd)
+
+
+def _call_socket(mountpoint: str, data: bytes, timeout: float) -> bytes:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         sock.connect(socket_path_for_mountpoint(mountpoint))
-        sock.sendall(json.dumps(request, separators=(",", ":")).encode() + b"\n")
+        sock.sendall(data)
         chunks = []
         while True:
-            data = sock.recv(65536)
-            if not data:
+            received = sock.recv(65536)
+            if not received:
                 break
-            chunks.append(data)
-            if data.endswith(b"\n"):
+            chunks.append(received)
+            if received.endswith(b"\n"):
                 break
     finally:
         sock.close()
-    reply = json.loads(b"".join(chunks).decode() or "{}")
+    return b"".join(chunks)
+
+
+def _call(mountpoint: str, request: dict, timeout: float = 60.0) -> dict:
+    data = json.dumps(request, separators=(",", ":")).encode() + b"\n"
+    try:
+        raw = _call_through_mount(mountpoint, data)
+    except OSError as e:
+        if e.errno not in (errno.ENOTTY, errno.ENOSYS):
+            raise RuntimeError("ossmount daemon on %s: %s" % (mountpoint, os.strerror(e.errno)))
+        raw = _call_socket(mountpoint, data, timeout)  # a daemon older than the ioctls
+    reply = json.loads(raw.decode() or "{}")
     if not reply.get("ok"):
         raise RuntimeError("ossmount daemon on %s: %s" % (mountpoint, reply.get("error", "refused")))
     return reply
@@ -165,6 +239,8 @@ def send_hints(paths, mountpoint=None) -> int:
             raise RuntimeError("%s is not inside an ossmount mount" % paths[0])
     mountpoint = os.path.realpath(mountpoint)
     prefix = mountpoint.rstrip("/") + "/"
+    # The daemon names files from its own root; a bind mount shows one of its directories.
+    root = _mount_root(mountpoint).strip("/")
     relative = []
     for p in paths:
         if os.path.isabs(p):
@@ -174,7 +250,7 @@ def send_hints(paths, mountpoint=None) -> int:
                 if not p.startswith(prefix):
                     raise ValueError("%s is not inside the mount %s" % (p, mountpoint))
             p = p[len(prefix):]
-        relative.append(p)
+        relative.append(root + "/" + p if root else p)
     return int(_call(mountpoint, {"command": "hints", "paths": relative}).get("files", 0))
 
 

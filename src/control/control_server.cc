@@ -1,7 +1,5 @@
 #include "control/control_server.h"
 
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -22,8 +20,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <map>
-#include <mutex>
 
 #include "common/crc64.h"
 
@@ -36,18 +32,19 @@ using Local = asio::local::stream_protocol;
 constexpr std::chrono::seconds kRequestDeadline{60};
 
 struct ControlServer::State : std::enable_shared_from_this<ControlServer::State> {
-  State(asio::io_context& io, std::string p)
-      : strand(asio::make_strand(io)), acceptor(strand), path(std::move(p)) {}
+  State(asio::io_context& io, std::string p, std::shared_ptr<CommandTable> c)
+      : strand(asio::make_strand(io)),
+        acceptor(strand),
+        path(std::move(p)),
+        commands(std::move(c)) {}
 
   asio::strand<asio::io_context::executor_type> strand;
   Local::acceptor acceptor;
   std::string path;
+  std::shared_ptr<CommandTable> commands;
   std::atomic<bool> stopped{false};
-  std::mutex mu;
-  std::map<std::string, PeerHandler> handlers;
 
   void Accept();
-  std::string Dispatch(const std::string& line, const Peer& peer);
 };
 
 namespace {
@@ -96,14 +93,23 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return;
     }
     std::string line(asio::buffers_begin(buffer_.data()),
-                     asio::buffers_begin(buffer_.data()) + static_cast<std::ptrdiff_t>(n) - 1);
+                     asio::buffers_begin(buffer_.data()) + static_cast<std::ptrdiff_t>(n));
     buffer_.consume(n);
-    Reply(state_->Dispatch(line, peer_));
+    auto self = shared_from_this();
+    state_->commands->Answer(std::move(line), peer_, [self](std::string answer) {
+      asio::post(self->socket_.get_executor(),
+                 [self, answer = std::move(answer)]() mutable { self->Send(std::move(answer)); });
+    });
   }
 
   void Reply(std::string text) {
+    text.push_back('\n');
+    Send(std::move(text));
+  }
+
+  // `text` ends with its newline.
+  void Send(std::string text) {
     reply_ = std::move(text);
-    reply_.push_back('\n');
     auto self = shared_from_this();
     asio::async_write(socket_, asio::buffer(reply_),
                       [self](boost::system::error_code, std::size_t) {
@@ -172,48 +178,10 @@ void ControlServer::State::Accept() {
   });
 }
 
-std::string ControlServer::State::Dispatch(const std::string& line, const Peer& peer) {
-  rapidjson::Document request;
-  request.Parse(line.data(), line.size());
-  if (request.HasParseError() || !request.IsObject()) {
-    return ErrorReply("the request is not a JSON object");
-  }
-  auto command = request.FindMember("command");
-  if (command == request.MemberEnd() || !command->value.IsString()) {
-    return ErrorReply("the request has no \"command\" string");
-  }
-  std::string name = command->value.GetString();
-  PeerHandler handler;
-  {
-    std::lock_guard lock(mu);
-    auto it = handlers.find(name);
-    if (it == handlers.end()) {
-      std::string known;
-      for (const auto& [k, v] : handlers) known += (known.empty() ? "" : ", ") + k;
-      return ErrorReply("unknown command '" + name +
-                        "' (known: " + (known.empty() ? "none" : known) + ")");
-    }
-    handler = it->second;
-  }
-  Result<std::string> result = Status(ErrorCode::kInternal, "no result");
-  try {
-    result = handler(request, peer);
-  } catch (const std::exception& e) {
-    return ErrorReply("command '" + name + "' failed: " + e.what());
-  }
-  if (!result.ok()) return ErrorReply(result.status().message());
-  auto reply = OkReply(*result);
-  if (!reply.ok()) {
-    spdlog::error("control command '{}': {}", name, reply.status().message());
-    return ErrorReply("command '" + name + "' produced a malformed result (a bug)");
-  }
-  return *reply;
-}
-
 ControlServer::ControlServer(std::shared_ptr<State> state) : state_(std::move(state)) {}
 
-Result<std::unique_ptr<ControlServer>> ControlServer::Start(asio::io_context& io,
-                                                            std::string socket_path) {
+Result<std::unique_ptr<ControlServer>> ControlServer::Start(
+    asio::io_context& io, std::string socket_path, std::shared_ptr<CommandTable> commands) {
   if (socket_path.size() >= sizeof(sockaddr_un{}.sun_path)) {
     return Status(ErrorCode::kInvalidArgument,
                   "control socket path " + socket_path + " is too long for a Unix socket");
@@ -241,7 +209,7 @@ Result<std::unique_ptr<ControlServer>> ControlServer::Start(asio::io_context& io
     }
   }
 
-  auto state = std::make_shared<State>(io, socket_path);
+  auto state = std::make_shared<State>(io, socket_path, std::move(commands));
   boost::system::error_code ec;
   state->acceptor.open(Local(), ec);
   if (!ec) state->acceptor.bind(Local::endpoint(socket_path), ec);
@@ -256,18 +224,6 @@ Result<std::unique_ptr<ControlServer>> ControlServer::Start(asio::io_context& io
   }
   asio::post(state->strand, [state] { state->Accept(); });
   return std::unique_ptr<ControlServer>(new ControlServer(std::move(state)));
-}
-
-void ControlServer::Register(std::string command, Handler handler) {
-  RegisterWithPeer(std::move(command),
-                   [handler = std::move(handler)](const rapidjson::Document& request, const Peer&) {
-                     return handler(request);
-                   });
-}
-
-void ControlServer::RegisterWithPeer(std::string command, PeerHandler handler) {
-  std::lock_guard lock(state_->mu);
-  state_->handlers[std::move(command)] = std::move(handler);
 }
 
 const std::string& ControlServer::path() const { return state_->path; }
@@ -389,32 +345,6 @@ Result<std::string> Call(const std::string& socket_path, const std::string& requ
   }
   return Status(ErrorCode::kNetwork, std::string("control socket ") + socket_path + ": " + stage +
                                          " failed: " + result.message());
-}
-
-std::string ErrorReply(const std::string& message) {
-  rapidjson::StringBuffer out;
-  rapidjson::Writer<rapidjson::StringBuffer> w(out);
-  w.StartObject();
-  w.Key("ok");
-  w.Bool(false);
-  w.Key("error");
-  w.String(message.data(), static_cast<rapidjson::SizeType>(message.size()));
-  w.EndObject();
-  return out.GetString();
-}
-
-Result<std::string> OkReply(const std::string& fields) {
-  rapidjson::Document doc;
-  doc.Parse(fields.data(), fields.size());
-  if (doc.HasParseError() || !doc.IsObject()) {
-    return Status(ErrorCode::kInternal, "a handler result is not a JSON object");
-  }
-  if (doc.HasMember("ok")) {
-    return Status(ErrorCode::kInternal, "a handler result must not contain \"ok\"");
-  }
-  if (doc.MemberCount() == 0) return std::string(R"({"ok":true})");
-  auto open = fields.find('{');
-  return std::string(R"({"ok":true,)") + fields.substr(open + 1);
 }
 
 }  // namespace ossmount::control

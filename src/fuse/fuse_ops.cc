@@ -4,11 +4,15 @@
 #include <spdlog/spdlog.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fuse/passthrough.h"
+#include "ossmount/control_ioctl.h"
 
 namespace ossmount::fuse {
 namespace {
@@ -187,6 +191,7 @@ void OpReadDirPlus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_
 }
 
 void OpReleaseDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  if (Ctx(req)->control) Ctx(req)->control->Forget(fi->fh);
   Ctx(req)->fs->ReleaseDir(ino, fi->fh);
   fuse_reply_err(req, 0);
 }
@@ -280,6 +285,61 @@ void OpStatFs(fuse_req_t req, fuse_ino_t) {
   reply.StatFs(st);
 }
 
+// ---- control requests (ossmount/control_ioctl.h) -----------------------------------------
+
+void OpIoctl(fuse_req_t req, fuse_ino_t, unsigned int cmd, void*, fuse_file_info* fi,
+             unsigned flags, const void* in_buf, size_t in_bufsz, size_t out_bufsz) {
+  const std::shared_ptr<ControlRequests>& control = Ctx(req)->control;
+  const bool on_directory = (flags & FUSE_IOCTL_DIR) != 0;
+  if (control == nullptr || !on_directory ||
+      (cmd != control::kControlSend && cmd != control::kControlReceive)) {
+    fuse_reply_err(req, ENOTTY);
+    return;
+  }
+  auto reply = Start(req, "ioctl");
+  if (cmd == control::kControlSend) {
+    control::ControlChunk chunk;
+    if (in_bufsz != sizeof chunk) {
+      reply->Err(EINVAL);
+      return;
+    }
+    std::memcpy(&chunk, in_buf, sizeof chunk);
+    if (chunk.length > control::kControlChunkData) {
+      reply->Err(EINVAL);
+      return;
+    }
+    const int error = control->Send(fi->fh, std::string_view(chunk.data, chunk.length));
+    if (error != 0) {
+      reply->Err(error);
+    } else {
+      reply->Ioctl(0, nullptr, 0);
+    }
+    return;
+  }
+  if (out_bufsz != sizeof(control::ControlChunk)) {
+    reply->Err(EINVAL);
+    return;
+  }
+  ControlCaller caller;
+  if (const fuse_ctx* c = fuse_req_ctx(req)) {
+    caller.pid = static_cast<int>(c->pid);
+    caller.uid = c->uid;
+  }
+  control->Receive(fi->fh, control::kControlChunkData, caller,
+                   [reply](int error, std::string_view piece) {
+                     if (error != 0) {
+                       reply->Err(error);
+                       return;
+                     }
+                     // Only the header and the piece: the kernel copies back what it gets.
+                     auto chunk = std::make_unique<control::ControlChunk>();
+                     chunk->length = static_cast<uint32_t>(piece.size());
+                     std::memcpy(chunk->data, piece.data(), piece.size());
+                     reply->Ioctl(static_cast<int>(piece.size()), chunk.get(),
+                                  offsetof(control::ControlChunk, data) + piece.size());
+                   });
+}
+
 // ---- extended attributes -----------------------------------------------------------------
 
 // ENOSYS (not ENOTSUP): the kernel then stops sending GETXATTR for the life of the mount
@@ -355,6 +415,7 @@ fuse_lowlevel_ops MakeOps() {
   ops.fallocate = OpFallocate;
   ops.setxattr = OpSetXattr;
   ops.removexattr = OpRemoveXattr;
+  ops.ioctl = OpIoctl;
   // Not implemented on purpose: flush/fsync (nothing to write back; ENOSYS makes the kernel
   // stop sending them), access (default_permissions lets the kernel decide).
   return ops;

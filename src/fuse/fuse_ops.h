@@ -5,6 +5,9 @@
 // is sent from the completion handler on an io_context thread, through a ReplyOnce, so
 // every request is answered exactly once. Mutations are refused with EROFS.
 //
+// Ioctls: only the control commands on a directory (ossmount/control_ioctl.h); anything
+// else, Python's isatty() on every file it opens included, is ENOTTY.
+//
 // Directory offsets: the adapter owns offsets 0 and 1 ('.' and '..', synthesized here);
 // Filesystem::ReadDir offsets start at 0 for the first real entry and are shifted by 2 on
 // the wire. Entries named '.' or '..' coming from the Filesystem are skipped.
@@ -15,6 +18,7 @@
 #include <memory>
 
 #include "fs/filesystem.h"
+#include "fuse/control_requests.h"
 #include "fuse/reply_once.h"
 
 namespace ossmount::fuse {
@@ -34,6 +38,8 @@ struct AdapterContext {
   Passthrough* passthrough = nullptr;
   // The session, for notifications to the kernel; null without a kernel mount (unit tests).
   fuse_session* session = nullptr;
+  // Control requests by ioctl on directories; null when the mount takes none.
+  std::shared_ptr<ControlRequests> control;
 };
 
 // The table; userdata passed to fuse_session_new must be an AdapterContext*.

@@ -18,6 +18,7 @@
 
 #include "fuse/fuse_ops.h"
 #include "fuse/passthrough.h"
+#include "ossmount/control_ioctl.h"
 
 namespace ossmount::fuse {
 namespace {
@@ -167,6 +168,10 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(std::shared_ptr<fs::Filesy
       options.no_passthrough_reason,
       [fs = impl->ctx->fs](bool on) { fs->SetBackingFilesWanted(on); });
   impl->ctx->passthrough = impl->passthrough.get();
+  if (options.control) {
+    impl->ctx->control = std::make_shared<ControlRequests>(
+        options.control, control::kMaxControlRequestBytes, control::kControlPendingBytes);
+  }
 
   std::string opts = "ro,default_permissions,fsname=" + options.fsname + ",subtype=ossmount";
   if (options.allow_other) opts += ",allow_other";

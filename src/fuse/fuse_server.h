@@ -26,6 +26,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -33,6 +34,19 @@
 #include "ossmount/status.h"
 
 namespace ossmount::fuse {
+
+// Who sent a control request, as the FUSE request says (pid 0: not visible from the
+// daemon's pid namespace).
+struct ControlCaller {
+  int pid = 0;
+  unsigned uid = 0;
+};
+
+// Answers one control request (its JSON text) that arrived by ioctl on a directory of the
+// mount (ossmount/control_ioctl.h); calls `done` exactly once with the answer, from any
+// thread.
+using ControlAnswerer = std::function<void(std::string request, ControlCaller caller,
+                                           std::function<void(std::string answer)> done)>;
 
 struct FuseServerOptions {
   std::string mountpoint;           // absolute path of an existing directory
@@ -47,6 +61,9 @@ struct FuseServerOptions {
   // FUSE passthrough for files whose bytes the disk cache holds, where the kernel offers it
   // (fuse/passthrough.h), unless this says why not (logged).
   std::string no_passthrough_reason;
+  // Control requests by ioctl on a directory of the mount; without it, such ioctls get
+  // ENOTTY like any other.
+  ControlAnswerer control;
 };
 
 class FuseServer {

@@ -100,6 +100,9 @@ int ReplyOnce::Buf(const char* data, size_t size) {
 }
 int ReplyOnce::StatFs(const struct statvfs& st) { OSSMOUNT_REPLY(fuse_reply_statfs(req, &st)); }
 int ReplyOnce::Xattr(size_t size) { OSSMOUNT_REPLY(fuse_reply_xattr(req, size)); }
+int ReplyOnce::Ioctl(int result, const void* data, size_t size) {
+  OSSMOUNT_REPLY(fuse_reply_ioctl(req, result, data, size));
+}
 
 #undef OSSMOUNT_REPLY
 

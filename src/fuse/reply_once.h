@@ -84,6 +84,7 @@ class ReplyOnce {
   int Buf(const char* data, size_t size);
   int StatFs(const struct statvfs& st);
   int Xattr(size_t size);
+  int Ioctl(int result, const void* data, size_t size);
 
  private:
   friend class RequestTracker;

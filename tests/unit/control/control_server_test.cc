@@ -23,7 +23,7 @@ using namespace std::chrono_literals;
 
 // An io_context run by one thread for the test's lifetime, and a private directory.
 struct Fixture {
-  Fixture() : work(io.get_executor()) {
+  Fixture() : work(io.get_executor()), commands(std::make_shared<CommandTable>(io, geteuid())) {
     char tmpl[] = "/tmp/ossmount-control-test-XXXXXX";
     dir = mkdtemp(tmpl);
     thread = std::thread([this] { io.run(); });
@@ -38,6 +38,7 @@ struct Fixture {
 
   boost::asio::io_context io;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work;
+  std::shared_ptr<CommandTable> commands;
   std::string dir;
   std::thread thread;
 };
@@ -52,9 +53,9 @@ rapidjson::Document ParseReply(const std::string& text) {
 
 TEST_CASE("control: a registered command answers with ok and its fields") {
   Fixture f;
-  auto server = ControlServer::Start(f.io, f.Socket());
+  auto server = ControlServer::Start(f.io, f.Socket(), f.commands);
   REQUIRE(server.ok());
-  (*server)->Register("echo", [](const rapidjson::Document& req) -> Result<std::string> {
+  f.commands->Register("echo", [](const rapidjson::Document& req) -> Result<std::string> {
     return std::string(R"({"value":)") + std::to_string(req["n"].GetInt() * 2) + "}";
   });
   auto reply = Call(f.Socket(), R"({"command":"echo","n":21})", 5s);
@@ -66,9 +67,9 @@ TEST_CASE("control: a registered command answers with ok and its fields") {
 
 TEST_CASE("control: a command registered with the peer learns the client's pid and uid") {
   Fixture f;
-  auto server = ControlServer::Start(f.io, f.Socket());
+  auto server = ControlServer::Start(f.io, f.Socket(), f.commands);
   REQUIRE(server.ok());
-  (*server)->RegisterWithPeer(
+  f.commands->RegisterWithPeer(
       "who", [](const rapidjson::Document&, const Peer& peer) -> Result<std::string> {
         return R"({"pid":)" + std::to_string(peer.pid) + R"(,"uid":)" + std::to_string(peer.uid) +
                "}";
@@ -82,9 +83,9 @@ TEST_CASE("control: a command registered with the peer learns the client's pid a
 
 TEST_CASE("control: an empty result object gives just ok") {
   Fixture f;
-  auto server = ControlServer::Start(f.io, f.Socket());
+  auto server = ControlServer::Start(f.io, f.Socket(), f.commands);
   REQUIRE(server.ok());
-  (*server)->Register(
+  f.commands->Register(
       "nop", [](const rapidjson::Document&) -> Result<std::string> { return std::string("{}"); });
   auto reply = Call(f.Socket(), R"({"command":"nop"})", 5s);
   REQUIRE(reply.ok());
@@ -93,9 +94,9 @@ TEST_CASE("control: an empty result object gives just ok") {
 
 TEST_CASE("control: a handler error becomes ok false with its message") {
   Fixture f;
-  auto server = ControlServer::Start(f.io, f.Socket());
+  auto server = ControlServer::Start(f.io, f.Socket(), f.commands);
   REQUIRE(server.ok());
-  (*server)->Register("fail", [](const rapidjson::Document&) -> Result<std::string> {
+  f.commands->Register("fail", [](const rapidjson::Document&) -> Result<std::string> {
     return Status(ErrorCode::kInvalidArgument, "bad \"path\" given");
   });
   auto reply = Call(f.Socket(), R"({"command":"fail"})", 5s);
@@ -107,9 +108,9 @@ TEST_CASE("control: a handler error becomes ok false with its message") {
 
 TEST_CASE("control: unknown commands, bad JSON and a missing command are refused") {
   Fixture f;
-  auto server = ControlServer::Start(f.io, f.Socket());
+  auto server = ControlServer::Start(f.io, f.Socket(), f.commands);
   REQUIRE(server.ok());
-  (*server)->Register(
+  f.commands->Register(
       "stats", [](const rapidjson::Document&) -> Result<std::string> { return std::string("{}"); });
   auto unknown = ParseReply(*Call(f.Socket(), R"({"command":"nosuch"})", 5s));
   CHECK_FALSE(unknown["ok"].GetBool());
@@ -127,9 +128,9 @@ TEST_CASE("control: unknown commands, bad JSON and a missing command are refused
 
 TEST_CASE("control: a malformed handler result is reported, not sent") {
   Fixture f;
-  auto server = ControlServer::Start(f.io, f.Socket());
+  auto server = ControlServer::Start(f.io, f.Socket(), f.commands);
   REQUIRE(server.ok());
-  (*server)->Register("broken", [](const rapidjson::Document&) -> Result<std::string> {
+  f.commands->Register("broken", [](const rapidjson::Document&) -> Result<std::string> {
     return std::string("[1,2]");
   });
   auto doc = ParseReply(*Call(f.Socket(), R"({"command":"broken"})", 5s));
@@ -139,9 +140,9 @@ TEST_CASE("control: a malformed handler result is reported, not sent") {
 
 TEST_CASE("control: a large request within the limit is accepted") {
   Fixture f;
-  auto server = ControlServer::Start(f.io, f.Socket());
+  auto server = ControlServer::Start(f.io, f.Socket(), f.commands);
   REQUIRE(server.ok());
-  (*server)->Register("count", [](const rapidjson::Document& req) -> Result<std::string> {
+  f.commands->Register("count", [](const rapidjson::Document& req) -> Result<std::string> {
     return std::string(R"({"paths":)") + std::to_string(req["paths"].Size()) + "}";
   });
   std::string request = R"({"command":"count","paths":[)";
@@ -159,7 +160,7 @@ TEST_CASE("control: a large request within the limit is accepted") {
 
 TEST_CASE("control: a request over 64 MiB is refused") {
   Fixture f;
-  auto server = ControlServer::Start(f.io, f.Socket());
+  auto server = ControlServer::Start(f.io, f.Socket(), f.commands);
   REQUIRE(server.ok());
   std::string request(kMaxRequestBytes + 16, 'x');
   auto reply = Call(f.Socket(), request, 60s);
@@ -176,7 +177,7 @@ TEST_CASE("control: a request over 64 MiB is refused") {
 
 TEST_CASE("control: the socket and its directory are private") {
   Fixture f;
-  auto server = ControlServer::Start(f.io, f.Socket());
+  auto server = ControlServer::Start(f.io, f.Socket(), f.commands);
   REQUIRE(server.ok());
   struct stat st {};
   REQUIRE(stat(f.Socket().c_str(), &st) == 0);
@@ -189,7 +190,7 @@ TEST_CASE("control: the socket and its directory are private") {
 TEST_CASE("control: destroying the server unlinks the socket and calls then fail plainly") {
   Fixture f;
   {
-    auto server = ControlServer::Start(f.io, f.Socket());
+    auto server = ControlServer::Start(f.io, f.Socket(), f.commands);
     REQUIRE(server.ok());
     REQUIRE(std::filesystem::exists(f.Socket()));
   }
@@ -214,18 +215,18 @@ TEST_CASE("control: a stale socket of a dead daemon is replaced") {
   auto stale = Call(f.Socket(), R"({"command":"x"})", 5s);
   CHECK_FALSE(stale.ok());
 
-  auto server = ControlServer::Start(f.io, f.Socket());
+  auto server = ControlServer::Start(f.io, f.Socket(), f.commands);
   REQUIRE(server.ok());
-  (*server)->Register(
+  f.commands->Register(
       "x", [](const rapidjson::Document&) -> Result<std::string> { return std::string("{}"); });
   CHECK(Call(f.Socket(), R"({"command":"x"})", 5s).ok());
 }
 
 TEST_CASE("control: a second server on a live socket is refused") {
   Fixture f;
-  auto first = ControlServer::Start(f.io, f.Socket());
+  auto first = ControlServer::Start(f.io, f.Socket(), f.commands);
   REQUIRE(first.ok());
-  auto second = ControlServer::Start(f.io, f.Socket());
+  auto second = ControlServer::Start(f.io, f.Socket(), f.commands);
   REQUIRE_FALSE(second.ok());
   CHECK_THAT(second.status().message(), Contains("already answers"));
 }
@@ -237,7 +238,7 @@ TEST_CASE("control: a path that is not a socket is left alone") {
     FILE* file = std::fopen(f.Socket().c_str(), "w");
     std::fclose(file);
   }
-  auto server = ControlServer::Start(f.io, f.Socket());
+  auto server = ControlServer::Start(f.io, f.Socket(), f.commands);
   REQUIRE_FALSE(server.ok());
   CHECK_THAT(server.status().message(), Contains("not a socket"));
   CHECK(std::filesystem::is_regular_file(f.Socket()));
@@ -245,9 +246,9 @@ TEST_CASE("control: a path that is not a socket is left alone") {
 
 TEST_CASE("control: a client that sends nothing does not block others") {
   Fixture f;
-  auto server = ControlServer::Start(f.io, f.Socket());
+  auto server = ControlServer::Start(f.io, f.Socket(), f.commands);
   REQUIRE(server.ok());
-  (*server)->Register("x", [](const rapidjson::Document&) -> Result<std::string> {
+  f.commands->Register("x", [](const rapidjson::Document&) -> Result<std::string> {
     return std::string(R"({"y":1})");
   });
   int idle = socket(AF_UNIX, SOCK_STREAM, 0);
