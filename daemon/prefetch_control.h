@@ -4,8 +4,9 @@
 //   "warmup-cancel" {}                                          -> {"cancelled":N}
 //   "hints"         {"paths":["train/n01/x.JPEG", ...]}         -> {"files":N}
 //                   (the sender's list: one per client process, see DatasetPrefetcher)
-// Paths are relative to the mount point ("" or "." is the root); absolute paths, empty
-// components and ".." are refused with an error naming the path.
+// Paths are relative to the daemon's root ("" or "." is the root); absolute paths, empty
+// components and ".." are refused with an error naming the path. Every user of the mount may
+// send all but "warmup-cancel", which stops everyone's warm-ups (control::Access).
 #pragma once
 
 #include <boost/asio/io_context.hpp>

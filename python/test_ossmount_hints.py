@@ -1,9 +1,12 @@
 #!/usr/bin/python3
 """Unit tests of python/ossmount_hints.py that need no mount: the socket path rule (CRC-64/XZ
-as the daemon computes it), /proc/self/mountinfo parsing, dataset path discovery, and that
+as the daemon computes it), /proc/self/mountinfo parsing (bind mounts of a directory
+included), the ioctl numbers, the fallback to the socket, dataset path discovery, and that
 HintedSampler yields the wrapped sampler's order (warning, not failing) without a mount.
 Run: /usr/bin/python3 python/test_ossmount_hints.py (ctest: python:ossmount_hints).
 """
+import errno
+import json
 import os
 import sys
 import unittest
@@ -40,6 +43,46 @@ class HintsModuleTest(unittest.TestCase):
             self.assertEqual(h.find_mount("/mnt/oss/inner dir/x"), "/mnt/oss/inner dir")
             self.assertIsNone(h.find_mount("/mnt/other/x"))
             self.assertIsNone(h.find_mount("/mnt/ossx/y"))
+
+    def test_hints_through_a_bind_mount_name_files_from_the_daemons_root(self):
+        # A container given MOUNT/train as /data: mountinfo's root field is /train.
+        info = "\n".join([
+            "22 1 0:21 / / rw - ext4 /dev/sda1 rw",
+            "61 22 0:45 /train /data rw,nosuid - fuse.ossmount ossmount:bucket rw",
+        ])
+        sent = []
+        with mock.patch("builtins.open", mock.mock_open(read_data=info)), \
+                mock.patch.object(os.path, "realpath", side_effect=lambda p: p), \
+                mock.patch.object(h, "_call", side_effect=lambda mp, req: (
+                    sent.append((mp, req["paths"])), {"files": len(req["paths"])})[1]):
+            self.assertEqual(h._mount_root("/data"), "/train")
+            self.assertEqual(h._mount_root("/elsewhere"), "/")
+            self.assertEqual(h.send_hints(["/data/n01/a.jpg", "/data/n02/b.jpg"]), 2)
+        self.assertEqual(sent, [("/data", ["train/n01/a.jpg", "train/n02/b.jpg"])])
+
+    def test_ioctl_numbers_match_the_c_header(self):
+        # _IOW('O', 0x61, ControlChunk) and _IOR('O', 0x62, ControlChunk), 16376 bytes.
+        self.assertEqual(h._CHUNK_SIZE, 16376)
+        self.assertEqual(h._CONTROL_SEND, 0x40000000 | (16376 << 16) | (0x4F << 8) | 0x61)
+        self.assertEqual(h._CONTROL_RECEIVE, 0x80000000 | (16376 << 16) | (0x4F << 8) | 0x62)
+
+    def test_call_falls_back_to_the_socket_only_for_a_daemon_without_the_ioctls(self):
+        answer = json.dumps({"ok": True, "files": 3}).encode() + b"\n"
+        old = OSError(errno.ENOTTY, "Inappropriate ioctl for device")
+        with mock.patch.object(h, "_call_through_mount", side_effect=old), \
+                mock.patch.object(h, "_call_socket", return_value=answer) as sock:
+            self.assertEqual(h._call("/mnt/oss", {"command": "hints"})["files"], 3)
+            self.assertEqual(sock.call_count, 1)
+        denied = OSError(errno.EACCES, "Permission denied")
+        with mock.patch.object(h, "_call_through_mount", side_effect=denied), \
+                mock.patch.object(h, "_call_socket", return_value=answer) as sock:
+            with self.assertRaisesRegex(RuntimeError, "Permission denied"):
+                h._call("/mnt/oss", {"command": "hints"})
+            self.assertEqual(sock.call_count, 0)
+        refused = json.dumps({"ok": False, "error": "is for the mount's owner"}).encode()
+        with mock.patch.object(h, "_call_through_mount", return_value=refused):
+            with self.assertRaisesRegex(RuntimeError, "is for the mount's owner"):
+                h._call("/mnt/oss", {"command": "warmup-cancel"})
 
     def test_dataset_paths(self):
         class Folder:

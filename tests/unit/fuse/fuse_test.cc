@@ -24,7 +24,9 @@
 #include <sstream>
 #include <thread>
 
+#include "control/mount_call.h"
 #include "fuse/fuse_server.h"
+#include "ossmount/control_ioctl.h"
 #include "unit/fuse/memory_filesystem.h"
 
 using namespace ossmount;
@@ -62,7 +64,8 @@ std::string Content(size_t n, unsigned seed) {
 // One real mount of a MemoryFilesystem, served on a background thread.
 class TestMount {
  public:
-  explicit TestMount(std::function<void(MemoryFilesystem&)> build) {
+  explicit TestMount(std::function<void(MemoryFilesystem&)> build,
+                     ossmount::fuse::ControlAnswerer control = nullptr) {
     char tmpl[] = "/tmp/ossmount-fuse-test-XXXXXX";
     REQUIRE(mkdtemp(tmpl) != nullptr);
     dir_ = tmpl;
@@ -78,6 +81,7 @@ class TestMount {
     FuseServerOptions opts;
     opts.mountpoint = dir_;
     opts.fsname = "ossmount:test-bucket";
+    opts.control = std::move(control);
     auto server = FuseServer::Mount(fs_, opts);
     INFO(server.status().ToString());
     REQUIRE(server.ok());
@@ -419,4 +423,52 @@ TEST_CASE("a signal-style exit request before Run() still stops it") {
   for (int i = 0; i < 5; ++i) m.server().RequestExit();  // idempotent
   REQUIRE(m.run_done().wait_for(kTimeout) == std::future_status::ready);
   CHECK(m.run_done().get().ok());
+}
+
+TEST_CASE("control ioctls on any directory reach the answerer with the caller; others are ENOTTY") {
+  // Answers "<pid> <uid> <request bytes>|<request>", so a long request comes back long.
+  TestMount m(
+      [](MemoryFilesystem& fs) {
+        fs.AddDir("d");
+        fs.AddFile("d/f", "hello");
+      },
+      [](std::string request, ossmount::fuse::ControlCaller caller,
+         std::function<void(std::string)> done) {
+        done(std::to_string(caller.pid) + " " + std::to_string(caller.uid) + " " +
+             std::to_string(request.size()) + "|" + request);
+      });
+  const std::string who = std::to_string(getpid()) + " " + std::to_string(geteuid()) + " ";
+  auto root = control::CallThroughMount(m.dir(), R"({"command":"x"})");
+  REQUIRE(root.ok());
+  CHECK(*root == who + "16|{\"command\":\"x\"}");  // the request's newline came, the answer's went
+  auto sub = control::CallThroughMount(m.path("d"), "y");
+  REQUIRE(sub.ok());
+  CHECK(*sub == who + "2|y");
+
+  // A request and an answer of many chunks each arrive whole (the request's newline comes
+  // back last, and the client takes it off as the answer's).
+  const std::string big = Content(1 << 20, 5);
+  auto echoed = control::CallThroughMount(m.dir(), big);
+  REQUIRE(echoed.ok());
+  const std::string head = who + std::to_string(big.size() + 1) + "|";
+  REQUIRE(echoed->size() == head.size() + big.size());
+  CHECK(echoed->compare(0, head.size(), head) == 0);
+  CHECK(echoed->compare(head.size(), big.size(), big) == 0);
+
+  // On a file, the control commands are like any other ioctl: ENOTTY (isatty is false).
+  int fd = open(m.path("d/f").c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  control::ControlChunk chunk;
+  errno = 0;
+  CHECK(ioctl(fd, control::kControlSend, &chunk) == -1);
+  CHECK(errno == ENOTTY);
+  CHECK(isatty(fd) == 0);
+  close(fd);
+}
+
+TEST_CASE("a mount without a control answerer refuses the ioctls; the client says so") {
+  TestMount m([](MemoryFilesystem& fs) { fs.AddFile("f", "x"); });
+  auto r = control::CallThroughMount(m.dir(), R"({"command":"x"})");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == ErrorCode::kNotSupported);
 }
