@@ -6,8 +6,11 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+
+#include "common/read_file.h"
 
 namespace ossmount::control {
 
@@ -106,6 +109,15 @@ void CommandTable::Answer(std::string request, Peer peer,
 
 std::string CommandTable::Dispatch(const std::string& request, const Peer& peer) {
   return state_->Dispatch(request, peer);
+}
+
+int ProcessOfThread(int tid) {
+  if (tid <= 0) return tid;
+  const std::string status = ReadFileOrEmpty("/proc/" + std::to_string(tid) + "/status");
+  const std::string::size_type at = status.find("\nTgid:");
+  if (at == std::string::npos) return tid;
+  const int tgid = std::atoi(status.c_str() + at + 6);  // atoi skips the tab
+  return tgid > 0 ? tgid : tid;
 }
 
 std::string ErrorReply(const std::string& message) {

@@ -78,6 +78,11 @@ class CommandTable {
   std::shared_ptr<State> state_;
 };
 
+// The process (thread group) of thread `tid`, from /proc/TID/status: a FUSE request names the
+// calling thread, while hint lists belong to processes (a sampler may send from any thread).
+// `tid` itself when /proc does not say (the thread has exited, or tid 0: not visible here).
+int ProcessOfThread(int tid);
+
 // {"ok":false,"error":MESSAGE} with MESSAGE escaped.
 std::string ErrorReply(const std::string& message);
 // Merges a handler's result object text into {"ok":true,...}; an error when `fields` is not

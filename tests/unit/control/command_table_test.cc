@@ -2,6 +2,8 @@
 // control_server_test.cc's; the ioctl channel is fuse_test's and mount:control's.
 #include "control/command_table.h"
 
+#include <unistd.h>
+
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <catch2/catch.hpp>
@@ -76,6 +78,16 @@ TEST_CASE("command table: Answer runs on the io_context and ends the answer with
   CHECK(refused_future.get() == "{\"ok\":false,\"error\":\"the request is not a JSON object\"}\n");
   work.reset();
   runner.join();
+}
+
+TEST_CASE("command table: a thread's id is taken back to its process") {
+  CHECK(ProcessOfThread(getpid()) == getpid());
+  int seen = -1;
+  std::thread other([&seen] { seen = ProcessOfThread(static_cast<int>(gettid())); });
+  other.join();
+  CHECK(seen == getpid());
+  CHECK(ProcessOfThread(0) == 0);              // not visible from the daemon's namespace
+  CHECK(ProcessOfThread(1 << 30) == 1 << 30);  // no such thread: as given
 }
 
 }  // namespace ossmount::control
