@@ -425,7 +425,7 @@ TEST_CASE("a signal-style exit request before Run() still stops it") {
   CHECK(m.run_done().get().ok());
 }
 
-TEST_CASE("control ioctls on any directory reach the answerer with the caller; others are ENOTTY") {
+TEST_CASE("control ioctls on any directory reach the answerer with the caller, others are ENOTTY") {
   // Answers "<pid> <uid> <request bytes>|<request>", so a long request comes back long.
   TestMount m(
       [](MemoryFilesystem& fs) {
@@ -466,7 +466,7 @@ TEST_CASE("control ioctls on any directory reach the answerer with the caller; o
   close(fd);
 }
 
-TEST_CASE("a mount without a control answerer refuses the ioctls; the client says so") {
+TEST_CASE("a mount without a control answerer refuses the ioctls and the client says so") {
   TestMount m([](MemoryFilesystem& fs) { fs.AddFile("f", "x"); });
   auto r = control::CallThroughMount(m.dir(), R"({"command":"x"})");
   REQUIRE_FALSE(r.ok());
