@@ -136,7 +136,7 @@ std::string AuditLog::Format(const fs::AuditRecord& r,
   w.Key("time");
   w.String(time.c_str());
   w.Key("event");
-  w.String("close");
+  w.String(r.at_unmount ? "unmount" : "close");
   w.Key("path");
   w.String(r.path.data(), static_cast<rapidjson::SizeType>(r.path.size()));
   w.Key("pid");

@@ -1,10 +1,13 @@
-// The --audit-log writer: one JSON line per opened file, written when it is released.
+// The --audit-log writer: one JSON line per opened file, written when it is released (or
+// when the mount ends, for a file still open then).
 //
 //   {"time":"2024-05-01T12:00:03.250Z","event":"close","path":"train/cat/1.jpg",
 //    "pid":4242,"uid":1000,"gid":1000,"bytes_read":51234,"size":51234,
 //    "opened":"2024-05-01T12:00:03.241Z","duration_ms":9.137}
 //
-// time: when the file was released (UTC); opened: when it was opened; bytes_read: bytes
+// event: "close", or "unmount" for a file still open when the mount ended (no release came;
+// time is then the end of the mount). time: when the file was released (UTC); opened: when
+// it was opened; bytes_read: bytes
 // replied to reads through that handle (pages the kernel already cached are not asked
 // again, so a re-read may show 0); duration_ms: open to release.
 //

@@ -293,6 +293,9 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   bool drained = server->Drain(kDrainGrace);
   spdlog::info("stopped{}", drained ? "" : " (some requests were answered EIO)");
   metrics_server.reset();
+  // Files still open (a process held one across the unmount, or the kernel dropped its
+  // queued release) are released now, so each still gets its audit line.
+  filesystem->EndSession();
   if (audit) audit->Stop();  // the files released until now are written
   LogRetryStats((*client)->retry_stats());
 

@@ -1,4 +1,6 @@
-// The audit hook: one record per opened file, handed over when the file is released.
+// The audit hook: one record per opened file, handed over when the file is released, or,
+// for a file still open when the mount ends (the kernel drops releases still queued then,
+// and a process may hold a file open across the unmount), at Filesystem::EndSession.
 //
 // The filesystem fills a record (path, who opened it, when, bytes read through the handle,
 // how long it was open) and calls AuditSink::Record from the thread that handles the
@@ -21,6 +23,7 @@ struct AuditRecord {
   std::chrono::nanoseconds duration{0};  // open to release
   uint64_t bytes_read = 0;               // bytes replied to reads through this handle
   uint64_t size = 0;                     // the object's size at open
+  bool at_unmount = false;               // the mount ended with the file open: no release came
 };
 
 class AuditSink {

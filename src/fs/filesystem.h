@@ -139,6 +139,9 @@ class Filesystem {
   virtual void Read(InodeId ino, uint64_t fh, off_t offset, size_t size,
                     Callback<ReadReply> done) = 0;
   virtual void Release(InodeId ino, uint64_t fh) = 0;
+  // The mount is gone and no request will come: releases the file handles the kernel never
+  // released (their audit records say so). The default does nothing.
+  virtual void EndSession() {}
 
   virtual StatFs GetStatFs() = 0;
 };

@@ -694,6 +694,19 @@ void ObjectFilesystem::Release(InodeId /*ino*/, uint64_t fh) {
     handle = std::move(it->second);
     file_handles_.erase(it);
   }
+  Released(handle, /*at_unmount=*/false);
+}
+
+void ObjectFilesystem::EndSession() {
+  std::unordered_map<uint64_t, std::shared_ptr<FileHandle>> open;
+  {
+    std::lock_guard lock(handles_mu_);
+    open.swap(file_handles_);
+  }
+  for (auto& [fh, handle] : open) Released(handle, /*at_unmount=*/true);
+}
+
+void ObjectFilesystem::Released(const std::shared_ptr<FileHandle>& handle, bool at_unmount) {
   // Cancels readahead still in flight and frees the parts (and their budget) at once.
   if (handle->reader) handle->reader->Close();
   const bool read = handle->bytes_read.load(std::memory_order_relaxed) > 0;
@@ -715,6 +728,7 @@ void ObjectFilesystem::Release(InodeId /*ino*/, uint64_t fh) {
     record.duration = std::chrono::steady_clock::now() - handle->opened_steady;
     record.bytes_read = handle->bytes_read.load(std::memory_order_relaxed);
     record.size = handle->size;
+    record.at_unmount = at_unmount;
     options_.audit->Record(std::move(record));
   }
 }

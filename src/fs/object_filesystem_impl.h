@@ -72,6 +72,7 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   }
   void Read(InodeId ino, uint64_t fh, off_t offset, size_t size, Callback<ReadReply> done) override;
   void Release(InodeId ino, uint64_t fh) override;
+  void EndSession() override;
   StatFs GetStatFs() override;
 
   struct Stats {
@@ -126,6 +127,8 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
     std::atomic<uint64_t> bytes_read{0};
   };
   static void CountRead(FileHandle& handle, uint64_t bytes);
+  // What a release does once the handle is out of the table.
+  void Released(const std::shared_ptr<FileHandle>& handle, bool at_unmount);
   using ResolveCallback = std::function<void(Result<std::optional<meta::NodeAttr>>)>;
 
   // What is known about `path`: from the cache while fresh; else from a new listing of its

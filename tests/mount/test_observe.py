@@ -6,6 +6,7 @@ SIGUSR2 toggles debug) and the journald format of stderr.
 Every figure is checked against what the test server counted or what the test read, and no
 secret may appear in any of these outputs.
 """
+import contextlib
 import json
 import os
 import re
@@ -274,6 +275,27 @@ class ObserveTest(unittest.TestCase):
         self.assertLess(last[0]["bytes_read"], len(FILES["big/large.bin"]))
         with open(audit) as f:
             self.assertNoSecret(f.read(), "audit log")
+
+    def test_a_file_open_when_the_mount_ends_gets_an_unmount_line(self):
+        # A job still holding a file when the daemon is stopped (SIGTERM, as systemd sends):
+        # no release ever comes for it, and its line is written as the mount ends.
+        audit = os.path.join(self.tmp, "audit-held.log")
+        m = self.mount(["--audit-log", audit])
+        name = sorted(SMALL)[1]
+        f = open(m.path(name), "rb")
+        try:
+            self.assertEqual(f.read(), FILES[name])
+            m.proc.terminate()
+            self.assertEqual(m.proc.wait(60), 0, m.output())
+        finally:
+            with contextlib.suppress(OSError):
+                f.close()
+        lines = self.audit_lines(audit)
+        self.assertEqual([l["path"] for l in lines], [name], lines)
+        self.assertEqual(lines[0]["event"], "unmount")
+        self.assertEqual(lines[0]["bytes_read"], len(FILES[name]))
+        self.assertEqual(lines[0]["size"], len(FILES[name]))
+        self.assertEqual(lines[0]["pid"], os.getpid())
 
     # ---- logs ------------------------------------------------------------------------------
 

@@ -72,6 +72,18 @@ TEST_CASE("audit: a line is JSON with every documented field") {
   CHECK(line.find('\n') == std::string::npos);
 }
 
+TEST_CASE("audit: a file still open when the mount ended is the event unmount") {
+  auto closed = std::chrono::system_clock::time_point(std::chrono::milliseconds(1714564803250));
+  fs::AuditRecord record = Record("train/held.bin", 10);
+  record.at_unmount = true;
+  rapidjson::Document doc;
+  doc.Parse(AuditLog::Format(record, closed).c_str());
+  REQUIRE_FALSE(doc.HasParseError());
+  CHECK(std::string(doc["event"].GetString()) == "unmount");
+  CHECK(std::string(doc["path"].GetString()) == "train/held.bin");
+  CHECK(doc["bytes_read"].GetUint64() == 10);
+}
+
 TEST_CASE("audit: records are written by Stop and after a reopen go to the new file") {
   std::string dir = TempDir();
   std::string path = dir + "/audit.log";

@@ -1,4 +1,5 @@
 // Open and Read: small files whole in one GET, large files by pinned ranged GETs.
+#include <mutex>
 #include <thread>
 
 #include "fs_harness.h"
@@ -323,4 +324,57 @@ TEST_CASE("An open that finds another version than the kernel was handed tells i
     CHECK(!open->attributes_changed);
     h.fs->Release(f.attr.ino, open->fh);
   }
+}
+
+namespace {
+
+// Collects the audit records the filesystem hands over.
+class RecordingAuditSink : public AuditSink {
+ public:
+  void Record(AuditRecord record) override {
+    std::lock_guard lock(mu_);
+    records_.push_back(std::move(record));
+  }
+  std::vector<AuditRecord> records() {
+    std::lock_guard lock(mu_);
+    return records_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<AuditRecord> records_;
+};
+
+}  // namespace
+
+TEST_CASE("EndSession releases the handles the kernel never released, audited as unmount") {
+  auto sink = std::make_shared<RecordingAuditSink>();
+  FsOptions options = Harness::DefaultOptions();
+  options.audit = sink;
+  Harness h(options);
+  h.fake->PutObject("closed.bin", Content(1000, 1));
+  h.fake->PutObject("held.bin", Content(2000, 2));
+  auto closed = MustLookup(h, "closed.bin");
+  auto held = MustLookup(h, "held.bin");
+  auto closed_open = h.Open(closed.attr.ino);
+  auto held_open = h.Open(held.attr.ino);
+  REQUIRE(closed_open.ok());
+  REQUIRE(held_open.ok());
+  REQUIRE(h.Read(held.attr.ino, held_open->fh, 0, 500).ok());
+  h.fs->Release(closed.attr.ino, closed_open->fh);
+  REQUIRE(sink->records().size() == 1);
+  CHECK_FALSE(sink->records()[0].at_unmount);
+
+  h.fs->EndSession();
+  auto records = sink->records();
+  REQUIRE(records.size() == 2);
+  CHECK(records[1].path == "held.bin");
+  CHECK(records[1].at_unmount);
+  CHECK(records[1].bytes_read == 500);
+  CHECK(records[1].size == 2000);
+
+  // Nothing is left to release twice.
+  h.fs->EndSession();
+  h.fs->Release(held.attr.ino, held_open->fh);
+  CHECK(sink->records().size() == 2);
 }
