@@ -298,17 +298,19 @@ void OpIoctl(fuse_req_t req, fuse_ino_t, unsigned int cmd, void*, fuse_file_info
   }
   auto reply = Start(req, "ioctl");
   if (cmd == control::kControlSend) {
-    control::ControlChunk chunk;
-    if (in_bufsz != sizeof chunk) {
+    // The chunk is read where the kernel put it; only its header is copied (alignment).
+    uint32_t length = 0;
+    if (in_bufsz != sizeof(control::ControlChunk)) {
       reply->Err(EINVAL);
       return;
     }
-    std::memcpy(&chunk, in_buf, sizeof chunk);
-    if (chunk.length > control::kControlChunkData) {
+    std::memcpy(&length, in_buf, sizeof length);
+    if (length > control::kControlChunkData) {
       reply->Err(EINVAL);
       return;
     }
-    const int error = control->Send(fi->fh, std::string_view(chunk.data, chunk.length));
+    const char* data = static_cast<const char*>(in_buf) + offsetof(control::ControlChunk, data);
+    const int error = control->Send(fi->fh, std::string_view(data, length));
     if (error != 0) {
       reply->Err(error);
     } else {
@@ -332,11 +334,11 @@ void OpIoctl(fuse_req_t req, fuse_ino_t, unsigned int cmd, void*, fuse_file_info
                        return;
                      }
                      // Only the header and the piece: the kernel copies back what it gets.
-                     auto chunk = std::make_unique<control::ControlChunk>();
-                     chunk->length = static_cast<uint32_t>(piece.size());
-                     std::memcpy(chunk->data, piece.data(), piece.size());
-                     reply->Ioctl(static_cast<int>(piece.size()), chunk.get(),
-                                  offsetof(control::ControlChunk, data) + piece.size());
+                     const uint32_t header[2] = {static_cast<uint32_t>(piece.size()), 0};
+                     static_assert(sizeof header == offsetof(control::ControlChunk, data));
+                     std::string out(reinterpret_cast<const char*>(header), sizeof header);
+                     out.append(piece);
+                     reply->Ioctl(static_cast<int>(piece.size()), out.data(), out.size());
                    });
 }
 
