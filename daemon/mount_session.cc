@@ -212,7 +212,8 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   fuse::FuseServerOptions fuse_options;
   fuse_options.control = [commands](std::string request, fuse::ControlCaller caller,
                                     std::function<void(std::string)> done) {
-    const control::Peer peer{control::ProcessOfThread(caller.pid), caller.uid};
+    const control::Peer peer{control::ProcessOfThread(caller.pid), caller.uid,
+                             std::move(caller.directory)};
     commands->Answer(std::move(request), peer, std::move(done));
   };
   fuse_options.mountpoint = config.daemon.mountpoint;

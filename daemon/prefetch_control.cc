@@ -20,8 +20,10 @@ namespace {
 
 Status Bad(const std::string& message) { return Status(ErrorCode::kInvalidArgument, message); }
 
-// The "paths" array of strings of a request, normalised.
-Result<std::vector<std::string>> Paths(const rapidjson::Document& request, bool allow_empty) {
+// The "paths" array of strings of a request, normalised and named from the daemon's root:
+// each is relative to the directory the request came through (peer.directory).
+Result<std::vector<std::string>> Paths(const rapidjson::Document& request,
+                                       const control::Peer& peer, bool allow_empty) {
   auto it = request.FindMember("paths");
   if (it == request.MemberEnd() || !it->value.IsArray()) {
     return Bad("\"paths\" must be an array of paths relative to the mount point");
@@ -32,7 +34,11 @@ Result<std::vector<std::string>> Paths(const rapidjson::Document& request, bool 
     if (!v.IsString()) return Bad("\"paths\" must hold strings only");
     auto p = NormalizeRequestPath(std::string(v.GetString(), v.GetStringLength()));
     if (!p.ok()) return p.status();
-    out.push_back(std::move(*p));
+    if (peer.directory.empty()) {
+      out.push_back(std::move(*p));
+    } else {
+      out.push_back(p->empty() ? peer.directory : peer.directory + "/" + *p);
+    }
   }
   if (out.empty() && !allow_empty) return Bad("\"paths\" is empty: give at least one path");
   return out;
@@ -86,10 +92,11 @@ void RegisterPrefetchCommands(control::CommandTable& commands, boost::asio::io_c
                               std::shared_ptr<prefetch::DatasetPrefetcher> prefetcher) {
   // Warm-up and hints only fetch what the caller could read, and its status only reports:
   // any user of the mount may ask. Cancelling stops everyone's warm-ups: the owner's call.
-  commands.Register(
+  commands.RegisterWithPeer(
       "warmup",
-      [prefetcher](const rapidjson::Document& request) -> Result<std::string> {
-        auto paths = Paths(request, /*allow_empty=*/false);
+      [prefetcher](const rapidjson::Document& request,
+                   const control::Peer& peer) -> Result<std::string> {
+        auto paths = Paths(request, peer, /*allow_empty=*/false);
         if (!paths.ok()) return paths.status();
         int concurrency = 0;
         if (auto c = request.FindMember("concurrency"); c != request.MemberEnd()) {
@@ -116,7 +123,7 @@ void RegisterPrefetchCommands(control::CommandTable& commands, boost::asio::io_c
       "hints",
       [prefetcher, &io](const rapidjson::Document& request,
                         const control::Peer& peer) -> Result<std::string> {
-        auto paths = Paths(request, /*allow_empty=*/true);
+        auto paths = Paths(request, peer, /*allow_empty=*/true);
         if (!paths.ok()) return paths.status();
         const size_t n = paths->size();
         // Indexing millions of paths takes a moment: not on the control

@@ -259,19 +259,13 @@ int PrintStatus(const std::string& mountpoint) {
 
 }  // namespace
 
-std::string OssmountMount::DaemonPath(const std::string& absolute_path) const {
-  std::string below = absolute_path.size() > mountpoint.size()
-                          ? absolute_path.substr(mountpoint.size() + (mountpoint == "/" ? 0 : 1))
-                          : std::string();
-  std::string base = root;
-  while (!base.empty() && base.front() == '/') base.erase(0, 1);
-  if (base.empty()) return below;
-  return below.empty() ? base : base + "/" + below;
+std::string RelativeToMount(const std::string& absolute_path, const std::string& mountpoint) {
+  if (absolute_path.size() <= mountpoint.size()) return "";
+  return absolute_path.substr(mountpoint.size() + (mountpoint == "/" ? 0 : 1));
 }
 
-OssmountMount FindOssmountMount(const std::string& absolute_path,
-                                const std::string& mountinfo_text) {
-  OssmountMount best;
+std::string FindOssmountMount(const std::string& absolute_path, const std::string& mountinfo_text) {
+  std::string best;
   std::istringstream lines(mountinfo_text);
   std::string line;
   while (std::getline(lines, line)) {
@@ -296,11 +290,7 @@ OssmountMount FindOssmountMount(const std::string& absolute_path,
         absolute_path == mp || mp == "/" ||
         (absolute_path.size() > mp.size() && absolute_path.compare(0, mp.size(), mp) == 0 &&
          absolute_path[mp.size()] == '/');
-    // ">=": of two mounts on one point, the later line is the one on top.
-    if (inside && (best.mountpoint.empty() || mp.size() >= best.mountpoint.size())) {
-      best.mountpoint = mp;
-      best.root = Unescape(f[3]);
-    }
+    if (inside && mp.size() > best.size()) best = mp;
   }
   return best;
 }
@@ -353,7 +343,7 @@ int WarmupCommand(const std::vector<std::string>& args) {
     }
     const std::string given = status_of.empty() ? cancel_of : status_of;
     const std::string real = RealPath(given);
-    const std::string mp = real.empty() ? "" : FindOssmountMount(real, ReadMountinfo()).mountpoint;
+    const std::string mp = real.empty() ? "" : FindOssmountMount(real, ReadMountinfo());
     if (mp.empty()) {
       std::fprintf(stderr, "ossmount warmup: %s is not in an ossmount mount\n", given.c_str());
       return 1;
@@ -378,8 +368,7 @@ int WarmupCommand(const std::vector<std::string>& args) {
       std::fprintf(stderr, "ossmount warmup: %s: no such file or directory\n", paths[i].c_str());
       return 1;
     }
-    const OssmountMount mount = FindOssmountMount(real, mountinfo);
-    const std::string& mp = mount.mountpoint;
+    const std::string mp = FindOssmountMount(real, mountinfo);
     if (mp.empty()) {
       std::fprintf(stderr, "ossmount warmup: %s is not in an ossmount mount\n", paths[i].c_str());
       return 1;
@@ -393,7 +382,7 @@ int WarmupCommand(const std::vector<std::string>& args) {
     }
     mountpoint = mp;
     if (i > 0) request.push_back(',');
-    request += JsonString(mount.DaemonPath(real));
+    request += JsonString(RelativeToMount(real, mp));
   }
   request += "]";
   if (concurrency > 0) request += ",\"concurrency\":" + std::to_string(concurrency);

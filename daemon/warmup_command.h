@@ -27,21 +27,13 @@ int WarmupCommand(const std::vector<std::string>& args);
 // prefetcher's status; "warmup-cancel" -> {"cancelled":N}; "hints" {"paths":[...]} ->
 // {"files":N}.
 
-// An ossmount mount as this process sees it.
-struct OssmountMount {
-  std::string mountpoint;  // "" when there is none
-  // The directory of the daemon's tree mounted there: "/" for the daemon's own mount,
-  // "/train" for a bind mount of its directory train (mountinfo's fourth field).
-  std::string root = "/";
+// The ossmount mount point containing `absolute_path` (the longest one; a bind mount of one
+// of its directories counts), or "" if none. Exposed for tests.
+std::string FindOssmountMount(const std::string& absolute_path, const std::string& mountinfo_text);
 
-  // `absolute_path` (inside mountpoint) as the daemon names it: relative to its root, "" for
-  // the root itself.
-  std::string DaemonPath(const std::string& absolute_path) const;
-};
-
-// The ossmount mount containing `absolute_path` (the longest mount point), or one with an
-// empty mountpoint if none. Exposed for tests.
-OssmountMount FindOssmountMount(const std::string& absolute_path,
-                                const std::string& mountinfo_text);
+// `absolute_path` relative to `mountpoint` (which contains it), "" for the mount point
+// itself: how a request names it (the daemon takes it from the directory the request comes
+// through). Exposed for tests.
+std::string RelativeToMount(const std::string& absolute_path, const std::string& mountpoint);
 
 }  // namespace ossmount::daemon

@@ -21,7 +21,8 @@ The paths reach the daemon through the mount itself (ioctls on its directory, se
 include/ossmount/control_ioctl.h), so hints work wherever the mount is seen: in a container
 given the mount (or one of its directories) as a volume, under another user than the
 daemon's (with --allow-other), and through bind mounts. A daemon older than that channel is
-reached through its control socket instead.
+reached through its control socket instead. Paths are sent relative to the mount point this
+process sees, and the daemon takes them from the directory the request came through.
 
 Only the Python standard library is used (torch is needed only for the Sampler base class
 when it is available).
@@ -123,9 +124,8 @@ def _unescape(s: str) -> str:
 
 
 def _ossmount_mounts():
-    """(mount point, root) of every ossmount mount in /proc/self/mountinfo, in its order. The
-    root is the directory of the daemon's tree mounted there: "/" for the daemon's own mount,
-    "/train" for a bind mount of its directory train (a container's volume, say)."""
+    """The mount point of every ossmount mount in /proc/self/mountinfo, bind mounts of one
+    of its directories (a container's volume, say) included."""
     try:
         with open("/proc/self/mountinfo") as f:
             lines = f.read().splitlines()
@@ -142,7 +142,7 @@ def _ossmount_mounts():
         fstype, source = fields[dash + 1], _unescape(fields[dash + 2])
         if not fstype.startswith("fuse") or not source.startswith("ossmount:"):
             continue
-        found.append((_unescape(fields[4]), _unescape(fields[3])))
+        found.append(_unescape(fields[4]))
     return found
 
 
@@ -150,21 +150,11 @@ def find_mount(path: str):
     """The ossmount mount point containing `path` (longest match), or None."""
     real = os.path.realpath(path)
     best = None
-    for mp, _ in _ossmount_mounts():
+    for mp in _ossmount_mounts():
         inside = real == mp or mp == "/" or real.startswith(mp.rstrip("/") + "/")
         if inside and (best is None or len(mp) > len(best)):
             best = mp
     return best
-
-
-def _mount_root(mountpoint: str) -> str:
-    """The root of the daemon's tree mounted on `mountpoint` (the mount on top), "/" if
-    unknown."""
-    root = "/"
-    for mp, r in _ossmount_mounts():
-        if mp == mountpoint:
-            root = r
-    return root
 
 
 def _call_through_mount(directory: str, data: bytes) -> bytes:
@@ -239,8 +229,8 @@ def send_hints(paths, mountpoint=None) -> int:
             raise RuntimeError("%s is not inside an ossmount mount" % paths[0])
     mountpoint = os.path.realpath(mountpoint)
     prefix = mountpoint.rstrip("/") + "/"
-    # The daemon names files from its own root; a bind mount shows one of its directories.
-    root = _mount_root(mountpoint).strip("/")
+    # Relative to the mount point as this process sees it: the daemon takes them from the
+    # directory the request comes through (a bind mount's shows one of its directories).
     relative = []
     for p in paths:
         if os.path.isabs(p):
@@ -250,7 +240,7 @@ def send_hints(paths, mountpoint=None) -> int:
                 if not p.startswith(prefix):
                     raise ValueError("%s is not inside the mount %s" % (p, mountpoint))
             p = p[len(prefix):]
-        relative.append(root + "/" + p if root else p)
+        relative.append(p)
     return int(_call(mountpoint, {"command": "hints", "paths": relative}).get("files", 0))
 
 

@@ -24,9 +24,9 @@
 // kMaxControlRequestBytes; ENOBUFS when the requests pending on all the mount's directories
 // would pass kControlPendingBytes; EBUSY for a second kControlReceive while the first waits.
 //
-// Paths in requests are relative to the root of the mount as the daemon sees it: a client
-// that sees a bind mount of one of its directories prefixes the mount's root within the
-// file system (the fourth field of /proc/self/mountinfo).
+// Paths in a request are relative to the directory the ioctls are sent on, and cannot
+// leave it ('..' and absolute paths are refused): a process that sees only a bind mount of
+// one directory of the mount names paths as it sees them, and can name nothing outside it.
 #pragma once
 
 #include <sys/ioctl.h>

@@ -41,6 +41,10 @@ inline constexpr std::size_t kMaxRequestBytes = kMaxControlRequestBytes;
 struct Peer {
   int pid = 0;
   unsigned uid = 0;
+  // The directory the request came through, relative to the daemon's root ("" for the
+  // root, and for the socket): paths in the request are relative to it and cannot leave it,
+  // so a process that sees only a bind mount of one directory names nothing outside it.
+  std::string directory;
 };
 
 enum class Access {

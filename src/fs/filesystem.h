@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -139,6 +140,12 @@ class Filesystem {
   virtual void Read(InodeId ino, uint64_t fh, off_t offset, size_t size,
                     Callback<ReadReply> done) = 0;
   virtual void Release(InodeId ino, uint64_t fh) = 0;
+  // The path of directory `ino` relative to the root ("" for the root) while the kernel
+  // holds it; nullopt for an unknown inode or a file. The default knows none.
+  virtual std::optional<std::string> DirectoryPath(InodeId ino) {
+    (void)ino;
+    return std::nullopt;
+  }
   // The mount is gone and no request will come: releases the file handles the kernel never
   // released (their audit records say so). The default does nothing.
   virtual void EndSession() {}

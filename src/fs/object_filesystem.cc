@@ -697,6 +697,12 @@ void ObjectFilesystem::Release(InodeId /*ino*/, uint64_t fh) {
   Released(handle, /*at_unmount=*/false);
 }
 
+std::optional<std::string> ObjectFilesystem::DirectoryPath(InodeId ino) {
+  std::optional<meta::InodeTable::Node> node = inodes_.Get(ino);
+  if (!node || !node->is_dir) return std::nullopt;
+  return node->path;
+}
+
 void ObjectFilesystem::EndSession() {
   std::unordered_map<uint64_t, std::shared_ptr<FileHandle>> open;
   {

@@ -73,6 +73,7 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   void Read(InodeId ino, uint64_t fh, off_t offset, size_t size, Callback<ReadReply> done) override;
   void Release(InodeId ino, uint64_t fh) override;
   void EndSession() override;
+  std::optional<std::string> DirectoryPath(InodeId ino) override;
   StatFs GetStatFs() override;
 
   struct Stats {

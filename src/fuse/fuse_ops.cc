@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -287,7 +288,7 @@ void OpStatFs(fuse_req_t req, fuse_ino_t) {
 
 // ---- control requests (ossmount/control_ioctl.h) -----------------------------------------
 
-void OpIoctl(fuse_req_t req, fuse_ino_t, unsigned int cmd, void*, fuse_file_info* fi,
+void OpIoctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void*, fuse_file_info* fi,
              unsigned flags, const void* in_buf, size_t in_bufsz, size_t out_bufsz) {
   const std::shared_ptr<ControlRequests>& control = Ctx(req)->control;
   const bool on_directory = (flags & FUSE_IOCTL_DIR) != 0;
@@ -327,6 +328,12 @@ void OpIoctl(fuse_req_t req, fuse_ino_t, unsigned int cmd, void*, fuse_file_info
     caller.pid = static_cast<int>(c->pid);
     caller.uid = c->uid;
   }
+  std::optional<std::string> directory = Ctx(req)->fs->DirectoryPath(ino);
+  if (!directory) {  // the kernel holds the open directory: not expected
+    reply->Err(ESTALE);
+    return;
+  }
+  caller.directory = std::move(*directory);
   control->Receive(fi->fh, control::kControlChunkData, caller,
                    [reply](int error, std::string_view piece) {
                      if (error != 0) {

@@ -40,6 +40,7 @@ namespace ossmount::fuse {
 struct ControlCaller {
   int pid = 0;
   unsigned uid = 0;
+  std::string directory;  // the directory the ioctl was sent on, relative to the root
 };
 
 // Answers one control request (its JSON text) that arrived by ioctl on a directory of the

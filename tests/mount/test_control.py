@@ -6,9 +6,10 @@ python/ossmount_hints.py ask the daemon, where its control socket cannot be reac
   mount of its directory train. `ossmount stats BIND --json` answers (the daemon's own pid
   and mount point); `ossmount warmup BIND/CLASS` fetches exactly that class's files (one GET
   each; reading them afterwards costs none); send_hints of another class's files through
-  BIND (named from the daemon's root, mountinfo's root field), from a second thread, is
-  taken, listed under this process's pid (not the thread's), and reading them costs exactly
-  one GET per file, every byte right.
+  BIND (named relative to BIND: the daemon takes them from the directory the request came
+  through), from a second thread, is taken, listed under this process's pid (not the
+  thread's), and reading them costs exactly one GET per file, every byte right. Paths that
+  would leave the bind mount ('..', absolute) are refused.
 - Another user (uid 65534) with --allow-other, who cannot reach the socket: stats answers,
   hints are taken and listed under that process's pid, warmup-cancel is refused as the
   owner's command; root's `ossmount warmup --cancel` works.
@@ -131,7 +132,6 @@ class ControlTest(unittest.TestCase):
         subprocess.run(["mount", "--bind", m.path("train"), bind], check=True)
         self.addCleanup(subprocess.run, ["umount", "-l", bind], check=False)
         self.assertEqual(ossmount_hints.find_mount(os.path.join(bind, "x")), bind)
-        self.assertEqual(ossmount_hints._mount_root(bind), "/train")
 
         # a. stats, answered by this very daemon.
         r = harness.stats_json(bind)
@@ -181,6 +181,13 @@ class ControlTest(unittest.TestCase):
         # The list was followed to its end (releases reach the daemon after close()).
         harness.wait_for(lambda: self.senders(bind)[os.getpid()]["read"] == len(hinted), 30,
                          "the daemon to count the hinted reads")
+
+        # d. Paths are taken from the directory the request came through and cannot leave
+        # it: the classes beside train are out of reach of this view.
+        for escape in ("../val", "/train", "a/../../x"):
+            with self.assertRaises(RuntimeError) as refused:
+                ossmount_hints._call(bind, {"command": "warmup", "paths": [escape]})
+            self.assertRegex(str(refused.exception), "contains '..'|is absolute", escape)
         self.assertFalse(os.path.exists(sock))
 
     # -- 2 ------------------------------------------------------------------------------------

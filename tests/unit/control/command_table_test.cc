@@ -28,14 +28,14 @@ TEST_CASE("command table: owner-only commands refuse other users, naming the own
   table.Register("cancel", Empty);  // Access::kOwner by default
   table.Register("status", Empty, Access::kAnyUser);
 
-  CHECK(table.Dispatch(R"({"command":"cancel"})", Peer{10, kOwner}) == R"({"ok":true})");
-  CHECK(table.Dispatch(R"({"command":"cancel"})", Peer{10, 0}) == R"({"ok":true})");  // root
-  const std::string refused = table.Dispatch(R"({"command":"cancel"})", Peer{10, 65534});
+  CHECK(table.Dispatch(R"({"command":"cancel"})", Peer{10, kOwner, ""}) == R"({"ok":true})");
+  CHECK(table.Dispatch(R"({"command":"cancel"})", Peer{10, 0, ""}) == R"({"ok":true})");  // root
+  const std::string refused = table.Dispatch(R"({"command":"cancel"})", Peer{10, 65534, ""});
   CHECK_THAT(refused, Contains(R"("ok":false)"));
   CHECK_THAT(refused, Contains("command 'cancel' is for the mount's owner (uid 1000) and root "
                                "only; this request came from uid 65534"));
 
-  CHECK(table.Dispatch(R"({"command":"status"})", Peer{10, 65534}) == R"({"ok":true})");
+  CHECK(table.Dispatch(R"({"command":"status"})", Peer{10, 65534, ""}) == R"({"ok":true})");
 }
 
 TEST_CASE("command table: a handler registered with the peer sees the caller the channel gave") {
@@ -48,7 +48,7 @@ TEST_CASE("command table: a handler registered with the peer sees the caller the
                "}";
       },
       Access::kAnyUser);
-  CHECK(table.Dispatch("{\"command\":\"who\"}\n", Peer{4321, 7}) ==
+  CHECK(table.Dispatch("{\"command\":\"who\"}\n", Peer{4321, 7, ""}) ==
         R"({"ok":true,"pid":4321,"uid":7})");
 }
 
@@ -63,7 +63,7 @@ TEST_CASE("command table: Answer runs on the io_context and ends the answer with
     return std::string(R"({"here":1})");
   });
   std::promise<std::string> answered;
-  table.Answer("{\"command\":\"where\"}\n", Peer{1, kOwner},
+  table.Answer("{\"command\":\"where\"}\n", Peer{1, kOwner, ""},
                [&answered](std::string answer) { answered.set_value(std::move(answer)); });
   auto future = answered.get_future();
   REQUIRE(future.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
@@ -71,7 +71,7 @@ TEST_CASE("command table: Answer runs on the io_context and ends the answer with
   CHECK(handler_thread == runner.get_id());
 
   std::promise<std::string> refused;
-  table.Answer("not json", Peer{1, kOwner},
+  table.Answer("not json", Peer{1, kOwner, ""},
                [&refused](std::string answer) { refused.set_value(std::move(answer)); });
   auto refused_future = refused.get_future();
   REQUIRE(refused_future.wait_for(std::chrono::seconds(30)) == std::future_status::ready);

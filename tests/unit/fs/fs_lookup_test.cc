@@ -511,3 +511,19 @@ TEST_CASE("A failed listing again falls back to probing the name") {
   CHECK(h.fail->failures() == 1);
   CHECK(ListingsAndProbes(h, "d/") == std::pair(1, 1));
 }
+
+TEST_CASE("DirectoryPath names a directory inode from the root, and nothing else") {
+  Harness h;
+  h.fake->PutObject("d/e/f.bin", "x");
+  auto d = h.Lookup(kRootInode, "d");
+  REQUIRE(d.ok());
+  auto e = h.Lookup(d->attr.ino, "e");
+  REQUIRE(e.ok());
+  auto f = h.Lookup(e->attr.ino, "f.bin");
+  REQUIRE(f.ok());
+  CHECK(h.fs->DirectoryPath(kRootInode) == std::optional<std::string>(""));
+  CHECK(h.fs->DirectoryPath(d->attr.ino) == std::optional<std::string>("d"));
+  CHECK(h.fs->DirectoryPath(e->attr.ino) == std::optional<std::string>("d/e"));
+  CHECK_FALSE(h.fs->DirectoryPath(f->attr.ino).has_value());         // a file
+  CHECK_FALSE(h.fs->DirectoryPath(f->attr.ino + 1000).has_value());  // no such inode
+}

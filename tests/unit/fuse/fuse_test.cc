@@ -426,7 +426,8 @@ TEST_CASE("a signal-style exit request before Run() still stops it") {
 }
 
 TEST_CASE("control ioctls on any directory reach the answerer with the caller, others are ENOTTY") {
-  // Answers "<pid> <uid> <request bytes>|<request>", so a long request comes back long.
+  // Answers "<pid> <uid> <directory>:<request bytes>|<request>", so a long request comes
+  // back long.
   TestMount m(
       [](MemoryFilesystem& fs) {
         fs.AddDir("d");
@@ -435,22 +436,22 @@ TEST_CASE("control ioctls on any directory reach the answerer with the caller, o
       [](std::string request, ossmount::fuse::ControlCaller caller,
          std::function<void(std::string)> done) {
         done(std::to_string(caller.pid) + " " + std::to_string(caller.uid) + " " +
-             std::to_string(request.size()) + "|" + request);
+             caller.directory + ":" + std::to_string(request.size()) + "|" + request);
       });
   const std::string who = std::to_string(getpid()) + " " + std::to_string(geteuid()) + " ";
   auto root = control::CallThroughMount(m.dir(), R"({"command":"x"})");
   REQUIRE(root.ok());
-  CHECK(*root == who + "16|{\"command\":\"x\"}");  // the request's newline came, the answer's went
+  CHECK(*root == who + ":16|{\"command\":\"x\"}");  // the request's newline came, the answer's went
   auto sub = control::CallThroughMount(m.path("d"), "y");
   REQUIRE(sub.ok());
-  CHECK(*sub == who + "2|y");
+  CHECK(*sub == who + "d:2|y");  // the directory the ioctl went to
 
   // A request and an answer of many chunks each arrive whole (the request's newline comes
   // back last, and the client takes it off as the answer's).
   const std::string big = Content(1 << 20, 5);
   auto echoed = control::CallThroughMount(m.dir(), big);
   REQUIRE(echoed.ok());
-  const std::string head = who + std::to_string(big.size() + 1) + "|";
+  const std::string head = who + ":" + std::to_string(big.size() + 1) + "|";
   REQUIRE(echoed->size() == head.size() + big.size());
   CHECK(echoed->compare(0, head.size(), head) == 0);
   CHECK(echoed->compare(head.size(), big.size(), big) == 0);

@@ -40,9 +40,17 @@ InodeId MemoryFilesystem::AddNode(const std::string& path, Node node) {
   std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   InodeId p = Resolve(parent);
   node.ino = next_ino_++;
+  node.path = path;
   nodes_.at(p).children[name] = node.ino;
   nodes_[node.ino] = std::move(node);
   return next_ino_ - 1;
+}
+
+std::optional<std::string> MemoryFilesystem::DirectoryPath(InodeId ino) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = nodes_.find(ino);
+  if (it == nodes_.end() || !it->second.is_dir) return std::nullopt;
+  return it->second.path;
 }
 
 InodeId MemoryFilesystem::AddDir(const std::string& path) {

@@ -56,10 +56,12 @@ class MemoryFilesystem : public fs::Filesystem {
             fs::Callback<fs::ReadReply> done) override;
   void Release(fs::InodeId ino, uint64_t fh) override;
   fs::StatFs GetStatFs() override;
+  std::optional<std::string> DirectoryPath(fs::InodeId ino) override;
 
  private:
   struct Node {
     fs::InodeId ino = 0;
+    std::string path;  // relative to the root
     bool is_dir = false;
     std::string content;
     bool slow = false;
