@@ -7,7 +7,11 @@
 #                                             PREFIX/bin/ossmount, written at install time so
 #                                             `cmake --install --prefix` and the .deb agree)
 #   /etc/ossmount/config.example.json         OSSMOUNT_INSTALL_CONFIG_DIR; honours DESTDIR
-#   PREFIX/share/doc/ossmount/                README and the operator docs
+#   PREFIX/share/doc/ossmount/                README and the operator docs, and
+#                                             examples/train_imagefolder.py
+#   PREFIX/lib/python3/dist-packages/ossmount_hints.py   the hints module (HintedSampler):
+#                                             on Debian's python3 path for PREFIX /usr;
+#                                             OSSMOUNT_INSTALL_PYTHON_DIR to change
 if(NOT TARGET ossmount)
   return()
 endif()
@@ -33,6 +37,13 @@ install(FILES "${_unit_out}" DESTINATION "${OSSMOUNT_INSTALL_UNIT_DIR}")
 install(FILES systemd/config.example.json DESTINATION "${OSSMOUNT_INSTALL_CONFIG_DIR}")
 install(FILES README.md docs/CONFIGURATION.md docs/TROUBLESHOOTING.md docs/SEMANTICS.md
         DESTINATION share/doc/ossmount OPTIONAL)
+install(FILES examples/train_imagefolder.py DESTINATION share/doc/ossmount/examples)
+
+# The hints module, where Debian's /usr/bin/python3 finds it (`import ossmount_hints`) when
+# PREFIX is /usr; with another prefix, set this or put the directory on PYTHONPATH.
+set(OSSMOUNT_INSTALL_PYTHON_DIR "lib/python3/dist-packages"
+    CACHE STRING "Where ossmount_hints.py is installed, relative to the install prefix")
+install(FILES python/ossmount_hints.py DESTINATION "${OSSMOUNT_INSTALL_PYTHON_DIR}")
 
 # The .deb: `cpack -G DEB` in the build directory (tests/packaging builds and installs it).
 set(CPACK_PACKAGE_NAME ossmount)
@@ -52,7 +63,15 @@ set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 # The example config is a conffile: dpkg keeps local edits, `dpkg -P` removes it.
 file(WRITE "${PROJECT_BINARY_DIR}/debian-control/conffiles"
      "${OSSMOUNT_INSTALL_CONFIG_DIR}/config.example.json\n")
-set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA "${PROJECT_BINARY_DIR}/debian-control/conffiles")
+# python3 writes the module's bytecode beside it when root imports it; the package removes
+# that with the module, so `dpkg -P` leaves nothing behind.
+file(WRITE "${PROJECT_BINARY_DIR}/debian-control/prerm"
+     "#!/bin/sh\nset -e\nrm -f /usr/${OSSMOUNT_INSTALL_PYTHON_DIR}/__pycache__/ossmount_hints.*.pyc\n")
+file(CHMOD "${PROJECT_BINARY_DIR}/debian-control/prerm"
+     PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE WORLD_READ
+                 WORLD_EXECUTE)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
+    "${PROJECT_BINARY_DIR}/debian-control/conffiles;${PROJECT_BINARY_DIR}/debian-control/prerm")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
@@ -62,6 +81,6 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "fuse3, ca-certificates")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
-# Only the daemon, its unit, config example and docs: no test binaries are installed.
+# Only the daemon, its unit, config example, the hints module and docs: no test binaries.
 set(CPACK_STRIP_FILES ON)
 include(CPack)

@@ -1,7 +1,8 @@
 """The Debian package: `cpack -G DEB` from the build tree, its contents and control fields;
 then, as root in CI (CI=true), `dpkg -i`, a mount from a temporary fstab through the installed
-files (mount(8) -> /sbin/mount.fuse -> /usr/bin/ossmount), `systemd-analyze verify` of the
-installed unit, and `dpkg -P` so the machine is left as it was.
+files (mount(8) -> /sbin/mount.fuse -> /usr/bin/ossmount), the installed hints module imported
+by /usr/bin/python3 and asking that mount for its statistics, `systemd-analyze verify` of the
+installed unit, and `dpkg -P` so the machine is left as it was (the module's bytecode too).
 
 docs/CONFIGURATION.md "Installing".
 """
@@ -16,6 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import harness  # noqa: E402
 
 BUILD_DIR = os.environ.get("BUILD_DIR", "")
+PYTHON_DIR = "/usr/lib/python3/dist-packages"
 
 
 def run(cmd, **kw):
@@ -60,8 +62,13 @@ class DebTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         paths = {line.split()[-1].lstrip(".") for line in r.stdout.splitlines()}
         for p in ("/usr/bin/ossmount", "/usr/lib/systemd/system/ossmount@.service",
-                  "/etc/ossmount/config.example.json", "/usr/share/doc/ossmount/README.md"):
+                  "/etc/ossmount/config.example.json", "/usr/share/doc/ossmount/README.md",
+                  PYTHON_DIR + "/ossmount_hints.py",
+                  "/usr/share/doc/ossmount/examples/train_imagefolder.py"):
             self.assertIn(p, paths)
+        self.assertEqual(self.member(PYTHON_DIR + "/ossmount_hints.py"),
+                         open(os.path.join(harness.SOURCE_DIR, "python", "ossmount_hints.py"),
+                              "rb").read())
         # Nothing but the daemon among the programs (no test server, no unit tests).
         programs = [p for p in paths if "/bin/" in p and not p.endswith("/")]
         self.assertEqual(programs, ["/usr/bin/ossmount"])
@@ -97,6 +104,10 @@ class DebTest(unittest.TestCase):
         self.assertFalse(os.path.exists("/usr/bin/ossmount"))
         self.assertFalse(os.path.exists("/etc/ossmount/config.example.json"))
         self.assertFalse(os.path.exists("/usr/lib/systemd/system/ossmount@.service"))
+        self.assertFalse(os.path.exists(PYTHON_DIR + "/ossmount_hints.py"))
+        cache = os.path.join(PYTHON_DIR, "__pycache__")
+        left = [f for f in os.listdir(cache)] if os.path.isdir(cache) else []
+        self.assertEqual([f for f in left if f.startswith("ossmount_hints.")], [])
 
     def mount_from_fstab(self):
         root = tempfile.mkdtemp(prefix="deb-data-")
@@ -131,6 +142,15 @@ class DebTest(unittest.TestCase):
                 except OSError:
                     pass
             self.assertIn("/usr/bin/ossmount", exes)  # the installed daemon serves it
+            # The installed module, found by Debian's python3 on its own path (not the
+            # source tree: run from /, no PYTHONPATH), reaches that daemon through the mount.
+            r = run(["/usr/bin/python3", "-c",
+                     "import json, sys, ossmount_hints as h\n"
+                     "print(h.__file__)\n"
+                     "print(json.dumps(h._call(sys.argv[1], {'command': 'stats'})['ok']))",
+                     mnt], env=env, cwd="/")
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertEqual(r.stdout.split(), [PYTHON_DIR + "/ossmount_hints.py", "true"])
             r = run(["umount", mnt])
             self.assertEqual(r.returncode, 0, r.stderr)
         finally:
