@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <cerrno>
 #include <csignal>
@@ -46,10 +47,17 @@ Result<std::vector<std::string>> Paths(const rapidjson::Document& request,
 
 }  // namespace
 
-prefetch::HintSender HintSenderOf(const control::Peer& peer) {
+prefetch::HintSender HintSenderOf(const control::Peer& peer, const rapidjson::Document& request) {
   prefetch::HintSender sender;
   sender.pid = peer.pid;
-  if (peer.pid <= 0) return sender;  // not visible from here: counts as running
+  if (peer.pid <= 0) {  // not visible from here: counts as running, named by its client
+    auto name = request.FindMember("sender");
+    if (name != request.MemberEnd() && name->value.IsString()) {
+      sender.name.assign(name->value.GetString(),
+                         std::min<size_t>(name->value.GetStringLength(), kMaxSenderName));
+    }
+    return sender;
+  }
   // A pidfd names this very process, so a later process that reuses the pid is not
   // mistaken for the sender; it becomes readable when the process exits.
   UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, peer.pid, 0)));
@@ -128,10 +136,10 @@ void RegisterPrefetchCommands(control::CommandTable& commands, boost::asio::io_c
         const size_t n = paths->size();
         // Indexing millions of paths takes a moment: not on the control
         // connection's turn.
-        boost::asio::post(
-            io, [prefetcher, paths = std::move(*paths), sender = HintSenderOf(peer)]() mutable {
-              prefetcher->SetHints(std::move(paths), std::move(sender));
-            });
+        boost::asio::post(io, [prefetcher, paths = std::move(*paths),
+                               sender = HintSenderOf(peer, request)]() mutable {
+          prefetcher->SetHints(std::move(paths), std::move(sender));
+        });
         return "{\"files\":" + std::to_string(n) + "}";
       },
       control::Access::kAnyUser);

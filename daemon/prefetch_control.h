@@ -2,8 +2,10 @@
 //   "warmup"        {"paths":["train", ...], "concurrency":N?} -> {"job":ID}
 //   "warmup-status" {}                                          -> the prefetcher's status
 //   "warmup-cancel" {}                                          -> {"cancelled":N}
-//   "hints"         {"paths":["train/n01/x.JPEG", ...]}         -> {"files":N}
-//                   (the sender's list: one per client process, see DatasetPrefetcher)
+//   "hints"         {"paths":["train/n01/x.JPEG", ...],
+//                    "sender":NAME?}                            -> {"files":N}
+//                   (the sender's list: one per client process, see DatasetPrefetcher;
+//                   NAME tells apart senders whose pid the daemon cannot see)
 // Paths are relative to the daemon's root ("" or "." is the root); absolute paths, empty
 // components and ".." are refused with an error naming the path. Every user of the mount may
 // send all but "warmup-cancel", which stops everyone's warm-ups (control::Access).
@@ -20,8 +22,11 @@ namespace ossmount::daemon {
 void RegisterPrefetchCommands(control::CommandTable& commands, boost::asio::io_context& io,
                               std::shared_ptr<prefetch::DatasetPrefetcher> prefetcher);
 
-// Who sent a hint list: the client's pid, and whether that process still runs.
-prefetch::HintSender HintSenderOf(const control::Peer& peer);
+// Who sent a hint list: the client's pid, and whether that process still runs. For a client
+// the daemon cannot see (pid 0), the request's "sender" string (at most kMaxSenderName
+// bytes) names it instead; a visible client's claim is ignored.
+inline constexpr size_t kMaxSenderName = 256;
+prefetch::HintSender HintSenderOf(const control::Peer& peer, const rapidjson::Document& request);
 
 // A request path made relative and checked ("./a//b/" -> "a/b"); an error names it.
 Result<std::string> NormalizeRequestPath(const std::string& path);

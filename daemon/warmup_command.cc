@@ -249,7 +249,10 @@ int PrintStatus(const std::string& mountpoint) {
     if (U64(h, "files") > 0) print(several ? "hints, all lists: " : "hints: ", h);
     if (several) {
       for (const auto& l : h["senders"].GetArray()) {
-        const std::string label = "    from pid " + std::to_string(U64(l, "pid")) + ": ";
+        const std::string name = Str(l, "name");  // a sender the daemon cannot see
+        const std::string label =
+            "    from " +
+            (name.empty() ? "pid " + std::to_string(U64(l, "pid")) : "'" + name + "'") + ": ";
         print(label.c_str(), l);
       }
     }

@@ -241,7 +241,11 @@ def send_hints(paths, mountpoint=None) -> int:
                     raise ValueError("%s is not inside the mount %s" % (p, mountpoint))
             p = p[len(prefix):]
         relative.append(p)
-    return int(_call(mountpoint, {"command": "hints", "paths": relative}).get("files", 0))
+    # The daemon tells senders apart by pid; one that cannot see this process (a daemon in
+    # another container's pid namespace) goes by this name instead.
+    sender = "%s:%d" % (socket.gethostname(), os.getpid())
+    reply = _call(mountpoint, {"command": "hints", "paths": relative, "sender": sender})
+    return int(reply.get("files", 0))
 
 
 def dataset_paths(dataset):

@@ -8,6 +8,7 @@ Run: /usr/bin/python3 python/test_ossmount_hints.py (ctest: python:ossmount_hint
 import errno
 import json
 import os
+import socket
 import sys
 import unittest
 import warnings
@@ -59,6 +60,14 @@ class HintsModuleTest(unittest.TestCase):
             self.assertEqual(h.find_mount("/data/n01/a.jpg"), "/data")
             self.assertEqual(h.send_hints(["/data/n01/a.jpg", "/data/n02/b.jpg"]), 2)
         self.assertEqual(sent, [("/data", ["n01/a.jpg", "n02/b.jpg"])])
+
+    def test_hints_name_their_sender_for_a_daemon_that_cannot_see_its_pid(self):
+        requests = []
+        with mock.patch.object(os.path, "realpath", side_effect=lambda p: p), \
+                mock.patch.object(h, "_call", side_effect=lambda mp, req: (
+                    requests.append(req), {"files": len(req["paths"])})[1]):
+            h.send_hints(["a.jpg"], mountpoint="/mnt/oss")
+        self.assertEqual(requests[0]["sender"], "%s:%d" % (socket.gethostname(), os.getpid()))
 
     def test_ioctl_numbers_match_the_c_header(self):
         # _IOW('O', 0x61, ControlChunk) and _IOR('O', 0x62, ControlChunk), 16376 bytes.

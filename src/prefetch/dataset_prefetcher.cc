@@ -64,7 +64,7 @@ size_t DatasetPrefetcher::SetHints(std::vector<std::string> paths, HintSender se
     list->generation = hint_generation_;
     // The sender's previous list, and the lists of senders that have exited, go.
     auto replaced = [&](const std::unique_ptr<HintList>& l) {
-      if (l->sender.pid == list->sender.pid) return true;
+      if (l->sender.pid == list->sender.pid && l->sender.name == list->sender.name) return true;
       return l->sender.alive && !l->sender.alive();
     };
     for (auto& l : hint_lists_) {
@@ -625,6 +625,7 @@ HintStatus DatasetPrefetcher::HintListStatusLocked(const HintList& list) const {
   HintStatus st = list.counters;
   st.generation = list.generation;
   st.pid = list.sender.pid;
+  st.name = list.sender.name;
   st.files = list.hints.size();
   st.next = list.next;
   st.outstanding_files = list.outstanding_files;
@@ -714,6 +715,10 @@ std::string DatasetPrefetcher::StatusJson() const {
     w.StartObject();
     w.Key("pid");
     w.Int(h.pid);
+    if (!h.name.empty()) {
+      w.Key("name");
+      w.String(h.name.c_str(), static_cast<rapidjson::SizeType>(h.name.size()));
+    }
     w.Key("list");
     w.Uint64(h.generation);
     hint_fields(h);

@@ -144,6 +144,10 @@ struct WarmupJobStatus {
 // one list.
 struct HintSender {
   int pid = 0;
+  // Only for pid 0 (a process the daemon cannot see, e.g. in another container's pid
+  // namespace): the name its client gave itself, so that such senders' lists are told apart.
+  // Lists are replaced per (pid, name).
+  std::string name;
   // False once the sender has exited. Called under the prefetcher's lock: it must be cheap,
   // must not block and must not call the prefetcher. Empty: the sender counts as running.
   std::function<bool()> alive;
@@ -153,6 +157,7 @@ struct HintSender {
 struct HintStatus {
   uint64_t generation = 0;  // one list: its number; the sum: how many lists were received
   int pid = 0;              // one list: its sender (0: unknown)
+  std::string name;         // one list: its sender's own name, for pid 0
   uint64_t files = 0;       // in the list
   uint64_t next = 0;        // next position to consider
   uint64_t read = 0;        // positions read

@@ -17,6 +17,9 @@ python/ossmount_hints.py ask the daemon, where its control socket cannot be reac
   ossmount mount fail with ENOTTY (and isatty() is False on a mount's file); a client whose
   ioctl gets ENOTTY falls back to the control socket, and one whose ioctl fails otherwise
   reports the error without trying the socket.
+- Senders the daemon cannot see (the daemon in a pid namespace of its own, so the FUSE
+  requests carry pid 0): two processes' hint lists are both followed, told apart by the
+  names their clients give (host:pid).
 - A request over 64 MiB is refused with EFBIG at the chunk that crosses the limit, its bytes
   dropped (three refused requests held open at once never hit the all-handles bound), and
   the daemon answers a normal request afterwards.
@@ -28,6 +31,7 @@ import os
 import random
 import select
 import shutil
+import socket
 import struct
 import subprocess
 import sys
@@ -68,6 +72,17 @@ try:
 except RuntimeError as e:
     out["cancel"] = str(e)
 print(json.dumps(out), flush=True)
+sys.stdin.read()
+"""
+
+
+# A rank: argv = directory of ossmount_hints.py, mount point, its files. Sends them as its
+# hint list, prints how many the daemon took, and stays alive until its stdin closes.
+SENDER_SCRIPT = r"""
+import sys
+sys.path.insert(0, sys.argv[1])
+import ossmount_hints
+print(ossmount_hints.send_hints(sys.argv[3:], sys.argv[2]), flush=True)
 sys.stdin.read()
 """
 
@@ -115,6 +130,10 @@ class ControlTest(unittest.TestCase):
 
     def gets(self):
         return self.server.stats().get("GET", 0)
+
+    def senders_list(self, directory):
+        status = ossmount_hints._call(directory, {"command": "warmup-status"})
+        return status["hints"]["senders"]
 
     def senders(self, directory):
         status = ossmount_hints._call(directory, {"command": "warmup-status"})
@@ -306,6 +325,41 @@ class ControlTest(unittest.TestCase):
             with self.assertRaisesRegex(RuntimeError, os.strerror(errno.EIO)):
                 ossmount_hints._call(m.mountpoint, {"command": "stats"})
         self.assertEqual(over_socket.call_count, 0)
+
+    # -- 5 ------------------------------------------------------------------------------------
+    def test_senders_the_daemon_cannot_see_are_told_apart_by_name(self):
+        # The daemon in a pid namespace of its own (as in a container of its own): the FUSE
+        # requests of this test's processes carry pid 0. Two ranks' hint lists must both be
+        # followed, told apart by the names their clients give.
+        if os.geteuid() != 0 or shutil.which("unshare") is None:
+            self.skipTest("a pid namespace for the daemon needs root and unshare")
+        command = harness.mount_command
+
+        def in_own_pid_namespace(*a, **kw):
+            return ["unshare", "--pid", "--fork", "--kill-child=SIGTERM"] + command(*a, **kw)
+        with mock.patch.object(harness, "mount_command", in_own_pid_namespace):
+            m = self.mount()
+        ranks = []
+        for cls in self.classes[:2]:
+            rank = subprocess.Popen(
+                ["/usr/bin/python3", "-c", SENDER_SCRIPT,
+                 os.path.join(harness.SOURCE_DIR, "python"), m.mountpoint] +
+                [m.path(rel) for rel in self.files_of(cls)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            self.addCleanup(rank.kill)
+            self.assertEqual(rank.stdout.readline().strip(), str(len(self.files_of(cls))))
+            ranks.append(rank)
+        names = {"%s:%d" % (socket.gethostname(), r.pid) for r in ranks}
+        harness.wait_for(lambda: len(self.senders_list(m.mountpoint)) == 2, 30,
+                         "two hint lists")
+        lists = self.senders_list(m.mountpoint)
+        self.assertEqual([l["pid"] for l in lists], [0, 0], lists)
+        self.assertEqual({l["name"] for l in lists}, names, lists)
+        self.assertEqual(sorted(l["files"] for l in lists),
+                         sorted(len(self.files_of(c)) for c in self.classes[:2]))
+        for rank in ranks:
+            rank.communicate("", timeout=60)
+            self.assertEqual(rank.returncode, 0)
 
     # -- 4 ------------------------------------------------------------------------------------
     def test_request_over_64_mib_is_refused_with_efbig(self):

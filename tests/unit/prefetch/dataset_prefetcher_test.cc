@@ -299,6 +299,35 @@ TEST_CASE("a sender's new list replaces its own list only", "[dataset_prefetcher
   CHECK(st.hint_lists[0].pid == 101);
 }
 
+TEST_CASE("senders the daemon cannot see (pid 0) are told apart by the names they give",
+          "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.hint_ahead_files = 1;
+  Rig rig(o);
+  auto unseen = [](std::string name) {
+    HintSender s;
+    s.name = std::move(name);  // pid 0
+    return s;
+  };
+  rig.prefetcher->SetHints(Named("a", 3), unseen("pod-1:7"));
+  rig.prefetcher->SetHints(Named("b", 3), unseen("pod-1:8"));
+  auto ha0 = rig.fetcher.Complete("a0");
+  auto hb0 = rig.fetcher.Complete("b0");
+  auto st = rig.prefetcher->Status();
+  REQUIRE(st.hint_lists.size() == 2);  // two ranks in another container: both followed
+  CHECK(st.hint_lists[0].name == "pod-1:7");
+  CHECK(st.hint_lists[1].name == "pod-1:8");
+  rig.prefetcher->SetHints(Named("c", 3), unseen("pod-1:7"));  // rank 7's next epoch
+  CHECK(ha0.expired());
+  CHECK_FALSE(hb0.expired());
+  st = rig.prefetcher->Status();
+  REQUIRE(st.hint_lists.size() == 2);
+  CHECK(st.hint_lists[0].name == "pod-1:8");
+  CHECK(st.hint_lists[1].name == "pod-1:7");
+  CHECK(st.hint_lists[1].files == 3);
+  CHECK(rig.prefetcher->StatusJson().find(R"("name":"pod-1:7")") != std::string::npos);
+}
+
 TEST_CASE("the list of a sender that exited is followed until any new list arrives",
           "[dataset_prefetcher]") {
   DatasetPrefetchOptions o;
