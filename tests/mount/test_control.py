@@ -357,6 +357,10 @@ class ControlTest(unittest.TestCase):
         self.assertEqual({l["name"] for l in lists}, names, lists)
         self.assertEqual(sorted(l["files"] for l in lists),
                          sorted(len(self.files_of(c)) for c in self.classes[:2]))
+        shown = warmup("--status", m.mountpoint, timeout=60)
+        self.assertEqual(shown.returncode, 0, shown.stderr)
+        for name in names:
+            self.assertIn("from '%s': " % name, shown.stdout)
         for rank in ranks:
             rank.communicate("", timeout=60)
             self.assertEqual(rank.returncode, 0)
