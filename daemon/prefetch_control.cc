@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 #include <cerrno>
 #include <csignal>
 #include <memory>
@@ -98,6 +99,8 @@ Result<std::string> NormalizeRequestPath(const std::string& path) {
 
 void RegisterPrefetchCommands(control::CommandTable& commands, boost::asio::io_context& io,
                               std::shared_ptr<prefetch::DatasetPrefetcher> prefetcher) {
+  auto lists = std::make_shared<boost::asio::strand<boost::asio::io_context::executor_type>>(
+      boost::asio::make_strand(io));
   // Warm-up and hints only fetch what the caller could read, and its status only reports:
   // any user of the mount may ask. Cancelling stops everyone's warm-ups: the owner's call.
   commands.RegisterWithPeer(
@@ -129,16 +132,25 @@ void RegisterPrefetchCommands(control::CommandTable& commands, boost::asio::io_c
                     });
   commands.RegisterWithPeer(
       "hints",
-      [prefetcher, &io](const rapidjson::Document& request,
-                        const control::Peer& peer) -> Result<std::string> {
+      [prefetcher, lists](const rapidjson::Document& request,
+                          const control::Peer& peer) -> Result<std::string> {
         auto paths = Paths(request, peer, /*allow_empty=*/true);
         if (!paths.ok()) return paths.status();
+        bool append = false;
+        if (auto a = request.FindMember("append"); a != request.MemberEnd()) {
+          if (!a->value.IsBool()) return Bad("\"append\" must be true or false");
+          append = a->value.GetBool();
+        }
         const size_t n = paths->size();
-        // Indexing millions of paths takes a moment: not on the control
-        // connection's turn.
-        boost::asio::post(io, [prefetcher, paths = std::move(*paths),
-                               sender = HintSenderOf(peer, request)]() mutable {
-          prefetcher->SetHints(std::move(paths), std::move(sender));
+        // Indexing millions of paths takes a moment: not on the control connection's turn,
+        // but in the order the requests came (a list's pieces follow its start).
+        boost::asio::post(*lists, [prefetcher, append, paths = std::move(*paths),
+                                   sender = HintSenderOf(peer, request)]() mutable {
+          if (append) {
+            prefetcher->AppendHints(std::move(paths), std::move(sender));
+          } else {
+            prefetcher->SetHints(std::move(paths), std::move(sender));
+          }
         });
         return "{\"files\":" + std::to_string(n) + "}";
       },

@@ -3,9 +3,11 @@
 //   "warmup-status" {}                                          -> the prefetcher's status
 //   "warmup-cancel" {}                                          -> {"cancelled":N}
 //   "hints"         {"paths":["train/n01/x.JPEG", ...],
-//                    "sender":NAME?}                            -> {"files":N}
+//                    "sender":NAME?, "append":BOOL?}            -> {"files":N}
 //                   (the sender's list: one per client process, see DatasetPrefetcher;
-//                   NAME tells apart senders whose pid the daemon cannot see)
+//                   NAME tells apart senders whose pid the daemon cannot see; "append"
+//                   extends the sender's list, for lists over the request limit, sent in
+//                   pieces in order)
 // Paths are relative to the daemon's root ("" or "." is the root); absolute paths, empty
 // components and ".." are refused with an error naming the path. Every user of the mount may
 // send all but "warmup-cancel", which stops everyone's warm-ups (control::Access).

@@ -54,6 +54,10 @@ def _ioc(direction, nr, size):
     return (direction << 30) | (size << 16) | (ord("O") << 8) | nr
 
 
+# Bytes of paths per hints request, well within the daemon's 64 MiB per request
+# (kMaxControlRequestBytes); a longer list goes in several.
+_REQUEST_PATH_BYTES = 32 << 20
+
 _CONTROL_SEND = _ioc(1, 0x61, _CHUNK_SIZE)     # _IOW('O', 0x61, ControlChunk)
 _CONTROL_RECEIVE = _ioc(2, 0x62, _CHUNK_SIZE)  # _IOR('O', 0x62, ControlChunk)
 
@@ -244,8 +248,33 @@ def send_hints(paths, mountpoint=None) -> int:
     # The daemon tells senders apart by pid; one that cannot see this process (a daemon in
     # another container's pid namespace) goes by this name instead.
     sender = "%s:%d" % (socket.gethostname(), os.getpid())
-    reply = _call(mountpoint, {"command": "hints", "paths": relative, "sender": sender})
-    return int(reply.get("files", 0))
+    taken = 0
+    # A list over one request's limit goes in pieces, in order: the first replaces this
+    # process's list, the others extend it.
+    for i, batch in enumerate(_batches(relative, _REQUEST_PATH_BYTES)):
+        request = {"command": "hints", "paths": batch, "sender": sender}
+        if i > 0:
+            request["append"] = True
+        taken += int(_call(mountpoint, request).get("files", 0))
+    return taken
+
+
+def _batches(paths, budget):
+    """`paths` in consecutive pieces of at most `budget` bytes of JSON each (a path longer
+    than that alone in its piece); one empty piece for an empty list (it clears the list)."""
+    batch, size = [], 0
+    for p in paths:
+        if p.isascii() and p.isprintable() and '"' not in p and "\\" not in p:
+            cost = len(p) + 3  # quotes and comma
+        else:
+            cost = len(json.dumps(p)) + 1
+        if batch and size + cost > budget:
+            yield batch
+            batch, size = [], 0
+        batch.append(p)
+        size += cost
+    if batch or not paths:
+        yield batch
 
 
 def dataset_paths(dataset):

@@ -69,6 +69,28 @@ class HintsModuleTest(unittest.TestCase):
             h.send_hints(["a.jpg"], mountpoint="/mnt/oss")
         self.assertEqual(requests[0]["sender"], "%s:%d" % (socket.gethostname(), os.getpid()))
 
+    def test_a_list_over_one_request_goes_in_pieces_that_extend_it(self):
+        paths = ["train/n%02d/%05d.JPEG" % (i % 7, i) for i in range(1000)] + \
+            ['train/q"uote/\u00e9\\x.jpg']
+        requests = []
+        with mock.patch.object(h, "_REQUEST_PATH_BYTES", 2000), \
+                mock.patch.object(os.path, "realpath", side_effect=lambda p: p), \
+                mock.patch.object(h, "_call", side_effect=lambda mp, req: (
+                    requests.append(req), {"files": len(req["paths"])})[1]):
+            self.assertEqual(h.send_hints(paths, mountpoint="/mnt/oss"), len(paths))
+        self.assertGreater(len(requests), 10)
+        self.assertNotIn("append", requests[0])
+        self.assertTrue(all(r["append"] is True for r in requests[1:]))
+        self.assertEqual([p for r in requests for p in r["paths"]], paths)  # in order, once
+        for r in requests:
+            self.assertLessEqual(len(json.dumps(r["paths"], separators=(",", ":"))), 2000 + 2)
+        # An empty list is one request that clears this process's list.
+        requests.clear()
+        with mock.patch.object(h, "_call", side_effect=lambda mp, req: (
+                requests.append(req), {"files": 0})[1]):
+            self.assertEqual(h.send_hints([], mountpoint="/mnt/oss"), 0)
+        self.assertEqual([(r["paths"], "append" in r) for r in requests], [([], False)])
+
     def test_ioctl_numbers_match_the_c_header(self):
         # _IOW('O', 0x61, ControlChunk) and _IOR('O', 0x62, ControlChunk), 16376 bytes.
         self.assertEqual(h._CHUNK_SIZE, 16376)

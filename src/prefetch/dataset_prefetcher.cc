@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <iterator>
 
 #include "common/format_bytes.h"
 
@@ -45,6 +46,27 @@ DatasetPrefetcher::~DatasetPrefetcher() = default;
 
 // ---------------------------------------------------------------------------------------
 // Hints
+
+size_t DatasetPrefetcher::AppendHints(std::vector<std::string> paths, HintSender sender) {
+  const size_t n = paths.size();
+  {
+    std::lock_guard lock(mu_);
+    for (auto& list : hint_lists_) {
+      if (list->sender.pid != sender.pid || list->sender.name != sender.name) continue;
+      const size_t base = list->paths.size();
+      for (size_t i = 0; i < n; ++i) list->positions[paths[i]].push_back(base + i);
+      list->hints.resize(base + n);
+      list->paths.insert(list->paths.end(), std::make_move_iterator(paths.begin()),
+                         std::make_move_iterator(paths.end()));
+      hint_budget_wait_ = false;
+      paths.clear();
+      break;
+    }
+  }
+  if (!paths.empty()) return SetHints(std::move(paths), std::move(sender));
+  Pump();
+  return n;
+}
 
 size_t DatasetPrefetcher::SetHints(std::vector<std::string> paths, HintSender sender) {
   // Built outside the lock: a list can hold millions of paths.

@@ -194,6 +194,10 @@ class DatasetPrefetcher : public std::enable_shared_from_this<DatasetPrefetcher>
   // Replaces `sender`'s hint list (an empty list clears it) and drops the lists of senders
   // that have exited. Returns the number of paths.
   size_t SetHints(std::vector<std::string> paths, HintSender sender = {});
+  // Appends `paths` to the end of `sender`'s list: a list too long for one request arrives
+  // in several (the first by SetHints). Without a list of that sender (it was dropped, or
+  // none was sent), the same as SetHints. Returns the number of paths appended.
+  size_t AppendHints(std::vector<std::string> paths, HintSender sender = {});
   // Starts a warm-up of everything under `paths` (relative to the mount; "" is the root).
   // concurrency 0 = the default. Returns the job id.
   uint64_t StartWarmup(std::vector<std::string> paths, int concurrency = 0);

@@ -20,6 +20,8 @@ python/ossmount_hints.py ask the daemon, where its control socket cannot be reac
 - Senders the daemon cannot see (the daemon in a pid namespace of its own, so the FUSE
   requests carry pid 0): two processes' hint lists are both followed, told apart by the
   names their clients give (host:pid).
+- A hint list over one request's limit goes in pieces (the first replaces the list, the
+  others extend it, in order): one list of every file, one GET per file.
 - A request over 64 MiB is refused with EFBIG at the chunk that crosses the limit, its bytes
   dropped (three refused requests held open at once never hit the all-handles bound), and
   the daemon answers a normal request afterwards.
@@ -364,6 +366,37 @@ class ControlTest(unittest.TestCase):
         for rank in ranks:
             rank.communicate("", timeout=60)
             self.assertEqual(rank.returncode, 0)
+
+    # -- 6 ------------------------------------------------------------------------------------
+    def test_a_list_over_one_request_arrives_in_pieces(self):
+        # A list too long for one request (64 MiB: about 1.6 million ImageNet paths) goes in
+        # pieces that extend it; here the pieces are made small to have several.
+        m = self.mount()
+        order = sorted(self.manifest)
+        random.Random(11).shuffle(order)
+        calls = []
+        real_call = ossmount_hints._call
+
+        def counting(directory, request):
+            calls.append(bool(request.get("append")))
+            return real_call(directory, request)
+        self.server.reset_stats()
+        with mock.patch.object(ossmount_hints, "_REQUEST_PATH_BYTES", 300), \
+                mock.patch.object(ossmount_hints, "_call", counting):
+            taken = ossmount_hints.send_hints([m.path(rel) for rel in order])
+        self.assertEqual(taken, len(order))
+        self.assertGreater(len(calls), 3)
+        self.assertEqual(calls, [False] + [True] * (len(calls) - 1))
+        harness.wait_for(lambda: os.getpid() in self.senders(m.mountpoint) and
+                         self.senders(m.mountpoint)[os.getpid()]["files"] == len(order), 30,
+                         "one list of every piece")
+        self.assertEqual(len(self.senders_list(m.mountpoint)), 1)
+        for rel in order:
+            self.assertEqual(read_bytes(m.path(rel)), read_bytes(os.path.join(self.src, rel)))
+        self.assertEqual(self.gets(), len(order))
+        harness.wait_for(
+            lambda: self.senders(m.mountpoint)[os.getpid()]["read"] == len(order), 30,
+            "the daemon to count every read of the list")
 
     # -- 4 ------------------------------------------------------------------------------------
     def test_request_over_64_mib_is_refused_with_efbig(self):

@@ -328,6 +328,37 @@ TEST_CASE("senders the daemon cannot see (pid 0) are told apart by the names the
   CHECK(rig.prefetcher->StatusJson().find(R"("name":"pod-1:7")") != std::string::npos);
 }
 
+TEST_CASE("a list sent in pieces is followed as one, in order, past the first piece's end",
+          "[dataset_prefetcher]") {
+  DatasetPrefetchOptions o;
+  o.hint_ahead_files = 2;
+  Rig rig(o);
+  REQUIRE(rig.prefetcher->SetHints(Named("a", 2), Sender(101)) == 2);
+  REQUIRE(rig.prefetcher->SetHints(Named("b", 2), Sender(102)) == 2);
+  CHECK(rig.prefetcher->AppendHints(Named("c", 3), Sender(101)) == 3);
+  auto st = rig.prefetcher->Status();
+  REQUIRE(st.hint_lists.size() == 2);
+  CHECK(st.hint_lists[0].pid == 101);
+  CHECK(st.hint_lists[0].files == 5);  // a0 a1 c0 c1 c2: one list
+  CHECK(st.hint_lists[1].files == 2);  // the other sender's list is untouched
+  // Read through the first piece: the window runs on into the appended one, in order.
+  for (const char* name : {"a0", "a1"}) {
+    rig.fetcher.Complete(name);
+    rig.prefetcher->OnRead(name);
+  }
+  std::vector<std::string> mine;
+  for (const auto& p : rig.fetcher.started()) {
+    if (p[0] == 'a' || p[0] == 'c') mine.push_back(p);
+  }
+  CHECK(mine == std::vector<std::string>{"a0", "a1", "c0", "c1"});
+  rig.fetcher.Complete("c0");
+  rig.prefetcher->OnRead("c0");
+  CHECK(rig.fetcher.started().back() == "c2");
+  // A piece for a sender without a list starts one, as SetHints would.
+  CHECK(rig.prefetcher->AppendHints(Named("d", 2), Sender(103)) == 2);
+  CHECK(rig.prefetcher->Status().hint_lists.size() == 3);
+}
+
 TEST_CASE("the list of a sender that exited is followed until any new list arrives",
           "[dataset_prefetcher]") {
   DatasetPrefetchOptions o;
