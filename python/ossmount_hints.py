@@ -127,15 +127,16 @@ def _unescape(s: str) -> str:
     return "".join(out)
 
 
-def _ossmount_mounts():
-    """The mount point of every ossmount mount in /proc/self/mountinfo, bind mounts of one
-    of its directories (a container's volume, say) included."""
+def find_mount(path: str):
+    """The ossmount mount point containing `path` (longest match; a bind mount of one of its
+    directories, such as a container's volume, counts), or None."""
+    real = os.path.realpath(path)
+    best = None
     try:
         with open("/proc/self/mountinfo") as f:
             lines = f.read().splitlines()
     except OSError:
-        return []
-    found = []
+        return None
     for line in lines:
         fields = line.split()
         if "-" not in fields[6:]:
@@ -146,15 +147,7 @@ def _ossmount_mounts():
         fstype, source = fields[dash + 1], _unescape(fields[dash + 2])
         if not fstype.startswith("fuse") or not source.startswith("ossmount:"):
             continue
-        found.append(_unescape(fields[4]))
-    return found
-
-
-def find_mount(path: str):
-    """The ossmount mount point containing `path` (longest match), or None."""
-    real = os.path.realpath(path)
-    best = None
-    for mp in _ossmount_mounts():
+        mp = _unescape(fields[4])
         inside = real == mp or mp == "/" or real.startswith(mp.rstrip("/") + "/")
         if inside and (best is None or len(mp) > len(best)):
             best = mp

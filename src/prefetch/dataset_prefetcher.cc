@@ -52,7 +52,7 @@ size_t DatasetPrefetcher::AppendHints(std::vector<std::string> paths, HintSender
   {
     std::lock_guard lock(mu_);
     for (auto& list : hint_lists_) {
-      if (list->sender.pid != sender.pid || list->sender.name != sender.name) continue;
+      if (!list->sender.SameAs(sender)) continue;
       const size_t base = list->paths.size();
       for (size_t i = 0; i < n; ++i) list->positions[paths[i]].push_back(base + i);
       list->hints.resize(base + n);
@@ -86,7 +86,7 @@ size_t DatasetPrefetcher::SetHints(std::vector<std::string> paths, HintSender se
     list->generation = hint_generation_;
     // The sender's previous list, and the lists of senders that have exited, go.
     auto replaced = [&](const std::unique_ptr<HintList>& l) {
-      if (l->sender.pid == list->sender.pid && l->sender.name == list->sender.name) return true;
+      if (l->sender.SameAs(list->sender)) return true;
       return l->sender.alive && !l->sender.alive();
     };
     for (auto& l : hint_lists_) {

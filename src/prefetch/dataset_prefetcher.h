@@ -151,6 +151,9 @@ struct HintSender {
   // False once the sender has exited. Called under the prefetcher's lock: it must be cheap,
   // must not block and must not call the prefetcher. Empty: the sender counts as running.
   std::function<bool()> alive;
+
+  // The same sender: its lists replace and extend each other.
+  bool SameAs(const HintSender& other) const { return pid == other.pid && name == other.name; }
 };
 
 // For one list, or (PrefetchStatus::hints) summed over the lists being followed.

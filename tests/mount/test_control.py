@@ -138,8 +138,7 @@ class ControlTest(unittest.TestCase):
         return status["hints"]["senders"]
 
     def senders(self, directory):
-        status = ossmount_hints._call(directory, {"command": "warmup-status"})
-        return {s["pid"]: s for s in status["hints"]["senders"]}
+        return {s["pid"]: s for s in self.senders_list(directory)}
 
     # -- 1 ------------------------------------------------------------------------------------
     def test_container_like_bind_mount_without_the_socket(self):
