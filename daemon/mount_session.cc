@@ -231,6 +231,9 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
         "--audit-log counts the bytes read through each open file, and passthrough reads "
         "bypass the daemon";
   }
+  fuse_options.io_uring = config.daemon.fuse_io_uring == "on"    ? fuse::FuseRingMode::kOn
+                          : config.daemon.fuse_io_uring == "off" ? fuse::FuseRingMode::kOff
+                                                                 : fuse::FuseRingMode::kAuto;
   auto mounted = fuse::FuseServer::Mount(filesystem, fuse_options);
   if (!mounted.ok()) {
     Fail(reporter, mounted.status().message());

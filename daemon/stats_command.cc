@@ -238,6 +238,14 @@ std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* bef
               FormatBytes(Get(s, "ossmount_metadata_listing_bytes")).c_str());
   out += Line("Open files     %.0f (%.0f opened in all)", Get(s, "ossmount_open_handles"),
               Get(s, "ossmount_opens_total"));
+  const double ring_queues = Get(s, "ossmount_fuse_ring_queues");
+  if (ring_queues > 0) {
+    out += Line("FUSE requests  through io_uring, %.0f queue(s) of %.0f entries (%.0f so far)",
+                ring_queues, Get(s, "ossmount_fuse_ring_entries_per_queue"),
+                Get(s, "ossmount_fuse_ring_requests_total"));
+  } else {
+    out += "FUSE requests  through /dev/fuse (io_uring off: the start-up log says why)\n";
+  }
   return out;
 }
 

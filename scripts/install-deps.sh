@@ -22,7 +22,8 @@ export DEBIAN_FRONTEND=noninteractive
 # (scripts/fuzz.sh) and the sanitizer builds (scripts/sanitize.sh).
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates curl openssl
-  libfuse3-dev fuse3
+  # liburing: FUSE over io_uring (src/fuse/uring_transport.h), which libfuse 3.14 lacks.
+  libfuse3-dev fuse3 liburing-dev
   libboost-dev libboost-system-dev
   libcurl4-openssl-dev libssl-dev liblzma-dev libxxhash-dev
   rapidjson-dev libcli11-dev libspdlog-dev catch2 libpugixml-dev

@@ -50,6 +50,7 @@ struct RawOptions {
               hint_ahead_bytes = "512MiB";
   bool prefetch_on_list = false;
   bool no_passthrough = false;
+  std::string fuse_io_uring = "auto";
   // Metadata from a file instead of LIST (--manifest).
   std::string manifest;
   std::string kernel_readahead = "1MiB";
@@ -208,6 +209,11 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
   add_flag("--no-passthrough", r.no_passthrough,
            "Never let the kernel read cached files directly (FUSE passthrough, used by "
            "default where the kernel offers it)")
+      ->group(data);
+  app.add_option("--fuse-io-uring", r.fuse_io_uring,
+                 "How FUSE requests reach the daemon: auto (io_uring rings where the kernel's "
+                 "switch is on, else /dev/fuse; default), on (also turn the switch on, as "
+                 "root; fail if impossible) or off")
       ->group(data);
 
   app.add_option("--manifest", r.manifest,
@@ -647,6 +653,11 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   d.allow_other = r.allow_other;
   d.allow_root = r.allow_root;
   d.passthrough = !r.no_passthrough;
+  if (r.fuse_io_uring != "auto" && r.fuse_io_uring != "on" && r.fuse_io_uring != "off") {
+    return InvalidOption("--fuse-io-uring: '" + r.fuse_io_uring +
+                         "' is not valid; expected auto, on or off");
+  }
+  d.fuse_io_uring = r.fuse_io_uring;
   d.nonempty = r.nonempty;
   d.foreground = r.foreground;
   d.log_file = r.log_file;

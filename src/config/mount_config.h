@@ -54,6 +54,7 @@ struct DaemonSettings {
   bool nonempty = false;                 // allow mounting over a non-empty directory
   bool fuse_debug = false;               // libfuse request tracing (--debug)
   bool passthrough = true;               // FUSE passthrough for cached files (--no-passthrough)
+  std::string fuse_io_uring = "auto";    // auto|on|off: FUSE over io_uring (--fuse-io-uring)
   std::string log_file;                  // "" = stderr in the foreground, syslog in the background
   std::string log_level = "info";        // trace|debug|info|warn|error
   uint64_t log_max_size = 100ull << 20;  // --log-file rotates at this size; 0 = never

@@ -23,6 +23,7 @@
 
 namespace ossmount::fuse {
 
+class DeviceHooks;
 class Passthrough;
 
 // Per-session state the ops reach through fuse_req_userdata(). Outlives the session.
@@ -36,6 +37,9 @@ struct AdapterContext {
   // FUSE passthrough for cached files; null when the adapter runs without a kernel mount
   // (unit tests). Owned by the FuseServer.
   Passthrough* passthrough = nullptr;
+  // libfuse's device I/O hooks (INIT amendments, replies through io_uring rings); null
+  // without a kernel mount. Owned by the FuseServer.
+  DeviceHooks* device_hooks = nullptr;
   // The session, for notifications to the kernel; null without a kernel mount (unit tests).
   fuse_session* session = nullptr;
   // Control requests by ioctl on directories; null when the mount takes none.

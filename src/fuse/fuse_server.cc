@@ -16,8 +16,11 @@
 #include <thread>
 #include <vector>
 
+#include "fuse/device_hooks.h"
 #include "fuse/fuse_ops.h"
 #include "fuse/passthrough.h"
+#include "fuse/uring_switch.h"
+#include "fuse/uring_transport.h"
 #include "ossmount/control_ioctl.h"
 
 namespace ossmount::fuse {
@@ -81,6 +84,25 @@ long FindConnection(const std::string& mountpoint) {
   return found;
 }
 
+// Before the mount (the kernel reads the switch when it sends INIT): why the rings will not
+// be used ("" if they may be), or the error of --fuse-io-uring on.
+Result<std::string> PrepareUringSwitch(FuseRingMode mode, const std::string& path) {
+  if (mode == FuseRingMode::kOff) return std::string("turned off (--fuse-io-uring off)");
+  LoadFuseModule();  // its parameters appear when it is loaded
+  const UringSwitch before = ReadUringSwitch(path);
+  if (mode == FuseRingMode::kAuto) return UringSwitchProblem(before, path);
+  if (Status on = TurnOnUringSwitch(path); !on.ok()) {
+    return Status(on.code(), "--fuse-io-uring on: " + on.message());
+  }
+  if (before != UringSwitch::kOn) {
+    spdlog::warn(
+        "turned on the kernel's FUSE io_uring switch ({}) for --fuse-io-uring on; it stays on "
+        "for later FUSE mounts too (those whose daemons ask for rings)",
+        path);
+  }
+  return std::string();
+}
+
 }  // namespace
 
 void BlockTerminationSignals() {
@@ -97,6 +119,8 @@ struct FuseServer::Impl {
   FuseServerOptions options;
   std::unique_ptr<AdapterContext> ctx;
   std::unique_ptr<Passthrough> passthrough;  // ctx->passthrough points here
+  std::unique_ptr<UringTransport> uring;
+  std::unique_ptr<DeviceHooks> device_hooks;  // ctx->device_hooks points here
   fuse_session* se = nullptr;
   bool mounted = false;
   long connection = -1;
@@ -168,6 +192,12 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(std::shared_ptr<fs::Filesy
       options.no_passthrough_reason,
       [fs = impl->ctx->fs](bool on) { fs->SetBackingFilesWanted(on); });
   impl->ctx->passthrough = impl->passthrough.get();
+  auto ring_off = PrepareUringSwitch(options.io_uring, options.uring_switch_path);
+  if (!ring_off.ok()) return ring_off.status();
+  impl->uring = std::make_unique<UringTransport>(
+      *ring_off, UringTransport::EntriesPerQueue(UringTransport::PossibleCpus()));
+  impl->device_hooks = std::make_unique<DeviceHooks>(impl->passthrough.get(), impl->uring.get());
+  impl->ctx->device_hooks = impl->device_hooks.get();
   if (options.control) {
     impl->ctx->control = std::make_shared<ControlRequests>(
         options.control, control::kMaxControlRequestBytes, control::kControlPendingBytes);
@@ -201,7 +231,7 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(std::shared_ptr<fs::Filesy
   }
   impl->mounted = true;
   impl->ctx->session = impl->se;
-  impl->passthrough->Install(impl->se);  // before the loop reads INIT
+  impl->device_hooks->Install(impl->se);  // before the loop reads INIT
   impl->connection = FindConnection(options.mountpoint);
   if (pipe2(impl->exit_pipe, O_CLOEXEC) != 0) {
     fuse_session_unmount(impl->se);
@@ -266,6 +296,10 @@ void FuseServer::RequestExit() {
 
 void FuseServer::Unmount() {
   if (impl_->mounted) {
+    // The rings hold the device open: stopped first, so that closing the session's fd
+    // ends the connection (and fails what its callers still wait for) as it does without
+    // them.
+    impl_->uring->Stop();
     fuse_session_unmount(impl_->se);
     impl_->mounted = false;
     spdlog::info("unmounted {}", impl_->options.mountpoint);
@@ -302,6 +336,8 @@ FuseServer::~FuseServer() {
                   impl_->ctx->tracker.outstanding());
     impl_->ctx.release();
     impl_->passthrough.release();  // the device hooks reach it through ctx
+    impl_->device_hooks.release();
+    impl_->uring.release();  // late replies still look up its entries
     impl_->se = nullptr;
     return;  // the pipes are leaked too: a late signal must not write to a reused fd
   }

@@ -13,7 +13,10 @@
 //
 // Mount options: fsname=<options.fsname>, subtype=ossmount, ro, default_permissions, plus
 // allow_other / allow_root when asked. The loop uses one /dev/fuse fd per worker thread
-// (clone_fd). Ops never block: each starts an asynchronous Filesystem call and returns.
+// (clone_fd); where the kernel offers FUSE over io_uring, requests come through per-CPU
+// rings instead, each served by a thread of its own (fuse/uring_transport.h), and the loop
+// is left with FORGETs and INTERRUPTs. Ops never block: each starts an asynchronous
+// Filesystem call and returns.
 //
 // Signals: Run() wakes its own thread with SIGUSR1 (a no-op handler installed by Mount)
 // to end libfuse's wait; callers must not repurpose SIGUSR1. Threads other than Run()'s
@@ -49,6 +52,13 @@ struct ControlCaller {
 using ControlAnswerer = std::function<void(std::string request, ControlCaller caller,
                                            std::function<void(std::string answer)> done)>;
 
+// How requests reach the daemon (fuse/uring_transport.h).
+enum class FuseRingMode {
+  kAuto,  // through io_uring rings when the kernel's switch is on, else /dev/fuse
+  kOn,    // the same, but turn the switch on first (root), and fail the mount if it cannot be
+  kOff,   // /dev/fuse only
+};
+
 struct FuseServerOptions {
   std::string mountpoint;           // absolute path of an existing directory
   std::string fsname = "ossmount";  // shown in mount(8) and /proc/mounts
@@ -65,6 +75,10 @@ struct FuseServerOptions {
   // Control requests by ioctl on a directory of the mount; without it, such ioctls get
   // ENOTTY like any other.
   ControlAnswerer control;
+  // FUSE over io_uring, and the kernel's switch for it (fuse/uring_switch.h; another path
+  // only in tests).
+  FuseRingMode io_uring = FuseRingMode::kAuto;
+  std::string uring_switch_path = "/sys/module/fuse/parameters/enable_uring";
 };
 
 class FuseServer {
@@ -89,7 +103,9 @@ class FuseServer {
   // Ends Run() soon. Safe from any thread and from a signal handler; idempotent.
   void RequestExit();
 
-  // Unmounts (lazily) and closes the session's device fd. Idempotent.
+  // Unmounts (lazily) and closes the session's device fd. With FUSE over io_uring the
+  // rings are stopped first, so their requests still owed are failed by the kernel
+  // (ENOTCONN) once the device closes, as requests queued in /dev/fuse are. Idempotent.
   void Unmount();
 
   // After Run() and Unmount(): waits up to `grace` for the Filesystem to answer what is

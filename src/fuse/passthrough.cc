@@ -3,30 +3,23 @@
 #include <linux/ioctl.h>
 #include <spdlog/spdlog.h>
 #include <sys/ioctl.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "common/metrics.h"
-#include "fuse/fuse_ops.h"
 
 namespace ossmount::fuse {
 namespace {
 
 // From the kernel's include/uapi/linux/fuse.h (7.40), which Debian 12's headers predate.
-constexpr uint32_t kOpcodeInit = 26;                  // FUSE_INIT
-constexpr uint32_t kParallelDirops = 1u << 18;        // FUSE_PARALLEL_DIROPS (flags)
-constexpr uint32_t kInitExt = 1u << 30;               // FUSE_INIT_EXT: flags2 is valid
-constexpr uint32_t kPassthroughFlags2 = 1u << 5;      // FUSE_PASSTHROUGH (1ULL << 37) >> 32
-constexpr size_t kInHeaderSize = 40;                  // struct fuse_in_header
-constexpr size_t kInitInFlags = kInHeaderSize + 12;   // fuse_init_in.flags
-constexpr size_t kInitInFlags2 = kInHeaderSize + 16;  // fuse_init_in.flags2
-constexpr size_t kInitOutFlags = 12;                  // fuse_init_out.flags
-constexpr size_t kInitOutFlags2 = 32;                 // fuse_init_out.flags2
-constexpr size_t kInitOutMaxStackDepth = 36;          // fuse_init_out.max_stack_depth
-struct BackingMap {                                   // struct fuse_backing_map
+constexpr uint32_t kInitExt = 1u << 30;           // FUSE_INIT_EXT: flags2 is valid
+constexpr uint32_t kPassthroughFlags2 = 1u << 5;  // FUSE_PASSTHROUGH (1ULL << 37) >> 32
+constexpr size_t kInitOutFlags = 12;              // fuse_init_out.flags
+constexpr size_t kInitOutFlags2 = 32;             // fuse_init_out.flags2
+constexpr size_t kInitOutMaxStackDepth = 36;      // fuse_init_out.max_stack_depth
+struct BackingMap {                               // struct fuse_backing_map
   int32_t fd;
   uint32_t flags;
   uint64_t padding;
@@ -49,95 +42,36 @@ metrics::Counter& PassthroughOpens() {
   return c;
 }
 
-Passthrough* Self(void* userdata) { return static_cast<AdapterContext*>(userdata)->passthrough; }
-
-ssize_t ReadHook(int fd, void* buf, size_t len, void* userdata) {
-  ssize_t n = ::read(fd, buf, len);
-  if (n > 0) Self(userdata)->OnRequestRead(static_cast<const char*>(buf), static_cast<size_t>(n));
-  return n;
-}
-
-ssize_t WritevHook(int fd, struct iovec* iov, int count, void* userdata) {
-  Passthrough* self = Self(userdata);
-  self->OnReplyWrite(iov, count);
-  ssize_t n = ::writev(fd, iov, count);
-  int saved = errno;
-  self->OnReplyWritten(n >= 0);
-  errno = saved;
-  return n;
-}
-
 }  // namespace
 
-bool Passthrough::Install(fuse_session* se) {
-  if (!wanted_) spdlog::info("FUSE passthrough off: {}", off_reason());
-  dev_fd_ = fuse_session_fd(se);
-  fuse_custom_io io{};
-  io.read = ReadHook;
-  io.writev = WritevHook;
-  if (int rc = fuse_session_custom_io(se, &io, dev_fd_); rc != 0) {
-    spdlog::warn("libfuse refused the I/O hooks ({}): lookups in one directory run one at a time",
-                 std::strerror(-rc));
-    TurnOff(std::string("libfuse refused the I/O hooks: ") + std::strerror(-rc));
-    return false;
-  }
-  return true;
+void Passthrough::NoteInitRequest(uint32_t flags, uint32_t flags2) {
+  offered_ = (flags & kInitExt) && (flags2 & kPassthroughFlags2);
 }
 
-void Passthrough::OnRequestRead(const char* buf, size_t size) {
-  // INIT is the first request on a connection, and the only one before its reply.
-  if (init_seen_.load(std::memory_order_acquire)) return;
-  if (size < kInitInFlags2 + 4 || LoadU32(buf + 4) != kOpcodeInit) return;
-  std::memcpy(&init_unique_, buf + 8, sizeof(init_unique_));
-  const uint32_t flags = LoadU32(buf + kInitInFlags);
-  const uint32_t flags2 = LoadU32(buf + kInitInFlags2);
-  offered_.store((flags & kInitExt) && (flags2 & kPassthroughFlags2), std::memory_order_relaxed);
-  parallel_dirops_offered_ = (flags & kParallelDirops) != 0;
-  init_seen_.store(true, std::memory_order_release);
-}
-
-void Passthrough::OnReplyWrite(::iovec* iov, int count) {
-  if (!init_seen_.load(std::memory_order_acquire) ||
-      init_patched_.load(std::memory_order_relaxed) || count < 2 || iov[0].iov_len < 16) {
+void Passthrough::AmendInitReply(char* out, size_t size) {
+  if (!wanted_) {
+    spdlog::info("FUSE passthrough off: {}", off_reason());
     return;
   }
-  uint64_t unique;
-  int32_t error;
-  std::memcpy(&error, static_cast<char*>(iov[0].iov_base) + 4, sizeof(error));
-  std::memcpy(&unique, static_cast<char*>(iov[0].iov_base) + 8, sizeof(unique));
-  if (unique != init_unique_) return;
-  init_patched_.store(true, std::memory_order_relaxed);
-  char* out = static_cast<char*>(iov[1].iov_base);
-  // libfuse 3.14 takes FUSE_CAP_PARALLEL_DIROPS in `want` but never tells the kernel (fixed
-  // in 3.16), which then holds a mutex per directory across every LOOKUP and READDIR: the
-  // lookups of a directory would reach the server one at a time.
-  if (error == 0 && parallel_dirops_offered_ && iov[1].iov_len >= kInitOutFlags + 4) {
-    StoreU32(out + kInitOutFlags, LoadU32(out + kInitOutFlags) | kParallelDirops);
-    spdlog::info("FUSE: lookups and readdirs in one directory run in parallel");
-  }
-  if (!wanted_) return;
-  if (!offered_.load(std::memory_order_relaxed)) {
+  if (!offered_) {
     TurnOff(
         "this kernel does not offer FUSE passthrough (Linux 6.9+ with "
         "CONFIG_FUSE_PASSTHROUGH)");
     return;
   }
-  if (error != 0 || iov[1].iov_len < kInitOutMaxStackDepth + 4 ||
-      !(LoadU32(out + kInitOutFlags) & kInitExt)) {
+  if (size < kInitOutMaxStackDepth + 4 || !(LoadU32(out + kInitOutFlags) & kInitExt)) {
     TurnOff("the INIT reply cannot carry the passthrough flag");
     return;
   }
   StoreU32(out + kInitOutFlags2, LoadU32(out + kInitOutFlags2) | kPassthroughFlags2);
   // Backing files may not themselves be FUSE-passthrough or stacked files: depth 1.
   StoreU32(out + kInitOutMaxStackDepth, 1);
+  amended_ = true;
 }
 
-void Passthrough::OnReplyWritten(bool delivered) {
-  // Only the INIT reply matters; enabled_ flips once, right after it was delivered.
-  if (!init_patched_.load(std::memory_order_relaxed) || enabled_.load(std::memory_order_relaxed) ||
-      !offered_.load(std::memory_order_relaxed)) {
-    return;
-  }
+void Passthrough::OnInitReplyWritten(bool delivered) {
+  // enabled_ flips once, right after the amended reply was delivered.
+  if (!amended_ || enabled_.load(std::memory_order_relaxed)) return;
   std::lock_guard lock(mu_);
   if (!off_reason_.empty()) return;
   if (!delivered) return TurnOffLocked("the INIT reply was not delivered", /*warn=*/false);

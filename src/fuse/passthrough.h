@@ -6,7 +6,7 @@
 // reply (flag FUSE_PASSTHROUGH, max_stack_depth), registers an open file with
 // FUSE_DEV_IOC_BACKING_OPEN (needs CAP_SYS_ADMIN) and answers an OPEN with
 // FOPEN_PASSTHROUGH and the backing id. libfuse 3.14 (Debian 12) predates all of it, so
-// the INIT reply is amended on its way to the kernel through libfuse's custom I/O hooks,
+// the INIT reply is amended on its way to the kernel by DeviceHooks (device_hooks.h),
 // and the OPEN reply is written by hand (see ReplyOnce::OpenPassthrough).
 //
 // The kernel's rules, which this class keeps: every open of an inode that is open in
@@ -24,16 +24,12 @@
 // Thread-safety: all methods may be called concurrently.
 #pragma once
 
-#include <sys/uio.h>
-
 #include <atomic>
 #include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string>
 #include <unordered_map>
-
-struct fuse_session;
 
 namespace ossmount::fuse {
 
@@ -48,18 +44,22 @@ class Passthrough {
         on_change_(std::move(on_change)),
         off_reason_(std::move(off_reason)) {}
 
-  // Routes the session's device I/O through hooks that amend the INIT reply: passthrough
-  // when wanted and the kernel offers it, and, whether or not passthrough is wanted,
-  // FUSE_PARALLEL_DIROPS (parallel LOOKUPs and READDIRs in one directory), which libfuse
-  // 3.14 accepts in `want` but never passes on. After fuse_session_mount, before the loop;
-  // the session's userdata must be an AdapterContext whose `passthrough` is this object.
-  // False (and passthrough off) when libfuse refuses the hooks.
-  bool Install(fuse_session* se);
+  // The session's /dev/fuse fd, for the backing-file ioctls. Before the loop starts.
+  void set_device_fd(int fd) { dev_fd_ = fd; }
+
+  // INIT negotiation, called by DeviceHooks: the kernel's offer (fuse_init_in.flags and
+  // .flags2), the successful INIT reply (struct fuse_init_out, amended in place when
+  // passthrough is wanted and offered), and whether that reply reached the kernel.
+  void NoteInitRequest(uint32_t flags, uint32_t flags2);
+  void AmendInitReply(char* out, size_t size);
+  void OnInitReplyWritten(bool delivered);
 
   // Whether the kernel accepted passthrough (after INIT) and it still works.
   bool enabled() const { return enabled_.load(std::memory_order_acquire); }
   // Why it is off, for the log and the stats ("" while on or before INIT).
   std::string off_reason() const;
+  // Turns it off for the mount (logged once, with the first reason).
+  void TurnOff(const std::string& why);
 
   // Decides how open `fh` of inode `ino` is answered. `backing_fd` is a verified cache file
   // holding exactly the file's bytes, or -1. Returns a backing id (> 0) to answer with
@@ -68,18 +68,12 @@ class Passthrough {
   int32_t BeginOpen(uint64_t ino, uint64_t fh, int backing_fd);
   void EndOpen(uint64_t ino, uint64_t fh);
 
-  // Device I/O hooks (public for the C callbacks in passthrough.cc).
-  void OnRequestRead(const char* buf, size_t size);
-  void OnReplyWrite(::iovec* iov, int count);
-  void OnReplyWritten(bool delivered);
-
  private:
   struct InodeIo {
     uint32_t normal_opens = 0;
     uint32_t passthrough_opens = 0;
     int32_t backing_id = 0;
   };
-  void TurnOff(const std::string& why);
   // REQUIRES: mu_ held. Records the first reason, logs it, tells on_change_ if it was on.
   void TurnOffLocked(const std::string& why, bool warn);
 
@@ -87,11 +81,8 @@ class Passthrough {
   const std::function<void(bool)> on_change_;
   int dev_fd_ = -1;  // the session's /dev/fuse fd, for the backing ioctls
   std::atomic<bool> enabled_{false};
-  std::atomic<bool> init_seen_{false};
-  std::atomic<bool> offered_{false};      // the kernel's INIT offered passthrough
-  uint64_t init_unique_ = 0;              // written before init_seen_ is set
-  bool parallel_dirops_offered_ = false;  // likewise
-  std::atomic<bool> init_patched_{false};
+  bool offered_ = false;  // the kernel's INIT offered passthrough
+  bool amended_ = false;  // the INIT reply carries the flag
 
   mutable std::mutex mu_;  // guards inodes_, fh_passthrough_, off_reason_
   std::unordered_map<uint64_t, InodeIo> inodes_;

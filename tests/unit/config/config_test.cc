@@ -638,3 +638,12 @@ TEST_CASE("The manifest option lands in the config, also as -o manifest=FILE") {
   CHECK(Ok(With({"-o", "manifest=rel/m.tsv"})).manifest == "rel/m.tsv");
   Fails(With({"--manifest", ""}), "--manifest: give the path of a manifest file");
 }
+
+TEST_CASE("The FUSE io_uring option: auto by default, on or off, anything else an error") {
+  CHECK(Ok(With({})).daemon.fuse_io_uring == "auto");
+  CHECK(Ok(With({"--fuse-io-uring", "on"})).daemon.fuse_io_uring == "on");
+  CHECK(Ok(With({"--fuse-io-uring", "off"})).daemon.fuse_io_uring == "off");
+  CHECK(Ok(With({"-o", "fuse_io_uring=on"})).daemon.fuse_io_uring == "on");
+  Fails(With({"--fuse-io-uring", "yes"}),
+        "--fuse-io-uring: 'yes' is not valid; expected auto, on or off");
+}

@@ -275,6 +275,8 @@ TEST_CASE("stats: the view shows counts, errors, ratios and rates") {
   CHECK_THAT(view, Contains("Metadata       1002 inodes, 11 directory listings of 1010 names "
                             "in 81.9 KiB"));
   CHECK_THAT(view, Contains("Open files     4 (8 opened in all)"));
+  CHECK_THAT(view, Contains("FUSE requests  through /dev/fuse (io_uring off: the start-up log "
+                            "says why)"));
   CHECK_THAT(view, Contains("  reads                  3 waited for a part fetched ahead (stalls), "
                             "12 answered while their part arrived"));
   CHECK_THAT(view, Contains("List-ahead (tree walks, up to 64 directories ahead)"));
@@ -288,13 +290,19 @@ TEST_CASE("stats: the view shows counts, errors, ratios and rates") {
   CHECK_THAT(RenderStats(now, nullptr, 0), Contains("from the store 3.0 MiB/s"));
 }
 
-TEST_CASE("stats: list-ahead shows as off when its distance is 0") {
+TEST_CASE(
+    "stats: list-ahead shows as off when its distance is 0; the rings when they carry requests") {
   auto doc = Parse(
       "{\"mountpoint\":\"/mnt/x\",\"pid\":7,\"uptime_seconds\":1,\"metrics\":{"
-      "\"counters\":[],\"gauges\":[{\"name\":\"ossmount_list_ahead_distance\",\"labels\":{},"
-      "\"value\":0}],\"histograms\":[]}}");
+      "\"counters\":[{\"name\":\"ossmount_fuse_ring_requests_total\",\"labels\":{},"
+      "\"value\":1234}],\"gauges\":[{\"name\":\"ossmount_list_ahead_distance\",\"labels\":{},"
+      "\"value\":0},{\"name\":\"ossmount_fuse_ring_queues\",\"labels\":{},\"value\":2},"
+      "{\"name\":\"ossmount_fuse_ring_entries_per_queue\",\"labels\":{},\"value\":32}],"
+      "\"histograms\":[]}}");
   std::string view = RenderStats(doc, nullptr, 0);
   CHECK_THAT(view, Contains("List-ahead     off"));
+  CHECK_THAT(view, Contains("FUSE requests  through io_uring, 2 queue(s) of 32 entries (1234 "
+                            "so far)"));
   CHECK(view.find("directories ahead") == std::string::npos);
 }
 

@@ -24,12 +24,15 @@
 #include <sstream>
 #include <thread>
 
+#include "common/metrics.h"
 #include "control/mount_call.h"
 #include "fuse/fuse_server.h"
+#include "fuse/uring_switch.h"
 #include "ossmount/control_ioctl.h"
 #include "unit/fuse/memory_filesystem.h"
 
 using namespace ossmount;
+using ossmount::fuse::FuseRingMode;
 using ossmount::fuse::FuseServer;
 using ossmount::fuse::FuseServerOptions;
 using ossmount::testing::MemoryFilesystem;
@@ -61,11 +64,50 @@ std::string Content(size_t n, unsigned seed) {
   return s;
 }
 
+double Metric(const char* name) {
+  return static_cast<double>(metrics::Registry::Global().GetGauge(name, "").Value());
+}
+uint64_t RingRequests() {
+  return metrics::Registry::Global().GetCounter("ossmount_fuse_ring_requests_total", "").Value();
+}
+
+// Whether this kernel can carry requests through io_uring rings (the switch exists, and
+// this process may turn it on).
+bool RingsAvailable() {
+  ossmount::fuse::LoadFuseModule();
+  return ossmount::fuse::ReadUringSwitch(ossmount::fuse::kUringSwitchPath) !=
+             ossmount::fuse::UringSwitch::kAbsent &&
+         geteuid() == 0;
+}
+
+// The transports a case runs under: /dev/fuse, then the rings where the kernel has them
+// (the cases that GENERATE this say so by its name in their output).
+FuseRingMode Transport(bool ring) { return ring ? FuseRingMode::kOn : FuseRingMode::kOff; }
+#define OSSMOUNT_FOR_EACH_TRANSPORT(ring)                                     \
+  const bool ring = GENERATE(false, true);                                    \
+  if (ring && !RingsAvailable()) {                                            \
+    WARN("no FUSE io_uring on this kernel (or not root): ring case skipped"); \
+    return;                                                                   \
+  }                                                                           \
+  INFO("transport: " << (ring ? "io_uring" : "/dev/fuse"));                   \
+  const uint64_t ring_requests_before = RingRequests()
+
+// After a case ran over the rings: they carried its requests.
+#define OSSMOUNT_CHECK_TRANSPORT(ring)               \
+  do {                                               \
+    if (ring) {                                      \
+      CHECK(RingRequests() > ring_requests_before);  \
+    } else {                                         \
+      CHECK(RingRequests() == ring_requests_before); \
+    }                                                \
+  } while (0)
+
 // One real mount of a MemoryFilesystem, served on a background thread.
 class TestMount {
  public:
   explicit TestMount(std::function<void(MemoryFilesystem&)> build,
-                     ossmount::fuse::ControlAnswerer control = nullptr) {
+                     ossmount::fuse::ControlAnswerer control = nullptr,
+                     FuseRingMode transport = FuseRingMode::kOff) {
     char tmpl[] = "/tmp/ossmount-fuse-test-XXXXXX";
     REQUIRE(mkdtemp(tmpl) != nullptr);
     dir_ = tmpl;
@@ -82,6 +124,7 @@ class TestMount {
     opts.mountpoint = dir_;
     opts.fsname = "ossmount:test-bucket";
     opts.control = std::move(control);
+    opts.io_uring = transport;
     auto server = FuseServer::Mount(fs_, opts);
     INFO(server.status().ToString());
     REQUIRE(server.ok());
@@ -91,6 +134,15 @@ class TestMount {
     struct stat st {};
     REQUIRE(stat(dir_.c_str(), &st) == 0);
     REQUIRE(S_ISDIR(st.st_mode));
+    if (transport == FuseRingMode::kOn) {
+      // The rings take over once every queue registered, just after INIT.
+      const auto deadline = std::chrono::steady_clock::now() + kTimeout;
+      while (Metric("ossmount_fuse_ring_queues") == 0 &&
+             std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(1ms);
+      }
+      REQUIRE(Metric("ossmount_fuse_ring_queues") > 0);
+    }
   }
 
   ~TestMount() {
@@ -177,16 +229,19 @@ std::string ReadAll(const std::string& path) {
 }  // namespace
 
 TEST_CASE("readdir lists every entry of a large directory once, with '.' and '..'") {
+  OSSMOUNT_FOR_EACH_TRANSPORT(ring);
   constexpr int kFiles = 3000;
-  TestMount m([](MemoryFilesystem& fs) {
-    fs.AddDir("many");
-    for (int i = 0; i < kFiles; ++i) {
-      char name[64];
-      std::snprintf(name, sizeof name, "img_%05d_with_a_longish_name.JPEG", i);
-      fs.AddFile(std::string("many/") + name, "x");
-    }
-    fs.AddDir("many/subdir");
-  });
+  TestMount m(
+      [](MemoryFilesystem& fs) {
+        fs.AddDir("many");
+        for (int i = 0; i < kFiles; ++i) {
+          char name[64];
+          std::snprintf(name, sizeof name, "img_%05d_with_a_longish_name.JPEG", i);
+          fs.AddFile(std::string("many/") + name, "x");
+        }
+        fs.AddDir("many/subdir");
+      },
+      nullptr, Transport(ring));
   DIR* d = opendir(m.path("many").c_str());
   REQUIRE(d != nullptr);
   std::vector<std::string> names;
@@ -211,6 +266,7 @@ TEST_CASE("readdir lists every entry of a large directory once, with '.' and '..
   // readdirplus handed out references for what it listed, and nothing went negative.
   CHECK(m.fs().add_lookup_calls() >= static_cast<uint64_t>(kFiles));
   CHECK_FALSE(m.fs().lookup_count_went_negative());
+  OSSMOUNT_CHECK_TRANSPORT(ring);
 }
 
 TEST_CASE("readdir offsets are stable: seekdir and rewinddir repeat the same entries") {
@@ -265,13 +321,16 @@ TEST_CASE("lookup and getattr report the Filesystem's attributes") {
 }
 
 TEST_CASE("read returns the bytes, at any offset, and 0 past the end") {
+  OSSMOUNT_FOR_EACH_TRANSPORT(ring);
   const std::string small = Content(100000, 2);
   const std::string big = Content(3 * 1024 * 1024 + 17, 3);
-  TestMount m([&](MemoryFilesystem& fs) {
-    fs.AddFile("small.bin", small);
-    fs.AddFile("big.bin", big);
-    fs.AddFile("empty", "");
-  });
+  TestMount m(
+      [&](MemoryFilesystem& fs) {
+        fs.AddFile("small.bin", small);
+        fs.AddFile("big.bin", big);
+        fs.AddFile("empty", "");
+      },
+      nullptr, Transport(ring));
   CHECK(ReadAll(m.path("small.bin")) == small);
   CHECK(ReadAll(m.path("big.bin")) == big);
   CHECK(ReadAll(m.path("empty")).empty());
@@ -289,13 +348,17 @@ TEST_CASE("read returns the bytes, at any offset, and 0 past the end") {
   CHECK(pread(fd, buf, sizeof buf, big.size()) == 0);
   CHECK(pread(fd, buf, sizeof buf, big.size() + 1000) == 0);
   close(fd);
+  OSSMOUNT_CHECK_TRANSPORT(ring);
 }
 
 TEST_CASE("every mutation fails with EROFS") {
-  TestMount m([](MemoryFilesystem& fs) {
-    fs.AddDir("d");
-    fs.AddFile("d/f", "hello");
-  });
+  OSSMOUNT_FOR_EACH_TRANSPORT(ring);
+  TestMount m(
+      [](MemoryFilesystem& fs) {
+        fs.AddDir("d");
+        fs.AddFile("d/f", "hello");
+      },
+      nullptr, Transport(ring));
   auto expect_erofs = [](int rc, const char* what) {
     INFO(what << ": rc " << rc << " errno " << errno);
     CHECK(rc == -1);
@@ -321,6 +384,7 @@ TEST_CASE("every mutation fails with EROFS") {
   // Still readable, still there.
   CHECK(ReadAll(m.path("d/f")) == "hello");
   CHECK(access(m.path("d/f").c_str(), W_OK) == -1);
+  OSSMOUNT_CHECK_TRANSPORT(ring);
 }
 
 TEST_CASE("statfs and xattrs") {
@@ -353,10 +417,13 @@ TEST_CASE("the mount shows fsname and subtype, read-only") {
 }
 
 TEST_CASE("file and directory handles are released") {
-  TestMount m([](MemoryFilesystem& fs) {
-    fs.AddDir("d");
-    fs.AddFile("d/f", "abc");
-  });
+  OSSMOUNT_FOR_EACH_TRANSPORT(ring);
+  TestMount m(
+      [](MemoryFilesystem& fs) {
+        fs.AddDir("d");
+        fs.AddFile("d/f", "abc");
+      },
+      nullptr, Transport(ring));
   for (int i = 0; i < 20; ++i) {
     CHECK(ReadAll(m.path("d/f")) == "abc");
     DIR* d = opendir(m.path("d").c_str());
@@ -367,11 +434,14 @@ TEST_CASE("file and directory handles are released") {
   // release/releasedir are asynchronous in the kernel; allow them to arrive.
   for (int i = 0; i < 600 && m.fs().open_handles() != 0; ++i) std::this_thread::sleep_for(50ms);
   CHECK(m.fs().open_handles() == 0);
+  OSSMOUNT_CHECK_TRANSPORT(ring);
 }
 
 TEST_CASE("fusermount3 -u ends Run() with OK") {
-  TestMount m([](MemoryFilesystem& fs) { fs.AddFile("f", "x"); });
+  OSSMOUNT_FOR_EACH_TRANSPORT(ring);
+  TestMount m([](MemoryFilesystem& fs) { fs.AddFile("f", "x"); }, nullptr, Transport(ring));
   CHECK(ReadAll(m.path("f")) == "x");
+  OSSMOUNT_CHECK_TRANSPORT(ring);
   std::string cmd = "fusermount3 -u '" + m.dir() + "'";
   REQUIRE(std::system(cmd.c_str()) == 0);
   REQUIRE(m.run_done().wait_for(kTimeout) == std::future_status::ready);
@@ -381,10 +451,13 @@ TEST_CASE("fusermount3 -u ends Run() with OK") {
 }
 
 TEST_CASE("stopping while a reader is blocked in a slow read neither hangs nor crashes") {
-  TestMount m([](MemoryFilesystem& fs) {
-    fs.AddFile("fast", "quick");
-    fs.AddFile("slow", Content(50000, 4), /*slow=*/true);
-  });
+  OSSMOUNT_FOR_EACH_TRANSPORT(ring);
+  TestMount m(
+      [](MemoryFilesystem& fs) {
+        fs.AddFile("fast", "quick");
+        fs.AddFile("slow", Content(50000, 4), /*slow=*/true);
+      },
+      nullptr, Transport(ring));
   CHECK(ReadAll(m.path("fast")) == "quick");
   std::promise<int> reader_result;
   auto reader_done = reader_result.get_future();
@@ -402,6 +475,7 @@ TEST_CASE("stopping while a reader is blocked in a slow read neither hangs nor c
   REQUIRE(m.fs().WaitForSlowRead(1, kTimeout));
   CHECK(m.server().outstanding() >= 1);
 
+  OSSMOUNT_CHECK_TRANSPORT(ring);
   Status run = m.StopLoop();
   CHECK(run.ok());
   m.server().Unmount();
@@ -426,6 +500,7 @@ TEST_CASE("a signal-style exit request before Run() still stops it") {
 }
 
 TEST_CASE("control ioctls on any directory reach the answerer with the caller, others are ENOTTY") {
+  OSSMOUNT_FOR_EACH_TRANSPORT(ring);
   // Answers "<pid> <uid> <directory>:<request bytes>|<request>", so a long request comes
   // back long.
   TestMount m(
@@ -437,7 +512,8 @@ TEST_CASE("control ioctls on any directory reach the answerer with the caller, o
          std::function<void(std::string)> done) {
         done(std::to_string(caller.pid) + " " + std::to_string(caller.uid) + " " +
              caller.directory + ":" + std::to_string(request.size()) + "|" + request);
-      });
+      },
+      Transport(ring));
   const std::string who = std::to_string(getpid()) + " " + std::to_string(geteuid()) + " ";
   auto root = control::CallThroughMount(m.dir(), R"({"command":"x"})");
   REQUIRE(root.ok());
@@ -465,6 +541,7 @@ TEST_CASE("control ioctls on any directory reach the answerer with the caller, o
   CHECK(errno == ENOTTY);
   CHECK(isatty(fd) == 0);
   close(fd);
+  OSSMOUNT_CHECK_TRANSPORT(ring);
 }
 
 TEST_CASE("a mount without a control answerer refuses the ioctls and the client says so") {
@@ -472,4 +549,30 @@ TEST_CASE("a mount without a control answerer refuses the ioctls and the client 
   auto r = control::CallThroughMount(m.dir(), R"({"command":"x"})");
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == ErrorCode::kNotSupported);
+}
+
+TEST_CASE("more reads waiting at once than the rings have entries all complete, byte for byte") {
+  OSSMOUNT_FOR_EACH_TRANSPORT(ring);
+  // Every read waits 200 ms in the file system; 160 readers at once is more than the
+  // entries of all queues together (the kernel holds the rest until an entry is free).
+  constexpr int kReaders = 160;
+  TestMount m(
+      [](MemoryFilesystem& fs) {
+        for (int i = 0; i < kReaders; ++i) {
+          fs.AddFile(std::string("f").append(std::to_string(i)), Content(20000 + i, 100 + i));
+        }
+        fs.SetReadDelay(200ms);
+      },
+      nullptr, Transport(ring));
+  std::vector<std::future<std::string>> reads;
+  for (int i = 0; i < kReaders; ++i) {
+    reads.push_back(std::async(std::launch::async, [&m, i] {
+      return ReadAll(m.path(std::string("f").append(std::to_string(i))));
+    }));
+  }
+  for (int i = 0; i < kReaders; ++i) {
+    REQUIRE(reads[i].wait_for(kTimeout) == std::future_status::ready);
+    CHECK(reads[i].get() == Content(20000 + i, 100 + i));
+  }
+  OSSMOUNT_CHECK_TRANSPORT(ring);
 }

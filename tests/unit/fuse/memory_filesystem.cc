@@ -215,8 +215,10 @@ void MemoryFilesystem::Read(InodeId ino, uint64_t, off_t offset, size_t size,
                             fs::Callback<fs::ReadReply> done) {
   std::shared_ptr<const std::string> content;
   bool slow = false;
+  std::chrono::milliseconds delay{0};
   {
     std::lock_guard<std::mutex> lock(mu_);
+    delay = read_delay_;
     auto it = nodes_.find(ino);
     if (it != nodes_.end()) {
       content = std::make_shared<const std::string>(it->second.content);
@@ -247,7 +249,18 @@ void MemoryFilesystem::Read(InodeId ino, uint64_t, off_t offset, size_t size,
     slow_timers_.push_back(std::move(timer));
     return;
   }
+  if (delay.count() > 0) {
+    auto timer = std::make_shared<boost::asio::steady_timer>(io_, delay);
+    timer->async_wait(
+        [timer, done = std::move(done), reply](boost::system::error_code) { done(reply()); });
+    return;
+  }
   boost::asio::post(io_, [done = std::move(done), reply]() { done(reply()); });
+}
+
+void MemoryFilesystem::SetReadDelay(std::chrono::milliseconds delay) {
+  std::lock_guard<std::mutex> lock(mu_);
+  read_delay_ = delay;
 }
 
 void MemoryFilesystem::CancelSlowReads() {

@@ -31,6 +31,10 @@ class MemoryFilesystem : public fs::Filesystem {
   fs::InodeId AddDir(const std::string& path);
   fs::InodeId AddFile(const std::string& path, std::string content, bool slow = false);
 
+  // Every read that is not slow completes after `delay` instead of at once (from a timer,
+  // so many reads wait at the same time).
+  void SetReadDelay(std::chrono::milliseconds delay);
+
   // Observations for the tests.
   int64_t lookup_count(fs::InodeId ino) const;
   uint64_t add_lookup_calls() const;
@@ -82,6 +86,7 @@ class MemoryFilesystem : public fs::Filesystem {
   uint64_t add_lookup_calls_ = 0;
   bool negative_ = false;
   int slow_reads_ = 0;
+  std::chrono::milliseconds read_delay_{0};
   // Pending slow reads. CancelSlowReads() (or destroying the double) cancels them; their
   // handlers then wait in the (stopped) io_context and are destroyed with it.
   std::vector<std::unique_ptr<boost::asio::steady_timer>> slow_timers_;

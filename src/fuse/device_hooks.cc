@@ -1,0 +1,122 @@
+#include "fuse/device_hooks.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "fuse/fuse_ops.h"
+#include "fuse/passthrough.h"
+#include "fuse/uring_transport.h"
+
+namespace ossmount::fuse {
+namespace {
+
+// From the kernel's include/uapi/linux/fuse.h.
+constexpr uint32_t kOpcodeInit = 26;                  // FUSE_INIT
+constexpr uint32_t kParallelDirops = 1u << 18;        // FUSE_PARALLEL_DIROPS (flags)
+constexpr size_t kInHeaderSize = 40;                  // struct fuse_in_header
+constexpr size_t kInitInFlags = kInHeaderSize + 12;   // fuse_init_in.flags
+constexpr size_t kInitInFlags2 = kInHeaderSize + 16;  // fuse_init_in.flags2
+constexpr size_t kInitOutFlags = 12;                  // fuse_init_out.flags
+
+uint32_t LoadU32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+DeviceHooks* Self(void* userdata) { return static_cast<AdapterContext*>(userdata)->device_hooks; }
+
+ssize_t ReadHook(int fd, void* buf, size_t len, void* userdata) {
+  ssize_t n = ::read(fd, buf, len);
+  if (n > 0) Self(userdata)->OnRequestRead(static_cast<const char*>(buf), static_cast<size_t>(n));
+  return n;
+}
+
+ssize_t WritevHook(int fd, struct iovec* iov, int count, void* userdata) {
+  DeviceHooks* self = Self(userdata);
+  if (self->OnReplyWrite(iov, count)) {
+    ssize_t total = 0;
+    for (int i = 0; i < count; ++i) total += static_cast<ssize_t>(iov[i].iov_len);
+    return total;
+  }
+  ssize_t n = ::writev(fd, iov, count);
+  int saved = errno;
+  self->OnReplyWritten(n >= 0);
+  errno = saved;
+  return n;
+}
+
+}  // namespace
+
+bool DeviceHooks::Install(fuse_session* se) {
+  session_ = se;
+  dev_fd_ = fuse_session_fd(se);
+  if (passthrough_ != nullptr) passthrough_->set_device_fd(dev_fd_);
+  fuse_custom_io io{};
+  io.read = ReadHook;
+  io.writev = WritevHook;
+  if (int rc = fuse_session_custom_io(se, &io, dev_fd_); rc != 0) {
+    const std::string why = std::string("libfuse refused the I/O hooks: ") + std::strerror(-rc);
+    spdlog::warn("{}; lookups in one directory run one at a time", why);
+    if (passthrough_ != nullptr) passthrough_->TurnOff(why);
+    return false;
+  }
+  return true;
+}
+
+void DeviceHooks::OnRequestRead(const char* buf, size_t size) {
+  if (init_seen_.load(std::memory_order_acquire)) return;
+  if (size < kInitInFlags2 + 4 || LoadU32(buf + 4) != kOpcodeInit) return;
+  std::memcpy(&init_unique_, buf + 8, sizeof(init_unique_));
+  const uint32_t flags = LoadU32(buf + kInitInFlags);
+  const uint32_t flags2 = LoadU32(buf + kInitInFlags2);
+  parallel_dirops_offered_ = (flags & kParallelDirops) != 0;
+  if (passthrough_ != nullptr) passthrough_->NoteInitRequest(flags, flags2);
+  if (uring_ != nullptr) uring_->NoteInitRequest(flags, flags2);
+  init_seen_.store(true, std::memory_order_release);
+}
+
+bool DeviceHooks::OnReplyWrite(::iovec* iov, int count) {
+  if (init_delivered_.load(std::memory_order_acquire)) {
+    return uring_ != nullptr && uring_->TryReply(iov, count);
+  }
+  if (!init_seen_.load(std::memory_order_acquire) ||
+      init_replied_.load(std::memory_order_relaxed) || count < 2 || iov[0].iov_len < 16) {
+    return false;
+  }
+  uint64_t unique;
+  int32_t error;
+  std::memcpy(&error, static_cast<char*>(iov[0].iov_base) + 4, sizeof(error));
+  std::memcpy(&unique, static_cast<char*>(iov[0].iov_base) + 8, sizeof(unique));
+  if (unique != init_unique_) return false;
+  init_replied_.store(true, std::memory_order_relaxed);
+  if (error != 0) return false;  // the connection fails anyway
+  char* out = static_cast<char*>(iov[1].iov_base);
+  const size_t size = iov[1].iov_len;
+  if (parallel_dirops_offered_ && size >= kInitOutFlags + 4) {
+    const uint32_t flags = LoadU32(out + kInitOutFlags) | kParallelDirops;
+    std::memcpy(out + kInitOutFlags, &flags, sizeof(flags));
+    spdlog::info("FUSE: lookups and readdirs in one directory run in parallel");
+  }
+  if (passthrough_ != nullptr) passthrough_->AmendInitReply(out, size);
+  if (uring_ != nullptr) uring_->AmendInitReply(out, size);
+  return false;
+}
+
+void DeviceHooks::OnReplyWritten(bool delivered) {
+  // Only the INIT reply matters: what it turned on starts once it reached the kernel.
+  if (!init_replied_.load(std::memory_order_relaxed) ||
+      init_delivered_.load(std::memory_order_relaxed)) {
+    return;
+  }
+  if (passthrough_ != nullptr) passthrough_->OnInitReplyWritten(delivered);
+  if (!delivered) return;
+  // Every later reply is offered to the rings first, before they can carry a request.
+  init_delivered_.store(true, std::memory_order_release);
+  if (uring_ != nullptr) uring_->Start(session_, dev_fd_);
+}
+
+}  // namespace ossmount::fuse

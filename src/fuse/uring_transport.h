@@ -1,0 +1,111 @@
+// FUSE over io_uring (Linux 6.14+, CONFIG_FUSE_IO_URING, the fuse module's enable_uring
+// parameter): instead of reading requests from /dev/fuse, the daemon registers ring
+// entries on one queue per possible CPU, and a reply is committed together with the fetch
+// of the next request in one io_uring command. A request goes to the queue of the CPU its
+// caller runs on and is answered by that queue's thread, pinned to that CPU: one system
+// call per request instead of a read and a writev, and no wake-up of another CPU
+// (docs/BENCHMARKS.md has what that saved).
+//
+// libfuse 3.14 (Debian 12) has no ring support, so this class runs the rings itself and
+// feeds each request to libfuse's dispatcher (fuse_session_process_buf) rebuilt in the
+// /dev/fuse layout (uring_protocol.h); replies come back through libfuse's writev hook
+// (DeviceHooks), which hands them to TryReply. /dev/fuse stays in use for what the kernel
+// never sends through a ring (FORGET, INTERRUPT), for notifications, and for everything
+// until every queue is registered.
+//
+// Threads: one per queue, pinned to its CPU, all signals blocked. A request answered while
+// it is being dispatched (the file system answers from its caches: most of them) is
+// committed by that thread with its next wait. A reply from another thread (an answer that
+// waited for the network) is copied into its entry there and handed to the queue's thread
+// through an eventfd: only that thread touches its ring (single issuer, and the kernel's
+// task work runs only when the thread waits).
+//
+// Memory: each entry has a payload buffer as large as the connection's largest request or
+// reply (1 MiB here), mapped untouched; only the bytes replies were copied into become
+// resident. EntriesPerQueue() bounds the entries.
+//
+// Thread-safety: TryReply, active() and off_reason() may be called from any thread; the
+// others from the device hooks' INIT handling and the server's start and stop, one at a
+// time.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+struct fuse_session;
+
+namespace ossmount::fuse {
+
+class UringTransport {
+ public:
+  // `off_reason` non-empty: never offered to the kernel, and the log says why.
+  // `entries_per_queue`: requests one CPU's callers can have with the daemon at once (more
+  // wait in the kernel until an entry is free).
+  UringTransport(std::string off_reason, unsigned entries_per_queue);
+  ~UringTransport();
+  UringTransport(const UringTransport&) = delete;
+  UringTransport& operator=(const UringTransport&) = delete;
+
+  // Entries per queue for `cpus` possible CPUs: 256 in all, 8 to 32 per queue.
+  static unsigned EntriesPerQueue(unsigned cpus);
+  // The kernel's queue count: one per possible CPU (/sys/devices/system/cpu/possible).
+  static unsigned PossibleCpus();
+
+  // From the INIT request: whether the kernel offers the rings.
+  void NoteInitRequest(uint32_t flags, uint32_t flags2);
+  // Adds FUSE_OVER_IO_URING to a successful INIT reply (struct fuse_init_out at `out`)
+  // when wanted and offered, and takes the entries' payload size from it.
+  void AmendInitReply(char* out, size_t size);
+  // After the INIT reply reached the kernel (only if it was amended): sets up the queues
+  // and starts their threads, which register the entries. Failures are logged and leave
+  // /dev/fuse in use.
+  void Start(fuse_session* se, int dev_fd);
+  // Stops the threads and closes the rings. Replies after this are dropped: call it once
+  // nothing is owed, or when the connection is going away. Idempotent.
+  void Stop();
+
+  // A reply as libfuse hands it to its writev hook (a fuse_out_header, then the
+  // arguments). If it answers a request that came through a ring, it is copied into that
+  // request's entry and committed, and true is returned; false for every other reply
+  // (those go to /dev/fuse).
+  bool TryReply(const ::iovec* iov, int count);
+
+  // Whether every queue registered its entries (the kernel then sends requests through
+  // the rings) and none failed since.
+  bool active() const { return active_.load(std::memory_order_acquire); }
+  // Why the rings are not in use ("" while they are, or before INIT).
+  std::string off_reason() const;
+  unsigned queues() const { return static_cast<unsigned>(queues_.size()); }
+  unsigned entries_per_queue() const { return entries_per_queue_; }
+
+  struct Queue;  // one CPU's ring, entries and thread (uring_transport.cc)
+  struct Entry;
+
+ private:
+  void TurnOff(const std::string& why);
+  void QueueRegistered();  // from each queue's thread, once its entries were accepted
+  bool SetupQueues(fuse_session* se, int dev_fd, std::string* why);
+
+  const bool wanted_;
+  const unsigned entries_per_queue_;
+  bool offered_ = false;
+  bool amended_ = false;
+  size_t payload_size_ = 0;
+  std::atomic<bool> active_{false};
+  std::atomic<bool> stopped_{false};
+  // Set once queues_ is complete; queues_ is never changed after (until destruction).
+  std::atomic<bool> queues_ready_{false};
+  std::atomic<size_t> registered_{0};
+  std::vector<std::unique_ptr<Queue>> queues_;
+  mutable std::mutex mu_;  // guards off_reason_
+  std::string off_reason_;
+};
+
+}  // namespace ossmount::fuse
