@@ -108,6 +108,16 @@ class Plan:
         return [{"peer": p, "ttfb": t} for t in ttfbs for p in peers]
 
 
+def uring_available():
+    """Whether ossmount can take FUSE requests through io_uring rings here: a kernel with
+    the switch (Linux 6.14+, CONFIG_FUSE_IO_URING) and root to turn it on."""
+    try:
+        open("/dev/fuse", "rb").close()  # loads the fuse module, whose parameters then exist
+    except OSError:
+        return False
+    return os.geteuid() == 0 and os.path.exists("/sys/module/fuse/parameters/enable_uring")
+
+
 def remove_caches(caches):
     """Deletes a workload's --cache directories after its last case, never between two:
     on ext4 without a journal (this machine's root), each file created within 60-360 s of
@@ -129,6 +139,10 @@ class Harness:
         self.server = None
         self.cases = []
         self.stamp = datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%SZ")
+        # ossmount's FUSE transport (--fuse-io-uring): the rings where this kernel has them
+        # (the daemon turns the kernel's switch on, as root), unless told otherwise; the
+        # remount and hints cases also measure /dev/fuse beside them.
+        self.fuse_io_uring = args.fuse_io_uring or ("on" if uring_available() else "off")
 
     # ---- helpers -------------------------------------------------------------------
     def record(self, workload, params, result, daemon=None):
@@ -141,6 +155,8 @@ class Harness:
         self.save()
 
     def mount(self, peer, bucket, cache_dir=None, extra=None):
+        if peer == "ossmount" and not any(a == "--fuse-io-uring" for a in extra or []):
+            extra = ["--fuse-io-uring", self.fuse_io_uring] + list(extra or [])
         return Mount(peer, self.build, self.work, self.server.endpoint, bucket,
                      cache_dir=cache_dir, extra=extra)
 
@@ -228,12 +244,22 @@ class Harness:
             # An epoch of 5,000 files lasts half a second on local disk, so one sample of each
             # side is mostly noise: REMOUNT_ROUNDS rounds of (remount + epoch, then the same
             # epoch on the local copy), back to back, and the medians are compared.
+            # With the rings, each round also remounts over /dev/fuse (--fuse-io-uring off),
+            # so the two transports are compared in the same minutes.
+            both = self.fuse_io_uring == "on"
             rounds, usages = [], []
             for _ in range(REMOUNT_ROUNDS if first.get("ok") else 0):
                 second, u2 = self.with_mount("ossmount", "img", run, cache_dir=cache)
                 local = workloads.imagefolder(os.path.join(self.data_root, "img", "train"), 16,
                                               1, "", t)
-                rounds.append({"ossmount": second, "local": local})
+                rnd = {"ossmount": second, "local": local}
+                if both:
+                    rnd["dev_fuse"], u3 = self.with_mount(
+                        "ossmount", "img", run, cache_dir=cache,
+                        extra=["--fuse-io-uring", "off"])
+                    rnd["dev_fuse_cpu_s"] = (u3 or {}).get("cpu_s")
+                rnd["ossmount_cpu_s"] = (u2 or {}).get("cpu_s")
+                rounds.append(rnd)
                 usages.append(u2)
                 if not (second.get("ok") and local.get("ok")):
                     break
@@ -248,8 +274,13 @@ class Harness:
                 res["after_remount"] = by_rate[len(by_rate) // 2]["ossmount"]  # the median round
                 res["local_median"] = statistics.median(rate(r, "local") for r in rounds)
                 res["rounds"] = [{"ossmount": rate(r, "ossmount"), "local": rate(r, "local"),
-                                  "ossmount_gets": r["ossmount"]["epochs"][0]["requests"].get("GET")}
+                                  "ossmount_gets": r["ossmount"]["epochs"][0]["requests"].get("GET"),
+                                  "ossmount_cpu_s": r.get("ossmount_cpu_s"),
+                                  "dev_fuse": rate(r, "dev_fuse") if r.get("dev_fuse", {}).get("ok")
+                                  else None,
+                                  "dev_fuse_cpu_s": r.get("dev_fuse_cpu_s")}
                                  for r in rounds]
+                res["fuse_io_uring"] = self.fuse_io_uring
             else:
                 res["error"] = first.get("error") or next(
                     (r[k].get("error") for r in rounds for k in ("ossmount", "local")
@@ -332,7 +363,11 @@ class Harness:
                                      "mode": "local", "limit": limit}, res)
         ossmount_bin = os.path.join(self.build, "daemon", "ossmount")
         caches = []
-        for c in self.plan.prefetch_cases():
+        cases = self.plan.prefetch_cases()
+        if self.fuse_io_uring == "on":  # the same hinted epoch over /dev/fuse, beside
+            cases.append({"peer": "ossmount", "ttfb": 35, "workers": 16, "mode": "hints",
+                          "transport": "dev_fuse"})
+        for c in cases:
             self.server.set_ttfb(c["ttfb"])
             params = dict(c, limit=limit)
             cache = tempfile.mkdtemp(prefix="cache-", dir=self.work) \
@@ -350,7 +385,8 @@ class Harness:
                 return workloads.imagefolder(os.path.join(mnt, "train"), c["workers"], 1,
                                              self.server.endpoint, t, limit,
                                              hints=c["mode"] == "hints")
-            res, usage = self.with_mount("ossmount", "img", fn, cache_dir=cache)
+            extra = ["--fuse-io-uring", "off"] if c.get("transport") == "dev_fuse" else None
+            res, usage = self.with_mount("ossmount", "img", fn, cache_dir=cache, extra=extra)
             self.record("prefetch", params, res, usage)
             if cache:
                 caches.append(cache)
@@ -374,7 +410,8 @@ class Harness:
                 "loadavg_start": open("/proc/loadavg").read().split()[:3],
                 "ossmount_binary": "%s (built %s UTC)" % (
                     daemon, time.strftime("%Y-%m-%d %H:%M", time.gmtime(os.stat(daemon).st_mtime))),
-                "server": "ossmount-testserver --auth off --threads 2 --memory-cache-mb 2048"}
+                "server": "ossmount-testserver --auth off --threads 2 --memory-cache-mb 2048",
+                "fuse_io_uring": self.fuse_io_uring}
 
     def save(self):
         os.makedirs(os.path.join(BENCH, "results"), exist_ok=True)
@@ -427,6 +464,9 @@ def main():
     p.add_argument("--prefetch-limit", type=int, default=0, metavar="K",
                    help="prefetch workload: read a random subset of K images per epoch "
                         "(0 = all; for a small indicative run)")
+    p.add_argument("--fuse-io-uring", choices=["on", "off"],
+                   help="ossmount's FUSE transport: on (io_uring rings; the default where the "
+                        "kernel has them and this is root) or off (/dev/fuse)")
     p.add_argument("--report", metavar="RESULTS_JSON",
                    help="only re-render RESULTS_JSON's Markdown report (next to it, .md)")
     args = p.parse_args()

@@ -104,6 +104,20 @@ class TargetTest(unittest.TestCase):
         table = report.remount_table(doc([rm, local]))
         self.assertIn("0.75x (local median 3,000)", table)
         self.assertIn("3,000 vs 2,000 files/s = 1.50x", table)
+        self.assertNotIn("/dev/fuse", table)
+
+    def test_remount_rounds_over_dev_fuse_are_shown_beside(self):
+        rm = remount(2000, 0)
+        rm["result"]["rounds"] = [
+            {"ossmount": 2000, "local": 2500, "ossmount_gets": 0, "dev_fuse": 1600,
+             "ossmount_cpu_s": 0.6, "dev_fuse_cpu_s": 0.8},
+            {"ossmount": 2200, "local": 2500, "ossmount_gets": 0, "dev_fuse": 2000,
+             "ossmount_cpu_s": 0.6, "dev_fuse_cpu_s": 0.8}]
+        table = report.remount_table(doc([rm]))
+        self.assertIn("The same rounds over /dev/fuse", table)
+        self.assertIn("1,600 files/s = 0.64x of local, 0.80x of io_uring (daemon CPU 0.8 s "
+                      "against 0.6 s)", table)
+        self.assertIn("median io_uring / /dev/fuse 1.18x", table)  # 1.25x and 1.10x
 
     def test_cold_find_bound(self):
         def find_case(secs, head):
@@ -146,6 +160,15 @@ class PrefetchTargetTest(unittest.TestCase):
         self.assertIn("| ... and >= 0.5x the local-disk reader | 0.50x | **met** |", text)
         self.assertIn("warm-up at mount time >= 3x without | 2.22x | **not met** |", text)
         self.assertIn("(OSS Accelerator guide: 2.44x) | 1.50x |", text)
+
+    def test_hints_over_dev_fuse_are_shown_beside_but_judge_nothing(self):
+        dev = prefetch_case("hints", 1000)
+        dev["transport"] = "dev_fuse"
+        d = doc([prefetch_case("local", 4000), prefetch_case("plain", 450), dev,
+                 prefetch_case("hints", 2000)])
+        text = report.prefetch_table(d)
+        self.assertIn("| ... and >= 0.5x the local-disk reader | 0.50x | **met** |", text)
+        self.assertIn("| hints (/dev/fuse) | 35 ms | 5,000 | 1,000.0 |", text)
 
     def test_failed_case_is_shown(self):
         d = doc([prefetch_case("plain", 450), prefetch_case("hints", 0, ok=False)])

@@ -24,6 +24,20 @@ done
 
 scripts/install-deps.sh
 source scripts/cmake_env.sh
+
+# FUSE over io_uring (--fuse-io-uring, default auto) carries a mount's requests where the
+# kernel's switch is on. As root on a kernel that has it (Linux 6.14+), the run turns the
+# switch on, so that every mount test runs over the rings (fuse_test runs its cases over both
+# transports, mount:uring covers /dev/fuse and the fallbacks), and puts back what it found at
+# the end. OSSMOUNT_TEST_URING_SWITCH=N runs the mount tests over /dev/fuse instead.
+uring_switch=/sys/module/fuse/parameters/enable_uring
+[ -e /dev/fuse ] && { : < /dev/fuse; } 2>/dev/null || true  # loads the fuse module
+if [ -w "$uring_switch" ]; then
+  uring_switch_before=$(cat "$uring_switch")
+  trap 'echo "$uring_switch_before" > "$uring_switch"' EXIT
+  echo "${OSSMOUNT_TEST_URING_SWITCH:-Y}" > "$uring_switch"
+  echo "test.sh: the kernel's FUSE io_uring switch is $(cat "$uring_switch") for this run (it was $uring_switch_before)"
+fi
 extra_status=0
 if [ "$sanitizers" -eq 1 ]; then
   start=$(date +%s)

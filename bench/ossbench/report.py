@@ -229,6 +229,18 @@ def remount_table(doc):
                            fmt(x["ossmount"]), fmt(x["local"]),
                            fmt_ratio(ratio(x["ossmount"], x["local"])), x["ossmount_gets"])
                            for x in c["result"]["rounds"]))
+            dev = [x for x in c["result"]["rounds"] if x.get("dev_fuse")]
+            if dev:
+                out.append("\nThe same rounds over /dev/fuse (`--fuse-io-uring off`, remounted "
+                           "right after the local reader): " + "; ".join(
+                               "%s files/s = %s of local, %s of io_uring (daemon CPU %s s "
+                               "against %s s)" % (
+                                   fmt(x["dev_fuse"]), fmt_ratio(ratio(x["dev_fuse"], x["local"])),
+                                   fmt_ratio(ratio(x["dev_fuse"], x["ossmount"])),
+                                   x.get("dev_fuse_cpu_s"), x.get("ossmount_cpu_s"))
+                               for x in dev) +
+                           "; median io_uring / /dev/fuse %s" % fmt_ratio(statistics.median(
+                               x["ossmount"] / x["dev_fuse"] for x in dev)))
     return "\n".join(out)
 
 
@@ -288,7 +300,9 @@ def prefetch_table(doc):
     cases = [c for c in doc["cases"] if c["workload"] == "prefetch"]
     if not cases:
         return "(not run)\n"
-    get = lambda mode, ttfb=35: rate(find(doc, "prefetch", mode=mode, ttfb=ttfb))
+    get = lambda mode, ttfb=35: rate(next(
+        (c for c in cases if c["mode"] == mode and c["ttfb"] == ttfb and
+         c.get("transport", "") == ""), None))
     local = rate(find(doc, "prefetch", mode="local"))
     plain35, hints35, warm35, hints12 = get("plain"), get("hints"), get("warmup"), get("hints", 12)
     r_hints = ratio(hints35, plain35)
@@ -315,7 +329,8 @@ def prefetch_table(doc):
         e = epoch(c, 1)
         base = get("plain", c["ttfb"]) if c["mode"] != "local" else None
         rows.append("| %s | %s | %s | %s | %s | %s | %s |" % (
-            c["mode"], "-" if c["mode"] == "local" else "%d ms" % c["ttfb"], fmt(e["files"]),
+            c["mode"] + (" (/dev/fuse)" if c.get("transport") == "dev_fuse" else ""),
+            "-" if c["mode"] == "local" else "%d ms" % c["ttfb"], fmt(e["files"]),
             fmt(e["files_per_s"], 1), fmt(per_file(c).get("GET"), 2),
             fmt_ratio(ratio(e["files_per_s"], base)),
             fmt((c.get("daemon") or {}).get("peak_rss_mib"))))
@@ -331,6 +346,11 @@ def markdown(doc):
         "Daemon: %s. Server: %s.\n" % (m["commit"], m["cpu"], m["cores"], m["mem_gib"], m["kernel"],
                           " ".join(m["loadavg_start"]), " ".join(m.get("loadavg_end", ["?"])),
                           m.get("ossmount_binary", "?"), m["server"]),
+        "ossmount's FUSE transport: %s.\n" % {
+            "on": "io_uring rings (`--fuse-io-uring on`; the remount and hints cases also "
+                  "measure /dev/fuse beside them)",
+            "off": "/dev/fuse (`--fuse-io-uring off`)"}.get(m.get("fuse_io_uring"),
+                                                           "/dev/fuse (before FUSE over io_uring)"),
         "Server warmed before the cases (every image read once, unmeasured; 1g.bin read into "
         "the page cache before each sequential case): %s.\n" % json.dumps(m.get("server_warmup")),
         "## Targets (issue 4)\n", targets(doc),
