@@ -84,6 +84,7 @@ struct UringTransport::Queue {
 
   bool Setup(std::string* why);
   void Close();
+  void Free();  // the buffers and the eventfd; after Close(), once no reply can come
   void Run();
   void PrepareCommand(Entry* e);
   void ArmEvent();
@@ -108,12 +109,7 @@ UringTransport::UringTransport(std::string off_reason, unsigned entries_per_queu
 
 UringTransport::~UringTransport() {
   Stop();
-  for (auto& q : queues_) {
-    for (auto& e : q->entries) {
-      if (e->payload != nullptr) munmap(e->payload, q->payload_size);
-    }
-    if (q->headers != nullptr) munmap(q->headers, q->headers_bytes);
-  }
+  for (auto& q : queues_) q->Free();
 }
 
 unsigned UringTransport::EntriesPerQueue(unsigned cpus) {
@@ -188,8 +184,11 @@ void UringTransport::Start(fuse_session* se, int dev_fd) {
   if (!SetupQueues(se, dev_fd, &why)) {
     // The kernel switches to the rings only once every queue has an entry: with none
     // registered, /dev/fuse simply stays in use.
-    for (auto& q : queues_) q->Close();
-    queues_.clear();
+    for (auto& q : queues_) {
+      q->Close();
+      q->Free();
+    }
+    queues_.clear();  // no reply looks at them: queues_ready_ was never set
     return TurnOff(why);
   }
   // Published before any thread can dispatch a request whose reply TryReply must find.
@@ -283,17 +282,35 @@ bool UringTransport::Queue::Setup(std::string* why) {
 
 void UringTransport::Queue::Close() {
   // Closing the ring cancels the commands the kernel still holds (their entries go away
-  // with the connection).
+  // with the connection). The eventfd stays open until the transport is destroyed: a
+  // reply racing with Stop() may still write to it.
   if (ring_open) io_uring_queue_exit(&ring);
   ring_open = false;
+}
+
+void UringTransport::Queue::Free() {
   if (event_fd >= 0) close(event_fd);
   event_fd = -1;
+  for (auto& e : entries) {
+    if (e->payload != nullptr) munmap(e->payload, payload_size);
+    e->payload = nullptr;
+  }
+  if (headers != nullptr) munmap(headers, headers_bytes);
+  headers = nullptr;
 }
 
 void UringTransport::Queue::PrepareCommand(Entry* e) {
   // At most one command per entry is ever outstanding, and the ring has one slot more for
   // the eventfd read: there is always a free SQE.
   io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+  if (sqe == nullptr) {  // cannot happen (see above); hand what is queued to the kernel
+    io_uring_submit(&ring);
+    sqe = io_uring_get_sqe(&ring);
+    if (sqe == nullptr) {
+      spdlog::error("fuse ring {}: no free submission slot; an entry is lost", qid);
+      return;
+    }
+  }
   std::memset(sqe, 0, 2 * sizeof(io_uring_sqe));  // SQE128: the command area follows
   sqe->opcode = IORING_OP_URING_CMD;
   sqe->fd = 0;  // the ring's registered /dev/fuse
@@ -313,6 +330,11 @@ void UringTransport::Queue::PrepareCommand(Entry* e) {
 
 void UringTransport::Queue::ArmEvent() {
   io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+  if (sqe == nullptr) {
+    io_uring_submit(&ring);
+    sqe = io_uring_get_sqe(&ring);
+    if (sqe == nullptr) return;  // cannot happen: one slot is kept for it
+  }
   io_uring_prep_read(sqe, event_fd, &event_value, sizeof(event_value), 0);
   sqe->user_data = kEventTag;
 }
