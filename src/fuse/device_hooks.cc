@@ -7,25 +7,14 @@
 #include <cstring>
 
 #include "fuse/fuse_ops.h"
+#include "fuse/fuse_wire.h"
 #include "fuse/passthrough.h"
 #include "fuse/uring_transport.h"
 
 namespace ossmount::fuse {
 namespace {
 
-// From the kernel's include/uapi/linux/fuse.h.
-constexpr uint32_t kOpcodeInit = 26;                  // FUSE_INIT
-constexpr uint32_t kParallelDirops = 1u << 18;        // FUSE_PARALLEL_DIROPS (flags)
-constexpr size_t kInHeaderSize = 40;                  // struct fuse_in_header
-constexpr size_t kInitInFlags = kInHeaderSize + 12;   // fuse_init_in.flags
-constexpr size_t kInitInFlags2 = kInHeaderSize + 16;  // fuse_init_in.flags2
-constexpr size_t kInitOutFlags = 12;                  // fuse_init_out.flags
-
-uint32_t LoadU32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
+using namespace wire;
 
 DeviceHooks* Self(void* userdata) { return static_cast<AdapterContext*>(userdata)->device_hooks; }
 

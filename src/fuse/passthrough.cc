@@ -9,30 +9,21 @@
 #include <cstring>
 
 #include "common/metrics.h"
+#include "fuse/fuse_wire.h"
 
 namespace ossmount::fuse {
 namespace {
 
+using namespace wire;
+
 // From the kernel's include/uapi/linux/fuse.h (7.40), which Debian 12's headers predate.
-constexpr uint32_t kInitExt = 1u << 30;           // FUSE_INIT_EXT: flags2 is valid
-constexpr uint32_t kPassthroughFlags2 = 1u << 5;  // FUSE_PASSTHROUGH (1ULL << 37) >> 32
-constexpr size_t kInitOutFlags = 12;              // fuse_init_out.flags
-constexpr size_t kInitOutFlags2 = 32;             // fuse_init_out.flags2
-constexpr size_t kInitOutMaxStackDepth = 36;      // fuse_init_out.max_stack_depth
-struct BackingMap {                               // struct fuse_backing_map
+struct BackingMap {  // struct fuse_backing_map
   int32_t fd;
   uint32_t flags;
   uint64_t padding;
 };
 constexpr unsigned long kBackingOpen = _IOW(229, 1, BackingMap);  // FUSE_DEV_IOC_BACKING_OPEN
 constexpr unsigned long kBackingClose = _IOW(229, 2, uint32_t);   // FUSE_DEV_IOC_BACKING_CLOSE
-
-uint32_t LoadU32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
-void StoreU32(char* p, uint32_t v) { std::memcpy(p, &v, sizeof(v)); }
 
 metrics::Counter& PassthroughOpens() {
   static metrics::Counter& c = metrics::Registry::Global().GetCounter(

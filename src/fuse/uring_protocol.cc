@@ -1,5 +1,7 @@
 #include "fuse/uring_protocol.h"
 
+#include "fuse/fuse_wire.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -7,17 +9,12 @@
 namespace ossmount::fuse::uring {
 namespace {
 
-constexpr size_t kInitOutFlags = 12;      // fuse_init_out.flags
-constexpr size_t kInitOutMaxWrite = 20;   // fuse_init_out.max_write
-constexpr size_t kInitOutMaxPages = 28;   // fuse_init_out.max_pages (u16)
-constexpr uint32_t kMaxPages = 1u << 22;  // FUSE_MAX_PAGES: max_pages is valid
-constexpr size_t kDefaultMaxPages = 32;   // the kernel's FUSE_DEFAULT_MAX_PAGES_PER_REQ
-
-uint32_t LoadU32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return v;
-}
+using wire::kInitOutFlags;
+using wire::kInitOutMaxPages;
+using wire::kInitOutMaxWrite;
+using wire::kMaxPages;
+using wire::LoadU32;
+constexpr size_t kDefaultMaxPages = 32;  // the kernel's FUSE_DEFAULT_MAX_PAGES_PER_REQ
 
 }  // namespace
 

@@ -19,13 +19,11 @@
 
 namespace ossmount::fuse::uring {
 
-constexpr uint32_t kInitExt = 1u << 30;           // FUSE_INIT_EXT: flags2 is valid
-constexpr uint32_t kOverIoUringFlags2 = 1u << 9;  // FUSE_OVER_IO_URING (1ULL << 41) >> 32
-constexpr uint32_t kCmdRegister = 1;              // FUSE_IO_URING_CMD_REGISTER
-constexpr uint32_t kCmdCommitAndFetch = 2;        // FUSE_IO_URING_CMD_COMMIT_AND_FETCH
-constexpr size_t kMinReadBuffer = 8192;           // FUSE_MIN_READ_BUFFER
-constexpr size_t kInHeaderSize = 40;              // struct fuse_in_header
-constexpr size_t kOutHeaderSize = 16;             // struct fuse_out_header
+constexpr uint32_t kCmdRegister = 1;        // FUSE_IO_URING_CMD_REGISTER
+constexpr uint32_t kCmdCommitAndFetch = 2;  // FUSE_IO_URING_CMD_COMMIT_AND_FETCH
+constexpr size_t kMinReadBuffer = 8192;     // FUSE_MIN_READ_BUFFER
+constexpr size_t kInHeaderSize = 40;        // struct fuse_in_header
+constexpr size_t kOutHeaderSize = 16;       // struct fuse_out_header
 
 struct EntryInOut {  // struct fuse_uring_ent_in_out
   uint64_t flags;

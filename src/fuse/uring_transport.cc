@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "common/metrics.h"
+#include "fuse/fuse_wire.h"
 #include "fuse/uring_protocol.h"
 
 namespace ossmount::fuse {
@@ -47,7 +48,7 @@ metrics::Gauge& RingEntries() {
   return g;
 }
 
-std::string Errno(int e) { return std::strerror(e < 0 ? -e : e); }
+std::string RingErrno(int e) { return std::strerror(e < 0 ? -e : e); }
 
 }  // namespace
 
@@ -139,24 +140,22 @@ unsigned UringTransport::PossibleCpus() {
 }
 
 void UringTransport::NoteInitRequest(uint32_t flags, uint32_t flags2) {
-  offered_ = (flags & uring::kInitExt) != 0 && (flags2 & uring::kOverIoUringFlags2) != 0;
+  offered_ = (flags & wire::kInitExt) != 0 && (flags2 & wire::kOverIoUringFlags2) != 0;
 }
 
 void UringTransport::AmendInitReply(char* out, size_t size) {
-  constexpr size_t kFlags = 12, kFlags2 = 32;  // fuse_init_out.flags, .flags2
   if (!wanted_) return;
   if (!offered_) {
     return TurnOff(
         "the kernel did not offer it (Linux 6.14+ with CONFIG_FUSE_IO_URING and the fuse "
         "module's parameter enable_uring on)");
   }
-  uint32_t flags, flags2;
-  if (size < kFlags2 + sizeof(flags2)) return TurnOff("the INIT reply is too short to carry it");
-  std::memcpy(&flags, out + kFlags, sizeof(flags));
-  if (!(flags & uring::kInitExt)) return TurnOff("libfuse's INIT reply has no second flag word");
-  std::memcpy(&flags2, out + kFlags2, sizeof(flags2));
-  flags2 |= uring::kOverIoUringFlags2;
-  std::memcpy(out + kFlags2, &flags2, sizeof(flags2));
+  if (size < wire::kInitOutFlags2 + 4) return TurnOff("the INIT reply is too short to carry it");
+  if (!(wire::LoadU32(out + wire::kInitOutFlags) & wire::kInitExt)) {
+    return TurnOff("libfuse's INIT reply has no second flag word");
+  }
+  wire::StoreU32(out + wire::kInitOutFlags2,
+                 wire::LoadU32(out + wire::kInitOutFlags2) | wire::kOverIoUringFlags2);
   payload_size_ =
       uring::PayloadSizeOfInitReply(out, size, static_cast<size_t>(sysconf(_SC_PAGESIZE)));
   amended_ = true;
@@ -239,26 +238,26 @@ bool UringTransport::Queue::Setup(std::string* why) {
                  IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED;
   params.cq_entries = 2 * (depth + 1);
   if (int rc = io_uring_queue_init_params(depth + 1, &ring, &params); rc != 0) {
-    *why = "setting up an io_uring failed: " + Errno(rc);
+    *why = "setting up an io_uring failed: " + RingErrno(rc);
     return false;
   }
   ring_open = true;
   // The ring keeps its own reference to the device: libfuse closes the session's fd at
   // unmount, while replies still owed (answered EIO by Drain) go through the ring.
   if (int rc = io_uring_register_files(&ring, &dev_fd, 1); rc != 0) {
-    *why = "registering /dev/fuse with an io_uring failed: " + Errno(rc);
+    *why = "registering /dev/fuse with an io_uring failed: " + RingErrno(rc);
     return false;
   }
   event_fd = eventfd(0, EFD_CLOEXEC);
   if (event_fd < 0) {
-    *why = "eventfd: " + Errno(errno);
+    *why = "eventfd: " + RingErrno(errno);
     return false;
   }
   headers_bytes = (entries.size() * kHeaderStride + 4095) / 4096 * 4096;
   void* h =
       mmap(nullptr, headers_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (h == MAP_FAILED) {
-    *why = "mapping ring headers: " + Errno(errno);
+    *why = "mapping ring headers: " + RingErrno(errno);
     return false;
   }
   headers = static_cast<char*>(h);
@@ -269,7 +268,7 @@ bool UringTransport::Queue::Setup(std::string* why) {
     void* p = mmap(nullptr, payload_size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) {
-      *why = "mapping ring buffers: " + Errno(errno);
+      *why = "mapping ring buffers: " + RingErrno(errno);
       return false;
     }
     e->payload = static_cast<char*>(p);
@@ -355,13 +354,13 @@ void UringTransport::Queue::Run() {
   CPU_SET(qid, &cpus);
   if (sched_setaffinity(0, sizeof(cpus), &cpus) != 0) {
     // Outside the daemon's cpuset (a container's): the queue still needs a thread.
-    spdlog::debug("fuse ring {}: not pinned to CPU {}: {}", qid, qid, Errno(errno));
+    spdlog::debug("fuse ring {}: not pinned to CPU {}: {}", qid, qid, RingErrno(errno));
   }
   t_queue = this;
   // liburing 2.3 declares io_uring_enable_rings but does not export it.
   if (syscall(__NR_io_uring_register, ring.ring_fd, IORING_REGISTER_ENABLE_RINGS, nullptr, 0) !=
       0) {
-    owner->TurnOff("enabling an io_uring failed: " + Errno(errno));
+    owner->TurnOff("enabling an io_uring failed: " + RingErrno(errno));
     return;
   }
   for (auto& e : entries) PrepareCommand(e.get());
@@ -373,7 +372,7 @@ void UringTransport::Queue::Run() {
   while (!stopping.load(std::memory_order_acquire)) {
     const int rc = io_uring_submit_and_wait(&ring, 1);
     if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
-      spdlog::error("fuse ring {}: io_uring_enter failed: {}", qid, Errno(rc));
+      spdlog::error("fuse ring {}: io_uring_enter failed: {}", qid, RingErrno(rc));
       break;
     }
     unsigned head;
@@ -393,14 +392,14 @@ void UringTransport::Queue::Run() {
         // registration leaves the kernel on /dev/fuse (it gives up on the rings).
         if (cqe->res != -ENOTCONN) {
           if (e->command == uring::kCmdRegister) {
-            owner->TurnOff("the kernel refused a ring entry: " + Errno(cqe->res));
+            owner->TurnOff("the kernel refused a ring entry: " + RingErrno(cqe->res));
           } else {
             // The kernel no longer knew the request (it gave up on it); its entry stays
             // with the request in the kernel, so the buffers come back as a new entry.
             spdlog::warn(
                 "fuse ring {}: committing a reply failed: {}; registering the entry "
                 "again",
-                qid, Errno(cqe->res));
+                qid, RingErrno(cqe->res));
             e->command = uring::kCmdRegister;
             PrepareCommand(e);
           }
