@@ -12,7 +12,10 @@ TEST_CASE(
   Harness h;
   const std::string data = Content(100 * MiB, 1);
   const std::string etag = h.fake->PutObject("big", data);
-  h.fake->set_latency(1ms);
+  // 5 ms per GET: long enough that the parts a window opens are in flight together even
+  // when a loaded machine (TSan, CI) preempts the reader between issuing two of them (at 1
+  // ms, max_in_flight() >= 2 below failed once there).
+  h.fake->set_latency(5ms);
   ReaderOptions o;
   o.initial_window = 1 * MiB;
   o.max_window = 32 * MiB;
