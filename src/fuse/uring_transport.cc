@@ -114,7 +114,7 @@ UringTransport::~UringTransport() {
 }
 
 unsigned UringTransport::EntriesPerQueue(unsigned cpus) {
-  return std::clamp(256u / std::max(1u, cpus), 8u, 32u);
+  return std::clamp(32u / std::max(1u, cpus), 8u, 32u);
 }
 
 unsigned UringTransport::PossibleCpus() {

@@ -53,7 +53,7 @@ class UringTransport {
   UringTransport(const UringTransport&) = delete;
   UringTransport& operator=(const UringTransport&) = delete;
 
-  // Entries per queue for `cpus` possible CPUs: 256 in all, 8 to 32 per queue.
+  // Entries per queue for `cpus` possible CPUs: 32 in all, at least 8 per queue.
   static unsigned EntriesPerQueue(unsigned cpus);
   // The kernel's queue count: one per possible CPU (/sys/devices/system/cpu/possible).
   static unsigned PossibleCpus();
