@@ -532,6 +532,12 @@ void ObjectFilesystem::ReleaseDir(InodeId /*ino*/, uint64_t dir_handle) {
 // ---------------------------------------------------------------------------------------
 // Files
 
+void ObjectFilesystem::CountTransportBuffers(uint64_t bytes) {
+  memory_budget_->Reserve(bytes);
+  std::lock_guard lock(transport_mu_);
+  transport_buffers_.emplace_back(memory_budget_, bytes);
+}
+
 void ObjectFilesystem::Open(InodeId ino, int flags, Callback<OpenReply> done) {
   OpenAs(ino, flags, Caller{}, std::move(done));
 }

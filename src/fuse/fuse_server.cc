@@ -195,7 +195,8 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(std::shared_ptr<fs::Filesy
   auto ring_off = PrepareUringSwitch(options.io_uring, options.uring_switch_path);
   if (!ring_off.ok()) return ring_off.status();
   impl->uring = std::make_unique<UringTransport>(
-      *ring_off, UringTransport::EntriesPerQueue(UringTransport::PossibleCpus()));
+      *ring_off, UringTransport::EntriesPerQueue(UringTransport::PossibleCpus()),
+      [fs = impl->ctx->fs](uint64_t bytes) { fs->CountTransportBuffers(bytes); });
   impl->device_hooks = std::make_unique<DeviceHooks>(impl->passthrough.get(), impl->uring.get());
   impl->ctx->device_hooks = impl->device_hooks.get();
   if (options.control) {

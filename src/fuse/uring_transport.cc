@@ -101,9 +101,11 @@ thread_local UringTransport::Queue* t_queue = nullptr;
 thread_local UringTransport::Entry* t_current = nullptr;
 }  // namespace
 
-UringTransport::UringTransport(std::string off_reason, unsigned entries_per_queue)
+UringTransport::UringTransport(std::string off_reason, unsigned entries_per_queue,
+                               std::function<void(uint64_t)> count_buffers)
     : wanted_(off_reason.empty()),
       entries_per_queue_(std::max(1u, entries_per_queue)),
+      count_buffers_(std::move(count_buffers)),
       off_reason_(std::move(off_reason)) {
   if (!wanted_) spdlog::info("FUSE over io_uring off: {}", off_reason_);
 }
@@ -206,6 +208,7 @@ void UringTransport::QueueRegistered() {
   RingEntries().Set(entries_per_queue_);
   spdlog::info("FUSE over io_uring on: {} queue(s) of {} entries, {} KiB per entry", queues_.size(),
                entries_per_queue_, payload_size_ / 1024);
+  if (count_buffers_) count_buffers_(uint64_t{queues_.size()} * entries_per_queue_ * payload_size_);
 }
 
 bool UringTransport::SetupQueues(fuse_session* se, int dev_fd, std::string* why) {

@@ -22,7 +22,8 @@
 //
 // Memory: each entry has a payload buffer as large as the connection's largest request or
 // reply (1 MiB here), mapped untouched; only the bytes replies were copied into become
-// resident. EntriesPerQueue() bounds the entries.
+// resident. EntriesPerQueue() bounds the entries, and all of their buffers count in the data
+// budget (count_buffers) while the rings run.
 //
 // Thread-safety: TryReply, active() and off_reason() may be called from any thread; the
 // others from the device hooks' INIT handling and the server's start and stop, one at a
@@ -34,6 +35,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,8 +49,11 @@ class UringTransport {
  public:
   // `off_reason` non-empty: never offered to the kernel, and the log says why.
   // `entries_per_queue`: requests one CPU's callers can have with the daemon at once (more
-  // wait in the kernel until an entry is free).
-  UringTransport(std::string off_reason, unsigned entries_per_queue);
+  // wait in the kernel until an entry is free). `count_buffers` (may be empty) is told, once
+  // the rings carry requests, how many bytes of reply buffers they hold (all entries'
+  // payloads), so that they count in the data budget; from the thread that registered last.
+  UringTransport(std::string off_reason, unsigned entries_per_queue,
+                 std::function<void(uint64_t bytes)> count_buffers = {});
   ~UringTransport();
   UringTransport(const UringTransport&) = delete;
   UringTransport& operator=(const UringTransport&) = delete;
@@ -95,6 +100,7 @@ class UringTransport {
 
   const bool wanted_;
   const unsigned entries_per_queue_;
+  const std::function<void(uint64_t)> count_buffers_;
   bool offered_ = false;
   bool amended_ = false;
   size_t payload_size_ = 0;

@@ -131,6 +131,31 @@ TEST_CASE("Disk cache: a corrupted block is refetched with exactly one GET") {
   CHECK(h.fake->count(Op::kGet) == 1);
 }
 
+TEST_CASE("Memory budget: transport buffers count in it for the rest of the session") {
+  FsOptions o = Harness::DefaultOptions();
+  o.max_memory = 64u << 20;
+  Harness h(o);
+  Fill(h);
+  const auto& budget = h.fs->memory_budget();
+  REQUIRE(budget);
+  h.fs->CountTransportBuffers(32u << 20);  // FUSE over io_uring: 2 queues x 16 x 1 MiB
+  h.fs->CountTransportBuffers(16u << 20);
+  CHECK(budget->used() == (48u << 20));
+  // Prefetch has only the rest: 16 MiB.
+  CHECK_FALSE(budget->TryReserve((16u << 20) + 1));
+  REQUIRE(budget->TryReserve(16u << 20));
+  budget->Release(16u << 20);
+  // Reads come and go; the transport's share stays.
+  const auto& [key, data] = Dataset()[0];
+  auto e = h.Lookup(kRootInode, key);
+  REQUIRE(e.ok());
+  auto fh = h.Open(e->attr.ino);
+  REQUIRE(fh.ok());
+  CHECK(*h.Read(e->attr.ino, fh->fh, 0, data.size()) == data);
+  h.fs->Release(e->attr.ino, fh->fh);
+  CHECK(Eventually([&] { return budget->used() == (48u << 20); }));
+}
+
 TEST_CASE("Memory budget: small-file buffers are accounted while open and released after") {
   TempDir tmp;
   auto cache = OpenCache(tmp.Sub("cache"));

@@ -586,3 +586,24 @@ TEST_CASE("more reads waiting at once than the rings have entries all complete, 
   }
   OSSMOUNT_CHECK_TRANSPORT(ring);
 }
+
+TEST_CASE("over the rings, their reply buffers count in the file system's budget") {
+  if (!RingsAvailable()) {
+    WARN("no FUSE io_uring on this kernel (or not root): case skipped");
+    return;
+  }
+  TestMount m([](MemoryFilesystem& fs) { fs.AddFile("f", "x"); }, nullptr, FuseRingMode::kOn);
+  CHECK(ReadAll(m.path("f")) == "x");
+  // Every entry of every queue has a buffer of the connection's largest request: 1 MiB
+  // (the adapter's max_write and max_pages).
+  const double queues = Metric("ossmount_fuse_ring_queues");
+  const double entries = Metric("ossmount_fuse_ring_entries_per_queue");
+  REQUIRE(queues > 0);
+  CHECK(static_cast<double>(m.fs().transport_buffers()) == queues * entries * (1 << 20));
+}
+
+TEST_CASE("over /dev/fuse nothing counts as transport buffers") {
+  TestMount m([](MemoryFilesystem& fs) { fs.AddFile("f", "x"); });
+  CHECK(ReadAll(m.path("f")) == "x");
+  CHECK(m.fs().transport_buffers() == 0);
+}

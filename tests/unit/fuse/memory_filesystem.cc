@@ -258,6 +258,16 @@ void MemoryFilesystem::Read(InodeId ino, uint64_t, off_t offset, size_t size,
   boost::asio::post(io_, [done = std::move(done), reply]() { done(reply()); });
 }
 
+void MemoryFilesystem::CountTransportBuffers(uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  transport_buffers_ += bytes;
+}
+
+uint64_t MemoryFilesystem::transport_buffers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return transport_buffers_;
+}
+
 void MemoryFilesystem::SetReadDelay(std::chrono::milliseconds delay) {
   std::lock_guard<std::mutex> lock(mu_);
   read_delay_ = delay;

@@ -34,6 +34,8 @@ class MemoryFilesystem : public fs::Filesystem {
   // Every read that is not slow completes after `delay` instead of at once (from a timer,
   // so many reads wait at the same time).
   void SetReadDelay(std::chrono::milliseconds delay);
+  // What the adapter counted as transport buffers (CountTransportBuffers), in all.
+  uint64_t transport_buffers() const;
 
   // Observations for the tests.
   int64_t lookup_count(fs::InodeId ino) const;
@@ -59,6 +61,7 @@ class MemoryFilesystem : public fs::Filesystem {
   void Read(fs::InodeId ino, uint64_t fh, off_t offset, size_t size,
             fs::Callback<fs::ReadReply> done) override;
   void Release(fs::InodeId ino, uint64_t fh) override;
+  void CountTransportBuffers(uint64_t bytes) override;
   fs::StatFs GetStatFs() override;
   std::optional<std::string> DirectoryPath(fs::InodeId ino) override;
 
@@ -87,6 +90,7 @@ class MemoryFilesystem : public fs::Filesystem {
   bool negative_ = false;
   int slow_reads_ = 0;
   std::chrono::milliseconds read_delay_{0};
+  uint64_t transport_buffers_ = 0;
   // Pending slow reads. CancelSlowReads() (or destroying the double) cancels them; their
   // handlers then wait in the (stopped) io_context and are destroyed with it.
   std::vector<std::unique_ptr<boost::asio::steady_timer>> slow_timers_;
