@@ -119,24 +119,33 @@ unsigned UringTransport::EntriesPerQueue(unsigned cpus) {
   return std::clamp(32u / std::max(1u, cpus), 8u, 32u);
 }
 
+unsigned UringTransport::CountCpuList(const std::string& ranges) {
+  // "0-3,8-11": 8 CPUs. The kernel's queue count is num_possible_cpus(), the CPUs listed
+  // (it files a caller on CPU 8 or above here under queue 0).
+  unsigned count = 0;
+  auto number = [](const std::string& t) {
+    return !t.empty() && t.size() < 10 && std::all_of(t.begin(), t.end(), ::isdigit);
+  };
+  for (size_t pos = 0; pos < ranges.size();) {
+    size_t end = ranges.find(',', pos);
+    if (end == std::string::npos) end = ranges.size();
+    const std::string part = ranges.substr(pos, end - pos);
+    const size_t dash = part.find('-');
+    const std::string first = part.substr(0, dash);
+    const std::string last = dash == std::string::npos ? part : part.substr(dash + 1);
+    if (number(first) && number(last) && std::stoul(last) >= std::stoul(first)) {
+      count += static_cast<unsigned>(std::stoul(last) - std::stoul(first) + 1);
+    }
+    pos = end + 1;
+  }
+  return count;
+}
+
 unsigned UringTransport::PossibleCpus() {
-  // "0-3,8-11": the highest CPU number plus one is the kernel's queue count.
   std::ifstream in("/sys/devices/system/cpu/possible");
   std::string ranges;
   unsigned count = 0;
-  if (in >> ranges) {
-    for (size_t pos = 0; pos < ranges.size();) {
-      size_t end = ranges.find_first_of(",", pos);
-      if (end == std::string::npos) end = ranges.size();
-      const std::string part = ranges.substr(pos, end - pos);
-      const size_t dash = part.find('-');
-      const std::string last = dash == std::string::npos ? part : part.substr(dash + 1);
-      if (!last.empty() && std::all_of(last.begin(), last.end(), ::isdigit)) {
-        count = std::max(count, static_cast<unsigned>(std::stoul(last)) + 1);
-      }
-      pos = end + 1;
-    }
-  }
+  if (in >> ranges) count = CountCpuList(ranges);
   if (count == 0) count = static_cast<unsigned>(std::max(1L, sysconf(_SC_NPROCESSORS_CONF)));
   return count;
 }

@@ -60,8 +60,10 @@ class UringTransport {
 
   // Entries per queue for `cpus` possible CPUs: 32 in all, at least 8 per queue.
   static unsigned EntriesPerQueue(unsigned cpus);
-  // The kernel's queue count: one per possible CPU (/sys/devices/system/cpu/possible).
+  // The kernel's queue count: the number of possible CPUs (/sys/devices/system/cpu/possible).
   static unsigned PossibleCpus();
+  // The CPUs in a kernel CPU list ("0-3,8-11": 8); 0 for none or a malformed one.
+  static unsigned CountCpuList(const std::string& ranges);
 
   // From the INIT request: whether the kernel offers the rings.
   void NoteInitRequest(uint32_t flags, uint32_t flags2);

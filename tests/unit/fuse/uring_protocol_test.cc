@@ -3,6 +3,8 @@
 // into an entry, and the entry size an INIT reply implies (include/uapi/linux/fuse.h 7.42).
 #include "fuse/uring_protocol.h"
 
+#include "fuse/uring_transport.h"
+
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstring>
@@ -179,4 +181,21 @@ TEST_CASE("uring: the entry size follows the INIT reply") {
   SECTION("a reply too short to say: the kernel's defaults") {
     CHECK(uring::PayloadSizeOfInitReply(init_out.data(), 16, 4096) == 32 * 4096);
   }
+}
+
+TEST_CASE("uring: one queue per possible CPU, counted as the kernel counts them") {
+  using ossmount::fuse::UringTransport;
+  CHECK(UringTransport::CountCpuList("0-1") == 2);
+  CHECK(UringTransport::CountCpuList("0") == 1);
+  CHECK(UringTransport::CountCpuList("0-3,8-11") == 8);
+  CHECK(UringTransport::CountCpuList("0,2,4-5") == 4);
+  CHECK(UringTransport::CountCpuList("") == 0);
+  CHECK(UringTransport::CountCpuList("x-1") == 0);
+  CHECK(UringTransport::CountCpuList("3-1") == 0);
+  CHECK(UringTransport::PossibleCpus() >= 1);
+  // Entries: 32 in all, at least 8 per queue.
+  CHECK(UringTransport::EntriesPerQueue(1) == 32);
+  CHECK(UringTransport::EntriesPerQueue(2) == 16);
+  CHECK(UringTransport::EntriesPerQueue(4) == 8);
+  CHECK(UringTransport::EntriesPerQueue(96) == 8);
 }
