@@ -136,9 +136,10 @@ class Filesystem {
   // Whether Open may hand out backing files (OpenReply::backing_file): the adapter turns
   // it on once the kernel accepted FUSE passthrough. Off by default.
   virtual void SetBackingFilesWanted(bool wanted) { (void)wanted; }
-  // Buffers the adapter holds for replies (FUSE over io_uring's ring entries) that count
-  // in the data buffers' budget from now on, for the rest of the session: `bytes` more in
-  // all. The default ignores them.
+  // Buffers the adapter holds for requests and replies (FUSE over io_uring's ring entries,
+  // as they become resident) that count in the data buffers' budget from now on, for the
+  // rest of the session: `bytes` more in all. May be called from any thread. The default
+  // ignores them.
   virtual void CountTransportBuffers(uint64_t bytes) { (void)bytes; }
   // Up to `size` bytes at `offset`; fewer only at the end of the file.
   virtual void Read(InodeId ino, uint64_t fh, off_t offset, size_t size,

@@ -532,10 +532,13 @@ void ObjectFilesystem::ReleaseDir(InodeId /*ino*/, uint64_t dir_handle) {
 // ---------------------------------------------------------------------------------------
 // Files
 
+ObjectFilesystem::~ObjectFilesystem() {
+  memory_budget_->Release(transport_buffer_bytes_.load(std::memory_order_relaxed));
+}
+
 void ObjectFilesystem::CountTransportBuffers(uint64_t bytes) {
   memory_budget_->Reserve(bytes);
-  std::lock_guard lock(transport_mu_);
-  transport_buffers_.emplace_back(memory_budget_, bytes);
+  transport_buffer_bytes_.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 void ObjectFilesystem::Open(InodeId ino, int flags, Callback<OpenReply> done) {

@@ -71,8 +71,9 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
     backing_files_wanted_.store(wanted, std::memory_order_relaxed);
   }
   // Reserved on the budget as an on-demand read would be (always granted): readahead then
-  // has that much less room, so that the budget still bounds every buffer.
+  // has that much less room, so that the budget still bounds every buffer. Thread-safe.
   void CountTransportBuffers(uint64_t bytes) override;
+  ~ObjectFilesystem() override;
   void Read(InodeId ino, uint64_t fh, off_t offset, size_t size, Callback<ReadReply> done) override;
   void Release(InodeId ino, uint64_t fh) override;
   void EndSession() override;
@@ -212,9 +213,9 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   // One limit on all data buffers (whole small objects, readahead parts): FsOptions::max_memory.
   // Shared with the readers of large files.
   const std::shared_ptr<data::MemoryBudget> memory_budget_;
-  // Transport buffers counted in memory_budget_ (CountTransportBuffers), for the session.
-  std::mutex transport_mu_;
-  std::vector<data::Reservation> transport_buffers_;
+  // Transport buffers counted in memory_budget_ (CountTransportBuffers) for the session;
+  // released with the filesystem.
+  std::atomic<uint64_t> transport_buffer_bytes_{0};
   WholeObjectCache whole_objects_;
   // Readahead GETs in flight across all open large files (ReadaheadOptions::global_concurrency).
   const std::shared_ptr<prefetch::FetchSlots> readahead_slots_ =

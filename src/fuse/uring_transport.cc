@@ -59,6 +59,10 @@ struct UringTransport::Entry {
   ::iovec iov[2]{};
   uint32_t command = uring::kCmdRegister;  // the command to (re)send for this entry
   uint64_t commit_id = 0;
+  // Bytes of the payload buffer written so far (whole pages): what it holds resident.
+  // Written only by whoever holds the entry (the queue's thread while dispatching, the
+  // replying thread before it hands the entry back).
+  size_t touched = 0;
   // The request this entry holds while the daemon answers it; 0 while the kernel has it.
   std::atomic<uint64_t> unique{0};
 };
@@ -92,6 +96,8 @@ struct UringTransport::Queue {
   void Dispatch(Entry* e);
   void CommitHanded();
   void Wake();
+  // Notes that `bytes` of e's payload were written; the new pages count in the budget.
+  void Touch(Entry* e, size_t bytes);
 };
 
 namespace {
@@ -217,7 +223,6 @@ void UringTransport::QueueRegistered() {
   RingEntries().Set(entries_per_queue_);
   spdlog::info("FUSE over io_uring on: {} queue(s) of {} entries, {} KiB per entry", queues_.size(),
                entries_per_queue_, payload_size_ / 1024);
-  if (count_buffers_) count_buffers_(uint64_t{queues_.size()} * entries_per_queue_ * payload_size_);
 }
 
 bool UringTransport::SetupQueues(fuse_session* se, int dev_fd, std::string* why) {
@@ -297,6 +302,15 @@ void UringTransport::Queue::Close() {
   // reply racing with Stop() may still write to it.
   if (ring_open) io_uring_queue_exit(&ring);
   ring_open = false;
+}
+
+void UringTransport::Queue::Touch(Entry* e, size_t bytes) {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t pages = (bytes + page - 1) / page * page;
+  if (pages <= e->touched) return;
+  const size_t grown = pages - e->touched;
+  e->touched = pages;
+  if (owner->count_buffers_) owner->count_buffers_(grown);
 }
 
 void UringTransport::Queue::Free() {
@@ -449,6 +463,7 @@ void UringTransport::Queue::Dispatch(Entry* e) {
     PrepareCommand(e);
     return;
   }
+  Touch(e, e->header->ent_in_out.payload_sz);  // the kernel wrote the request's arguments
   // Published before libfuse sees the request: its reply may come from another thread
   // before fuse_session_process_buf returns.
   e->unique.store(unique, std::memory_order_release);
@@ -498,6 +513,7 @@ bool UringTransport::TryReply(const ::iovec* iov, int count) {
     spdlog::error("fuse ring {}: a reply is larger than the entry's {} bytes; answering EIO",
                   q->qid, q->payload_size);
   }
+  q->Touch(e, e->header->ent_in_out.payload_sz);
   e->unique.store(0, std::memory_order_release);
   if (t_queue == q) {
     q->PrepareCommand(e);  // submitted with this thread's next wait

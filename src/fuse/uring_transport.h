@@ -22,8 +22,8 @@
 //
 // Memory: each entry has a payload buffer as large as the connection's largest request or
 // reply (1 MiB here), mapped untouched; only the bytes replies were copied into become
-// resident. EntriesPerQueue() bounds the entries, and all of their buffers count in the data
-// budget (count_buffers) while the rings run.
+// resident, and those count in the data budget (count_buffers). EntriesPerQueue() bounds
+// the entries: at most entries x queues x the payload size.
 //
 // Thread-safety: TryReply, active() and off_reason() may be called from any thread; the
 // others from the device hooks' INIT handling and the server's start and stop, one at a
@@ -49,9 +49,9 @@ class UringTransport {
  public:
   // `off_reason` non-empty: never offered to the kernel, and the log says why.
   // `entries_per_queue`: requests one CPU's callers can have with the daemon at once (more
-  // wait in the kernel until an entry is free). `count_buffers` (may be empty) is told, once
-  // the rings carry requests, how many bytes of reply buffers they hold (all entries'
-  // payloads), so that they count in the data budget; from the thread that registered last.
+  // wait in the kernel until an entry is free). `count_buffers` (may be empty) is told each
+  // time the entries' buffers grow resident (a request or reply larger than any that entry
+  // held before: the new pages), so that they count in the data budget; from any thread.
   UringTransport(std::string off_reason, unsigned entries_per_queue,
                  std::function<void(uint64_t bytes)> count_buffers = {});
   ~UringTransport();
@@ -96,6 +96,7 @@ class UringTransport {
   struct Entry;
 
  private:
+  friend struct Queue;
   void TurnOff(const std::string& why);
   void QueueRegistered();  // from each queue's thread, once its entries were accepted
   bool SetupQueues(fuse_session* se, int dev_fd, std::string* why);
