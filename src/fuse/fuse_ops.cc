@@ -27,6 +27,16 @@ std::shared_ptr<ReplyOnce> Start(fuse_req_t req, const char* op) {
   return std::make_shared<ReplyOnce>(req, &Ctx(req)->tracker, op);
 }
 
+// For an operation that may wait on the network (a listing, a GET): a caller interrupted
+// while it waits is answered EINTR at once (ReplyOnce::AnswerInterrupts). What the operation
+// started goes on for other waiters and the caches, bounded by the request deadlines and the
+// listing guard; its late reply is dropped.
+std::shared_ptr<ReplyOnce> StartInterruptible(fuse_req_t req, const char* op) {
+  auto reply = Start(req, op);
+  ReplyOnce::AnswerInterrupts(reply);
+  return reply;
+}
+
 int ErrnoOf(const Status& st) {
   int e = st.ToErrno();
   return e > 0 ? e : EIO;
@@ -68,7 +78,7 @@ void OpInit(void* userdata, fuse_conn_info* conn) {
 // ---- names and attributes ----------------------------------------------------------------
 
 void OpLookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
-  auto reply = Start(req, "lookup");
+  auto reply = StartInterruptible(req, "lookup");
   AdapterContext* ctx = Ctx(req);
   std::shared_ptr<fs::Filesystem> fs = ctx->fs;
   fs->Lookup(parent, std::string(name), [reply, fs, parent](Result<fs::Entry> r) {
@@ -97,7 +107,7 @@ void OpForgetMulti(fuse_req_t req, size_t count, fuse_forget_data* forgets) {
 }
 
 void OpGetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
-  auto reply = Start(req, "getattr");
+  auto reply = StartInterruptible(req, "getattr");
   Ctx(req)->fs->GetAttr(ino, [reply, ino](Result<fs::AttrReply> r) {
     if (!r.ok()) {
       LogFailure("getattr", ino, r.status());
@@ -111,7 +121,7 @@ void OpGetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
 // ---- directories -------------------------------------------------------------------------
 
 void OpOpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  auto reply = Start(req, "opendir");
+  auto reply = StartInterruptible(req, "opendir");
   AdapterContext* ctx = Ctx(req);
   std::shared_ptr<fs::Filesystem> fs = ctx->fs;
   fuse_file_info info = *fi;  // the caller's struct dies when this op returns
@@ -131,7 +141,7 @@ void OpOpenDir(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 
 void ReadDirCommon(fuse_req_t req, fuse_ino_t ino, size_t size, off_t offset, fuse_file_info* fi,
                    bool plus) {
-  auto reply = Start(req, plus ? "readdirplus" : "readdir");
+  auto reply = StartInterruptible(req, plus ? "readdirplus" : "readdir");
   if (offset < 0) {
     reply->Err(EINVAL);
     return;
@@ -212,7 +222,7 @@ void DropKernelAttributes(fuse_session* session, fuse_ino_t ino) {
 }
 
 void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
-  auto reply = Start(req, "open");
+  auto reply = StartInterruptible(req, "open");
   if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & (O_TRUNC | O_CREAT)) != 0) {
     reply->Err(EROFS);
     return;
@@ -252,7 +262,7 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
 }
 
 void OpRead(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, fuse_file_info* fi) {
-  auto reply = Start(req, "read");
+  auto reply = StartInterruptible(req, "read");
   Ctx(req)->fs->Read(ino, fi->fh, off, size, [reply, ino](Result<fs::ReadReply> r) {
     if (!r.ok()) {
       LogFailure("read", ino, r.status());

@@ -40,20 +40,81 @@ bool RequestTracker::WaitIdle(std::chrono::milliseconds timeout) {
 }
 
 int RequestTracker::AnswerAllPending(int errno_value) {
-  std::vector<std::pair<fuse_req_t, const char*>> taken;
+  struct Taken {
+    fuse_req_t req;
+    const char* op;
+    ReplyOnce::InterruptHook* hook;
+  };
+  std::vector<Taken> taken;
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (ReplyOnce* r : live_) {
-      if (fuse_req_t req = r->Take()) taken.emplace_back(req, r->op());
+      ReplyOnce::InterruptHook* hook = nullptr;
+      if (fuse_req_t req = r->TakeKeepingHook(&hook)) taken.push_back({req, r->op(), hook});
     }
   }
-  // Replies go out without the lock held (DESIGN.md §2).
-  for (auto& [req, op] : taken) {
-    spdlog::warn("fuse {}: still unanswered at shutdown; answering error {}", op, errno_value);
-    fuse_reply_err(req, errno_value);
+  // Replies go out without the lock held (DESIGN.md §2); so is the interrupt hook unset, since
+  // a running hook replies and then takes this lock (Replied).
+  for (const Taken& t : taken) {
+    ReplyOnce::ReleaseHook(t.req, t.hook);
+    spdlog::warn("fuse {}: still unanswered at shutdown; answering error {}", t.op, errno_value);
+    fuse_reply_err(t.req, errno_value);
     Replied();
   }
   return static_cast<int>(taken.size());
+}
+
+// What libfuse hands the interrupt callback. A weak reference: a ReplyOnce being destroyed
+// takes its request first, which unsets the hook under libfuse's request lock, and so waits
+// for a running callback; the callback touches the ReplyOnce only through a strong reference.
+struct ReplyOnce::InterruptHook {
+  std::weak_ptr<ReplyOnce> reply;
+};
+
+void ReplyOnce::AnswerInterrupts(const std::shared_ptr<ReplyOnce>& self) {
+  fuse_req_t req = self->req_.load();
+  if (req == nullptr || self->hook_ != nullptr) return;
+  self->hook_ = new InterruptHook{self};
+  // Runs OnInterrupt at once if the request was interrupted already.
+  fuse_req_interrupt_func(req, &ReplyOnce::OnInterrupt, self->hook_);
+}
+
+// Called by libfuse with the request's lock held (so never at the same time as the unset in
+// Take), on the thread that read the INTERRUPT.
+void ReplyOnce::OnInterrupt(fuse_req_t, void* data) {
+  auto* hook = static_cast<InterruptHook*>(data);
+  std::shared_ptr<ReplyOnce> self = hook->reply.lock();
+  if (!self) return;  // being destroyed: its destructor takes the request and frees the hook
+  fuse_req_t req = self->req_.exchange(nullptr);
+  if (req == nullptr) return;  // a reply won the race: whoever took the request frees the hook
+  spdlog::debug("fuse {}: interrupted by the caller; answering EINTR", self->op_);
+  // The hook is not unset: libfuse calls it only while the request is unanswered.
+  self->hook_ = nullptr;
+  delete hook;
+  fuse_reply_err(req, EINTR);
+  self->tracker_->Replied();
+}
+
+fuse_req_t ReplyOnce::TakeKeepingHook(InterruptHook** hook) {
+  fuse_req_t req = req_.exchange(nullptr);
+  if (req != nullptr) {
+    *hook = hook_;
+    hook_ = nullptr;
+  }
+  return req;
+}
+
+void ReplyOnce::ReleaseHook(fuse_req_t req, InterruptHook* hook) {
+  if (hook == nullptr) return;
+  fuse_req_interrupt_func(req, nullptr, nullptr);  // waits for a running OnInterrupt
+  delete hook;
+}
+
+fuse_req_t ReplyOnce::Take() {
+  InterruptHook* hook = nullptr;
+  fuse_req_t req = TakeKeepingHook(&hook);
+  ReleaseHook(req, hook);
+  return req;
 }
 
 ReplyOnce::ReplyOnce(fuse_req_t req, RequestTracker* tracker, const char* op)

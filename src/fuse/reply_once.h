@@ -13,11 +13,16 @@
 // reply after fuse_session_destroy would be a use-after-free, so the session is only
 // destroyed once nothing is outstanding.
 //
+// Interrupts: after AnswerInterrupts(), an INTERRUPT from the kernel for this request (its
+// caller got a signal, e.g. SIGKILL, while waiting) answers it at once with EINTR, so a reader
+// waiting on a slow listing or GET is never stuck in D state; the handler's later reply is
+// dropped like any second reply.
+//
 // Thread-safety: the request inside a ReplyOnce is taken with an atomic exchange, so the
-// completing handler and AnswerAllPending may race: exactly one of them replies, the other
-// sees -EALREADY. A ReplyOnce is pinned (not copyable or movable): hold it in a shared_ptr
-// to pass it to a handler. RequestTracker is thread-safe.
-// INTERNAL to src/fuse: this header includes fuse_lowlevel.h.
+// completing handler, an interrupt and AnswerAllPending may race: exactly one of them
+// replies, the others see -EALREADY. A ReplyOnce is pinned (not copyable or movable): hold it in a
+// shared_ptr to pass it to a handler. RequestTracker is thread-safe. INTERNAL to src/fuse: this
+// header includes fuse_lowlevel.h.
 #pragma once
 
 #ifndef FUSE_USE_VERSION
@@ -31,6 +36,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <unordered_set>
 
@@ -68,6 +74,11 @@ class ReplyOnce {
   ReplyOnce& operator=(const ReplyOnce&) = delete;
   ~ReplyOnce();
 
+  // Lets an interrupt of the request answer it with EINTR (see above). Call at most once,
+  // right after construction, holding `self` in a shared_ptr, and only for a request from a
+  // real session (libfuse's interrupt bookkeeping).
+  static void AnswerInterrupts(const std::shared_ptr<ReplyOnce>& self);
+
   bool pending() const { return req_.load() != nullptr; }
   const char* op() const { return op_; }
 
@@ -88,9 +99,18 @@ class ReplyOnce {
 
  private:
   friend class RequestTracker;
-  fuse_req_t Take() { return req_.exchange(nullptr); }
+  struct InterruptHook;
+  static void OnInterrupt(fuse_req_t req, void* hook);
+  // Takes the request for a reply; if an interrupt hook is set, unsets it first (waiting for
+  // a running one to return) and frees it. nullptr when already taken.
+  fuse_req_t Take();
+  // The same for AnswerAllPending, whose lock must not be held while the hook is unset: the
+  // request and the hook to finish with ReleaseHook, outside the lock.
+  fuse_req_t TakeKeepingHook(InterruptHook** hook);
+  static void ReleaseHook(fuse_req_t req, InterruptHook* hook);
 
   std::atomic<fuse_req_t> req_;
+  InterruptHook* hook_ = nullptr;  // set once by AnswerInterrupts; freed by whoever takes req_
   RequestTracker* tracker_;
   const char* op_;
 };
