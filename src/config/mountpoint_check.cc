@@ -19,6 +19,12 @@ extern char** environ;
 
 namespace ossmount::config {
 
+// What a FUSE mount whose daemon died answers: ENOTCONN over /dev/fuse, ECONNABORTED when
+// the kernel was handing requests to the daemon through io_uring rings.
+namespace {
+bool IsDeadMountErrno(int err) { return err == ENOTCONN || err == ECONNABORTED; }
+}  // namespace
+
 Status CheckMountPoint(const std::string& path, bool allow_nonempty) {
   auto fail = [&](std::string what) {
     return Status(ErrorCode::kInvalidArgument, "mount point '" + path + "' " + what);
@@ -28,7 +34,7 @@ Status CheckMountPoint(const std::string& path, bool allow_nonempty) {
   if (stat(path.c_str(), &st) != 0 || statvfs(path.c_str(), &vfs) != 0) {
     int err = errno;
     if (err == ENOENT) return fail("does not exist; create it first (mkdir -p " + path + ")");
-    if (err == ENOTCONN) {
+    if (IsDeadMountErrno(err)) {
       return fail(
           "is a disconnected FUSE mount (a previous daemon died); run "
           "'fusermount3 -u -z " +
@@ -42,7 +48,7 @@ Status CheckMountPoint(const std::string& path, bool allow_nonempty) {
   DIR* dir = opendir(path.c_str());
   if (dir == nullptr) {
     int err = errno;
-    if (err == ENOTCONN) {
+    if (IsDeadMountErrno(err)) {
       return fail(
           "is a disconnected FUSE mount (a previous daemon died); run "
           "'fusermount3 -u " +
@@ -111,14 +117,14 @@ int RunProgram(std::vector<std::string> args) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// A FUSE mount whose daemon died answers ENOTCONN to everything the kernel cannot answer
-// from its caches. stat of the root may still succeed from the attribute cache (long
-// timeouts with --metadata-ttl indefinite); statfs always asks the daemon.
+// A FUSE mount whose daemon died answers ENOTCONN (or ECONNABORTED) to everything the
+// kernel cannot answer from its caches. stat of the root may still succeed from the attribute
+// cache (long timeouts with --metadata-ttl indefinite); statfs always asks the daemon.
 bool StatGivesEnotconn(const std::string& path) {
   struct stat st {};
-  if (stat(path.c_str(), &st) != 0) return errno == ENOTCONN;
+  if (stat(path.c_str(), &st) != 0) return IsDeadMountErrno(errno);
   struct statvfs vfs {};
-  return statvfs(path.c_str(), &vfs) != 0 && errno == ENOTCONN;
+  return statvfs(path.c_str(), &vfs) != 0 && IsDeadMountErrno(errno);
 }
 
 }  // namespace

@@ -13,7 +13,8 @@
 namespace ossmount::config {
 
 // OK when `path` exists, is a directory, and is empty (or allow_nonempty). A stale FUSE
-// mount (ENOTCONN) gets a hint to run `fusermount3 -u`.
+// mount (ENOTCONN, or ECONNABORTED after a daemon that used io_uring rings) gets a hint to run
+// `fusermount3 -u`.
 Status CheckMountPoint(const std::string& path, bool allow_nonempty);
 
 // One line of /proc/self/mountinfo, the fields we use.
@@ -30,7 +31,8 @@ std::optional<MountEntry> FindMountEntry(std::string_view mountinfo, const std::
 // True for a mount an ossmount daemon made (fstype fuse.ossmount or source ossmount:...).
 bool IsOssmountEntry(const MountEntry& entry);
 
-// When `path` is a dead FUSE mount (stat or statfs gives ENOTCONN: the daemon was killed), and it
+// When `path` is a dead FUSE mount (stat or statfs gives ENOTCONN or ECONNABORTED: the daemon
+// was killed), and it
 // is ours, detaches it (umount2(MNT_DETACH), which needs root, then `fusermount3 -u -z`) and
 // returns a sentence saying what was done, for the log. Returns "" when `path` is not a
 // dead mount. A dead mount that is not ossmount's, or one that cannot be detached, is an
