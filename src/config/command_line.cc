@@ -29,7 +29,7 @@ struct RawOptions {
   std::string credentials_file, passwd_file, ram_role, ecs_metadata_url;
   bool anonymous = false;
   std::string metadata_ttl = "60", negative_metadata_ttl = "5", small_file_threshold = "8MiB";
-  std::string list_ahead = "64";
+  std::string list_ahead = "64", max_list_pages = "100000";
   std::string uid, gid, file_mode, dir_mode;
   bool allow_other = false, allow_root = false, nonempty = false, foreground = false;
   std::string log_file, log_level;
@@ -147,6 +147,10 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
   app.add_option("--list-ahead", r.list_ahead,
                  "When a program walks the tree, list up to N of the next directories in the "
                  "background before it enters them (default 64, 0 = off)")
+      ->group(fs);
+  app.add_option("--max-list-pages", r.max_list_pages,
+                 "A listing (a directory's, or a warm-up's) that goes past N pages of up to 1,000 "
+                 "keys fails with EIO (default 100000)")
       ->group(fs);
   app.add_option("--negative-metadata-ttl", r.negative_metadata_ttl,
                  "How long 'no such file' stays cached, SECONDS (default 5)")
@@ -529,6 +533,9 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
                          "; lower it or raise --max-in-flight");
   }
   fso.list_ahead = static_cast<size_t>(std::min<int64_t>(*list_ahead, c.client.max_in_flight));
+  auto max_list_pages = ParseInteger("--max-list-pages", r.max_list_pages, 1, 100000000);
+  if (!max_list_pages.ok()) return max_list_pages.status();
+  fso.max_list_pages = static_cast<int>(*max_list_pages);
   auto neg = ParseDuration("--negative-metadata-ttl", r.negative_metadata_ttl);
   if (!neg.ok()) return neg.status();
   fso.negative_ttl = *neg;

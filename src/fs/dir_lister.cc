@@ -2,14 +2,18 @@
 
 #include <spdlog/spdlog.h>
 
+#include "fs/listing_guard.h"
+
 namespace ossmount::fs {
 
 namespace {
 
 struct ListState : std::enable_shared_from_this<ListState> {
-  ListState(std::shared_ptr<ObjectClient> c, std::string p, ListingCallback d, KeepListing k)
+  ListState(std::shared_ptr<ObjectClient> c, std::string p, ListingCallback d, KeepListing k,
+            int max_pages)
       : client(std::move(c)),
         prefix(p),
+        guard(p, max_pages),
         builder(std::move(p)),
         done(std::move(d)),
         keep_going(std::move(k)) {}
@@ -20,30 +24,28 @@ struct ListState : std::enable_shared_from_this<ListState> {
         .delimiter = std::string(1, '/'),  // not "/": a GCC 12 -Wrestrict false positive
         .continuation_token = token,
         .max_keys = 1000};
-    ++pages;
-    client->List(request, [self = shared_from_this(), token](Result<ListPage> page) {
-      self->OnPage(token, std::move(page));
+    client->List(request, [self = shared_from_this()](Result<ListPage> page) {
+      self->OnPage(std::move(page));
     });
   }
 
-  void OnPage(const std::string& token, Result<ListPage> page) {
+  void OnPage(Result<ListPage> page) {
     if (!page.ok()) {
       Status s = page.status();
       s.Prefix("listing '" + prefix + "'");
       done(s);
       return;
     }
+    if (Status follow = guard.Follow(*page); !follow.ok()) {
+      spdlog::error("{}: the directory fails with EIO", follow.message());
+      done(std::move(follow));
+      return;
+    }
     builder.AddPage(*page);
     if (page->truncated) {
-      if (page->next_continuation_token.empty() || page->next_continuation_token == token) {
-        done(Status(ErrorCode::kProtocol, "listing '" + prefix +
-                                              "': truncated page without a new continuation "
-                                              "token"));
-        return;
-      }
-      if (keep_going && !keep_going(pages)) {
-        done(Status(ErrorCode::kCancelled,
-                    "listing '" + prefix + "' stopped after " + std::to_string(pages) + " pages"));
+      if (keep_going && !keep_going(guard.pages())) {
+        done(Status(ErrorCode::kCancelled, "listing '" + prefix + "' stopped after " +
+                                               std::to_string(guard.pages()) + " pages"));
         return;
       }
       FetchPage(page->next_continuation_token);
@@ -68,18 +70,18 @@ struct ListState : std::enable_shared_from_this<ListState> {
 
   std::shared_ptr<ObjectClient> client;
   std::string prefix;
+  ListingGuard guard;
   meta::DirectoryBuilder builder;
   ListingCallback done;
   KeepListing keep_going;
-  int pages = 0;
 };
 
 }  // namespace
 
 void ListDirectory(std::shared_ptr<ObjectClient> client, std::string list_prefix,
-                   ListingCallback done, KeepListing keep_going) {
+                   ListingCallback done, KeepListing keep_going, int max_pages) {
   auto state = std::make_shared<ListState>(std::move(client), std::move(list_prefix),
-                                           std::move(done), std::move(keep_going));
+                                           std::move(done), std::move(keep_going), max_pages);
   state->FetchPage("");
 }
 

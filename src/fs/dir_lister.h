@@ -4,7 +4,8 @@
 // and follows continuation tokens to the last page; pages are requested one after another
 // (the token of each comes from the previous). Hidden keys are counted and logged once per
 // listing (spdlog info, with up to 3 examples). Any page failing fails the whole listing:
-// a partial directory is never returned.
+// a partial directory is never returned. A listing whose continuation tokens repeat, or that
+// goes past `max_pages`, fails with kProtocol (EIO) and an error log line (ListingGuard).
 //
 // `keep_going`, if given, is asked before each page after the first, with the number of
 // pages fetched so far; false ends the listing there with kCancelled (nothing is returned).
@@ -17,6 +18,7 @@
 #include <string>
 
 #include "meta/metadata_cache.h"
+#include "fs/listing_guard.h"
 #include "ossmount/object_client.h"
 
 namespace ossmount::fs {
@@ -26,6 +28,7 @@ using ListingCallback = std::function<void(Result<std::shared_ptr<const meta::Di
 using KeepListing = std::function<bool(int pages_fetched)>;
 
 void ListDirectory(std::shared_ptr<ObjectClient> client, std::string list_prefix,
-                   ListingCallback done, KeepListing keep_going = nullptr);
+                   ListingCallback done, KeepListing keep_going = nullptr,
+                   int max_pages = kDefaultMaxListPages);
 
 }  // namespace ossmount::fs

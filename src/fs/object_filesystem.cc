@@ -397,7 +397,7 @@ void ObjectFilesystem::FetchListing(const std::string& path, ListingCallback don
         // Last, so that whoever sees the count sees what the listing's callers did.
         if (counted_in) counted_in->Count(*abandoned, r.status());
       },
-      std::move(keep_going));
+      std::move(keep_going), options_.max_list_pages);
 }
 
 void ObjectFilesystem::ListForLookups(const std::string& dir) {
@@ -980,9 +980,8 @@ void ObjectFilesystem::WarmLargeFile(std::string key, uint64_t size, std::string
 void ObjectFilesystem::ListForWarmup(const std::string& path, prefetch::ListBatch batch,
                                      std::function<void(Status)> done) {
   if (path.empty()) {
-    return ListRecursive(options_.prefix, "",
-                         std::make_shared<prefetch::ListBatch>(std::move(batch)),
-                         std::make_shared<std::function<void(Status)>>(std::move(done)));
+    return ListRecursive(std::make_shared<RecursiveListing>(
+        options_.prefix, options_.max_list_pages, std::move(batch), std::move(done)));
   }
   Resolve(path, [self = shared_from_this(), path, batch = std::move(batch),
                  done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) mutable {
@@ -998,23 +997,24 @@ void ObjectFilesystem::ListForWarmup(const std::string& path, prefetch::ListBatc
       batch({std::move(item)});
       return done(Status::Ok());
     }
-    self->ListRecursive(meta::DirPrefix(self->options_.prefix, path), "",
-                        std::make_shared<prefetch::ListBatch>(std::move(batch)),
-                        std::make_shared<std::function<void(Status)>>(std::move(done)));
+    self->ListRecursive(std::make_shared<RecursiveListing>(
+        meta::DirPrefix(self->options_.prefix, path), self->options_.max_list_pages,
+        std::move(batch), std::move(done)));
   });
 }
 
-void ObjectFilesystem::ListRecursive(std::string list_prefix, std::string token,
-                                     std::shared_ptr<prefetch::ListBatch> batch,
-                                     std::shared_ptr<std::function<void(Status)>> done) {
+void ObjectFilesystem::ListRecursive(std::shared_ptr<RecursiveListing> listing, std::string token) {
   ListRequest request;
-  request.prefix = list_prefix;
+  request.prefix = listing->prefix;
   request.delimiter = "";  // everything below, one flat listing
   request.continuation_token = std::move(token);
   request.max_keys = 1000;
-  client_->List(request, [self = shared_from_this(), list_prefix, batch,
-                          done](Result<ListPage> page) mutable {
-    if (!page.ok()) return (*done)(page.status());
+  client_->List(request, [self = shared_from_this(), listing](Result<ListPage> page) mutable {
+    if (!page.ok()) return listing->done(page.status());
+    if (Status follow = listing->guard.Follow(*page); !follow.ok()) {
+      spdlog::error("{}: the warm-up listing fails", follow.message());
+      return listing->done(std::move(follow));
+    }
     std::vector<prefetch::PrefetchItem> items;
     items.reserve(page->objects.size());
     const size_t strip = self->options_.prefix.size();
@@ -1027,9 +1027,12 @@ void ObjectFilesystem::ListRecursive(std::string list_prefix, std::string token,
       item.etag = std::move(o.etag);
       items.push_back(std::move(item));
     }
-    if (!items.empty()) (*batch)(std::move(items));
-    if (!page->truncated) return (*done)(Status::Ok());
-    self->ListRecursive(list_prefix, page->next_continuation_token, batch, done);
+    if (!items.empty() && !listing->batch(std::move(items))) {
+      return listing->done(
+          Status(ErrorCode::kCancelled, "warm-up listing of '" + listing->prefix + "' cancelled"));
+    }
+    if (!page->truncated) return listing->done(Status::Ok());
+    self->ListRecursive(listing, page->next_continuation_token);
   });
 }
 

@@ -12,6 +12,7 @@
 #include "data/disk_block_cache.h"
 #include "fs/audit.h"
 #include "fs/filesystem.h"
+#include "fs/listing_guard.h"
 #include "ossmount/object_client.h"
 #include "prefetch/dataset_prefetcher.h"
 
@@ -65,6 +66,9 @@ struct FsOptions {
   // parent's listing, in the background, so the walk finds them listed (--list-ahead;
   // ListAhead). 0 = off; also off under a zero metadata TTL.
   size_t list_ahead = 64;
+  // A listing (a directory's, or warm-up's of a tree) that goes past this many pages fails
+  // with EIO (--max-list-pages; ListingGuard).
+  int max_list_pages = kDefaultMaxListPages;
   // When names are looked up in a directory that no listing answers (a program opening files
   // by path), list it in the background so that its later lookups need no probe
   // (MetadataCache::ClaimListingForLookups). Off for a manifest mount, whose probes cost no

@@ -191,9 +191,17 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   void WarmLargeFile(std::string key, uint64_t size, std::string etag, prefetch::FetchDone done);
   void ListForWarmup(const std::string& path, prefetch::ListBatch batch,
                      std::function<void(Status)> done);
-  void ListRecursive(std::string list_prefix, std::string token,
-                     std::shared_ptr<prefetch::ListBatch> batch,
-                     std::shared_ptr<std::function<void(Status)>> done);
+  // One warm-up listing of everything under a prefix, page after page.
+  struct RecursiveListing {
+    RecursiveListing(std::string p, int max_pages, prefetch::ListBatch b,
+                     std::function<void(Status)> d)
+        : prefix(p), guard(std::move(p), max_pages), batch(std::move(b)), done(std::move(d)) {}
+    std::string prefix;
+    ListingGuard guard;
+    prefetch::ListBatch batch;
+    std::function<void(Status)> done;
+  };
+  void ListRecursive(std::shared_ptr<RecursiveListing> listing, std::string token = "");
   // --prefetch-on-list: the files of a freshly fetched listing, as one warm-up job.
   void WarmListing(const std::string& path, const meta::DirSnapshot& snapshot);
 

@@ -360,7 +360,7 @@ void DatasetPrefetcher::ListNext(uint64_t id, size_t path_index) {
         {
           std::lock_guard lock(self->mu_);
           Job* job = self->FindJobLocked(id);
-          if (!job || Ended(*job)) return;
+          if (!job || Ended(*job)) return false;
           for (auto& item : items) {
             job->status.bytes_total += item.size;
             ++job->status.files_total;
@@ -369,6 +369,7 @@ void DatasetPrefetcher::ListNext(uint64_t id, size_t path_index) {
           job->status.state = JobState::kRunning;
         }
         self->Pump();
+        return true;
       },
       [self, id, path_index, path](ossmount::Status st) {
         if (!st.ok()) {

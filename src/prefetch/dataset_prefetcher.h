@@ -97,8 +97,9 @@ struct FetchResult {
 using FetchDone = std::function<void(FetchResult)>;
 using Fetcher = std::function<void(const PrefetchItem& item, bool hold_in_memory, FetchDone)>;
 // Lists everything under `path` (recursive): `batch` once per page (may be called from any
-// thread, in order), then `done` once. Files only.
-using ListBatch = std::function<void(std::vector<PrefetchItem>)>;
+// thread, in order), then `done` once. Files only. `batch` returns false to stop the listing
+// (its job was cancelled): no further page is requested, and `done` gets kCancelled.
+using ListBatch = std::function<bool(std::vector<PrefetchItem>)>;
 using Lister =
     std::function<void(const std::string& path, ListBatch batch, std::function<void(Status)> done)>;
 

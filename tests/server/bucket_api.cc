@@ -55,11 +55,21 @@ Response ObjectApi::ListObjects(const RequestInfo& info, bool v2) {
   } else {
     q.marker = QueryOr(info, "marker");
   }
+  // A looping listing (FaultSettings::list_loop_prefix): its own tokens list from the start.
+  const std::string loop_prefix = faults_ ? faults_->settings().list_loop_prefix : "";
+  const bool loop =
+      v2 && !loop_prefix.empty() && q.prefix.compare(0, loop_prefix.size(), loop_prefix) == 0;
+  const std::string loop_token = q.continuation_token;
+  if (loop && (loop_token == "loop-A" || loop_token == "loop-B")) q.continuation_token.clear();
   Result<ListPage> page = Status(ErrorCode::kInternal, "listing did not run");
   Status s =
       store_.WithIndex(info.bucket, [&](const ObjectIndex& index) { page = ListIndex(index, q); });
   if (!s.ok()) return Error(info, 404, "NoSuchBucket", "The specified bucket does not exist.");
   if (!page.ok()) return Error(info, 400, "InvalidArgument", page.status().message());
+  if (loop) {
+    page.value().truncated = true;
+    page.value().next_token = loop_token == "loop-A" ? "loop-B" : "loop-A";
+  }
   const ListPage& p = page.value();
   const bool fetch_owner = !v2 || QueryOr(info, "fetch-owner") == "true";
 

@@ -98,6 +98,10 @@ Status FaultSettings::Set(std::string_view name, std::string_view value) {
     if (s.ok()) field = static_cast<int>(d);
     return s;
   };
+  if (name == "list-loop-prefix") {
+    list_loop_prefix = std::string(value);
+    return Status::Ok();
+  }
   if (name == "ttfb-ms") return number(ttfb_ms);
   if (name == "ttfb-p50-ms") return number(ttfb_p50_ms);
   if (name == "ttfb-p99-ms") return number(ttfb_p99_ms);
@@ -174,7 +178,8 @@ std::string FaultSettings::ToJson() const {
     << ",\"malformed\":[";
   for (size_t i = 0; i < malformed_kinds.size(); ++i)
     o << (i ? "," : "") << '"' << malformed_kinds[i] << '"';
-  o << "],\"malformed-rate\":" << malformed_rate << ",\"fault-ops\":[";
+  o << "],\"malformed-rate\":" << malformed_rate << ",\"list-loop-prefix\":\"" << list_loop_prefix
+    << "\",\"fault-ops\":[";
   bool first = true;
   for (auto op : fault_ops) {
     o << (first ? "" : ",") << '"' << FaultOpName(op) << '"';

@@ -53,6 +53,10 @@ struct FaultSettings {
   std::vector<std::string> malformed_kinds;
   double malformed_rate = 1;
   std::set<FaultOp> fault_ops{FaultOp::kGet};
+  // A hostile listing: every page of a listing whose prefix starts with this is truncated, and
+  // its continuation tokens alternate between two values, so the listing never ends unless the
+  // client notices the repeat. "" = off. Applies whatever fault_ops says.
+  std::string list_loop_prefix;
 
   // Sets one setting by its command-line name without dashes ("error-rate", "fault-ops",
   // ...). kInvalidArgument for an unknown name or a bad value.

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "faults.h"
 #include "multipart.h"
 #include "object_store.h"
 #include "request_info.h"
@@ -28,6 +29,8 @@ class ObjectApi {
       : store_(store), uploads_(uploads), options_(std::move(options)) {}
 
   Response Handle(const RequestInfo& info, HttpRequest& req);
+  // Where listings read their faults (list_loop_prefix); null: none. Must outlive this.
+  void set_faults(const FaultInjector* faults) { faults_ = faults; }
 
   // The dialect's error response: OSS <Error> with Code, Message, RequestId, HostId, EC (and
   // Key when given); S3 the same without EC. HEAD requests get the status and no body.
@@ -57,6 +60,7 @@ class ObjectApi {
   ObjectStore& store_;
   MultipartUploads& uploads_;
   const ApiOptions options_;
+  const FaultInjector* faults_ = nullptr;
 };
 
 // A fresh 24-hex-digit request id.

@@ -42,7 +42,9 @@ struct ServerContext {
         store(o.root, o.memory_cache_mb << 20),
         api(store, uploads, o.api),
         auth(o.auth),
-        faults(o.faults, o.seed) {}
+        faults(o.faults, o.seed) {
+    api.set_faults(&faults);
+  }
 
   const ServerOptions options;
   ObjectStore store;

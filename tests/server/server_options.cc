@@ -72,6 +72,8 @@ Result<ServerOptions> ParseServerOptions(int argc, char** argv, int* exit_code) 
        "short-content-length,long-content-length,missing-headers,wrong-crc"},
       {"malformed-rate", "Probability that a successful response is malformed (default 1)"},
       {"fault-ops", "Operations the faults apply to: get,head,list,put,delete,other,all"},
+      {"list-loop-prefix",
+       "Listings under this prefix never end: continuation tokens alternate A, B, A, ..."},
   };
   std::vector<std::pair<std::string, std::string>> fault_values(std::size(fault_flags));
   for (size_t i = 0; i < std::size(fault_flags); ++i) {

@@ -240,6 +240,11 @@ void FakeObjectClient::Dispatch(std::function<void()> complete) {
   }
 }
 
+void FakeObjectClient::set_token_cycle(int period) {
+  std::lock_guard lock(mu_);
+  token_cycle_ = period;
+}
+
 void FakeObjectClient::List(const ListRequest& request, ListHandler handler) {
   ListPage page;
   {
@@ -254,7 +259,7 @@ void FakeObjectClient::List(const ListRequest& request, ListHandler handler) {
     std::string skip_under;  // keys under this common prefix were already reported
     auto it = objects_.lower_bound(prefix);
     const std::string& token = request.continuation_token;
-    if (!token.empty()) {
+    if (!token.empty() && !(token_cycle_ > 0 && StartsWith(token, "cycle-"))) {
       std::string after = token.substr(1);
       it = objects_.upper_bound(after);
       if (token[0] == 'C') skip_under = after;
@@ -283,6 +288,10 @@ void FakeObjectClient::List(const ListRequest& request, ListHandler handler) {
         last_token = "K" + key;
       }
       ++emitted;
+    }
+    if (token_cycle_ > 0 && page.truncated) {
+      page.next_continuation_token =
+          "cycle-" + std::to_string(cycled_pages_++ % static_cast<uint64_t>(token_cycle_));
     }
   }
   Finish([handler = std::move(handler), page = std::move(page)]() mutable {

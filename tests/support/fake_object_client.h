@@ -72,6 +72,10 @@ class FakeObjectClient : public ObjectClient,
   void set_latency(std::chrono::milliseconds latency);
   // Caps max-keys of every List page (to exercise pagination with few keys).
   void set_page_limit(int limit);
+  // A hostile server's listing: every truncated page's continuation token is replaced by
+  // "cycle-<n % period>" for the nth truncated page, and a request with such a token lists
+  // from the start again, so the listing never ends unless the client notices. 0 = off.
+  void set_token_cycle(int period);
   // Whether HEAD and whole-object GET report x-oss-hash-crc64ecma (default true).
   void set_report_crc64(bool report);
   // Whether GET honours If-Match (default true). Off: a server that ignores it, as some
@@ -127,6 +131,8 @@ class FakeObjectClient : public ObjectClient,
 
   // Counts and logs the request; REQUIRES mu_ held.
   void RecordLocked(RequestRecord record);
+  int token_cycle_ = 0;        // guarded by mu_
+  uint64_t cycled_pages_ = 0;  // guarded by mu_
   // Runs `complete` on the io_context after the latency (or after Resume()).
   void Finish(std::function<void()> complete);
   void Dispatch(std::function<void()> complete);

@@ -465,6 +465,9 @@ TEST_CASE("Contradictions and bad values are errors naming the option") {
   Fails(With({"--max-in-flight", "32", "--list-ahead", "64"}), "--list-ahead 64 is more than");
   CHECK(Ok(With({"--max-in-flight", "32"})).fs.list_ahead == 32);
   CHECK(Ok(With({"-o", "list_ahead=0"})).fs.list_ahead == 0);
+  CHECK(Ok(With({})).fs.max_list_pages == 100000);
+  CHECK(Ok(With({"-o", "max_list_pages=50"})).fs.max_list_pages == 50);
+  Fails(With({"--max-list-pages", "0"}), "--max-list-pages");
   Fails(With({"--file-mode", "01777"}), "--file-mode");
   Fails(With({"--dir-mode", "0800"}), "--dir-mode");
   Fails(With({"--small-file-threshold", "8XB"}), "--small-file-threshold");
