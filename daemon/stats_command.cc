@@ -15,11 +15,13 @@
 #include <set>
 #include <thread>
 
+#include "common/bounded_json.h"
 #include "common/format_bytes.h"
 #include "common/metrics.h"
 #include "config/mountpoint_check.h"
 #include "control/mount_call.h"
 #include "fs/list_ahead.h"
+#include "ossmount/control_ioctl.h"
 
 namespace ossmount::daemon {
 namespace {
@@ -282,15 +284,19 @@ int StatsCommand(const std::vector<std::string>& args) {
       return std::nullopt;
     }
     rapidjson::Document doc;
-    doc.Parse(reply->c_str());
-    if (doc.HasParseError() || !doc.IsObject() || !doc.HasMember("ok")) {
-      std::fprintf(stderr, "ossmount stats: the daemon for %s sent a malformed reply\n",
-                   mountpoint.c_str());
+    // Bounded like every JSON parse: the reply is the daemon's, but cheap to check.
+    Status parsed = ParseBoundedJson(*reply, {control::kMaxControlRequestBytes}, &doc);
+    auto ok = doc.IsObject() ? doc.FindMember("ok") : doc.MemberEnd();
+    if (!parsed.ok() || !doc.IsObject() || ok == doc.MemberEnd() || !ok->value.IsBool()) {
+      std::fprintf(stderr, "ossmount stats: the daemon for %s sent a malformed reply%s%s\n",
+                   mountpoint.c_str(), parsed.ok() ? "" : ": ", parsed.message().c_str());
       return std::nullopt;
     }
-    if (!doc["ok"].GetBool()) {
+    if (!ok->value.GetBool()) {
+      auto error = doc.FindMember("error");
       std::fprintf(stderr, "ossmount stats: %s\n",
-                   doc.HasMember("error") ? doc["error"].GetString() : "failed");
+                   error != doc.MemberEnd() && error->value.IsString() ? error->value.GetString()
+                                                                       : "failed");
       return std::nullopt;
     }
     if (json) std::printf("%s\n", reply->c_str());

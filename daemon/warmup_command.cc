@@ -12,9 +12,11 @@
 #include <sstream>
 #include <thread>
 
+#include "common/bounded_json.h"
 #include "common/format_bytes.h"
 #include "common/read_file.h"
 #include "control/mount_call.h"
+#include "ossmount/control_ioctl.h"
 #include "ossmount/status.h"
 
 namespace ossmount::daemon {
@@ -81,9 +83,11 @@ bool CallDaemon(const std::string& mountpoint, const std::string& request,
     std::fprintf(stderr, "ossmount warmup: %s\n", text.status().message().c_str());
     return false;
   }
-  reply.Parse(text->c_str(), text->size());
-  if (reply.HasParseError() || !reply.IsObject()) {
-    std::fprintf(stderr, "ossmount warmup: the daemon sent a malformed reply\n");
+  // Bounded like every JSON parse: the reply is the daemon's, but cheap to check.
+  Status parsed = ParseBoundedJson(*text, {control::kMaxControlRequestBytes}, &reply);
+  if (!parsed.ok() || !reply.IsObject()) {
+    std::fprintf(stderr, "ossmount warmup: the daemon sent a malformed reply%s%s\n",
+                 parsed.ok() ? "" : ": ", parsed.message().c_str());
     return false;
   }
   auto ok = reply.FindMember("ok");

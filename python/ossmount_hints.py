@@ -57,6 +57,8 @@ def _ioc(direction, nr, size):
 # Bytes of paths per hints request, well within the daemon's 64 MiB per request
 # (kMaxControlRequestBytes); a longer list goes in several.
 _REQUEST_PATH_BYTES = 32 << 20
+# Paths per hints request, well within the daemon's 4,194,304 values per request.
+_REQUEST_PATHS = 1 << 20
 
 _CONTROL_SEND = _ioc(1, 0x61, _CHUNK_SIZE)     # _IOW('O', 0x61, ControlChunk)
 _CONTROL_RECEIVE = _ioc(2, 0x62, _CHUNK_SIZE)  # _IOR('O', 0x62, ControlChunk)
@@ -244,7 +246,7 @@ def send_hints(paths, mountpoint=None) -> int:
     taken = 0
     # A list over one request's limit goes in pieces, in order: the first replaces this
     # process's list, the others extend it.
-    for i, batch in enumerate(_batches(relative, _REQUEST_PATH_BYTES)):
+    for i, batch in enumerate(_batches(relative, _REQUEST_PATH_BYTES, _REQUEST_PATHS)):
         request = {"command": "hints", "paths": batch, "sender": sender}
         if i > 0:
             request["append"] = True
@@ -252,16 +254,17 @@ def send_hints(paths, mountpoint=None) -> int:
     return taken
 
 
-def _batches(paths, budget):
-    """`paths` in consecutive pieces of at most `budget` bytes of JSON each (a path longer
-    than that alone in its piece); one empty piece for an empty list (it clears the list)."""
+def _batches(paths, budget, max_paths=_REQUEST_PATHS):
+    """`paths` in consecutive pieces of at most `budget` bytes of JSON and `max_paths` paths
+    each (a path longer than `budget` alone in its piece); one empty piece for an empty list
+    (it clears the list)."""
     batch, size = [], 0
     for p in paths:
         if p.isascii() and p.isprintable() and '"' not in p and "\\" not in p:
             cost = len(p) + 3  # quotes and comma
         else:
             cost = len(json.dumps(p)) + 1
-        if batch and size + cost > budget:
+        if batch and (size + cost > budget or len(batch) >= max_paths):
             yield batch
             batch, size = [], 0
         batch.append(p)

@@ -91,6 +91,17 @@ class HintsModuleTest(unittest.TestCase):
             self.assertEqual(h.send_hints([], mountpoint="/mnt/oss"), 0)
         self.assertEqual([(r["paths"], "append" in r) for r in requests], [([], False)])
 
+    def test_a_list_of_many_short_paths_goes_in_pieces_of_at_most_so_many_paths(self):
+        paths = ["%d" % i for i in range(2500)]
+        requests = []
+        with mock.patch.object(h, "_REQUEST_PATHS", 1000), \
+                mock.patch.object(os.path, "realpath", side_effect=lambda p: p), \
+                mock.patch.object(h, "_call", side_effect=lambda mp, req: (
+                    requests.append(req), {"files": len(req["paths"])})[1]):
+            self.assertEqual(h.send_hints(paths, mountpoint="/mnt/oss"), len(paths))
+        self.assertEqual([len(r["paths"]) for r in requests], [1000, 1000, 500])
+        self.assertEqual([p for r in requests for p in r["paths"]], paths)
+
     def test_ioctl_numbers_match_the_c_header(self):
         # _IOW('O', 0x61, ControlChunk) and _IOR('O', 0x62, ControlChunk), 16376 bytes.
         self.assertEqual(h._CHUNK_SIZE, 16376)

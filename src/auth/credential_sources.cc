@@ -11,10 +11,10 @@
 #include <sstream>
 
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 
 #include "auth/providers_internal.h"
 #include "auth/signing_internal.h"
+#include "common/bounded_json.h"
 
 namespace ossmount::auth {
 namespace {
@@ -59,11 +59,22 @@ Result<std::string> ReadSecretFile(const std::string& path, const char* what) {
   std::string out;
   char buf[4096];
   size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) out.append(buf, n);
+  // One byte past the limit is enough to refuse the file; reading on would hold it all.
+  while (out.size() <= kMaxSecretFileBytes && (n = std::fread(buf, 1, sizeof buf, f)) > 0) {
+    out.append(buf, n);
+  }
   bool failed = std::ferror(f) != 0;
   std::fclose(f);
   if (failed)
     return Status(ErrorCode::kAccessDenied, "error reading " + std::string(what) + " " + path);
+  if (out.size() > kMaxSecretFileBytes) {
+    const std::string limit = std::to_string(kMaxSecretFileBytes);
+    return Status(ErrorCode::kInvalidArgument,
+                  std::string(what) + " " + path + " is " +
+                      (S_ISREG(st.st_mode) ? std::to_string(st.st_size) : "more than " + limit) +
+                      " bytes, over the " + limit +
+                      "-byte limit; it should hold a few key pairs (is this the right file?)");
+  }
   return out;
 }
 
@@ -75,11 +86,8 @@ Result<CredentialsFileContent> ParseJson(std::string_view text, const std::strin
                       "\"SecurityToken\" and \"Expiration\" (ISO 8601)}");
   };
   rapidjson::Document doc;
-  doc.Parse(text.data(), text.size());
-  if (doc.HasParseError()) {
-    return bad(std::string("not valid JSON (") + rapidjson::GetParseError_En(doc.GetParseError()) +
-               " at offset " + std::to_string(doc.GetErrorOffset()) + ")");
-  }
+  Status parsed = ParseBoundedJson(text, {kMaxCredentialsJsonBytes}, &doc);
+  if (!parsed.ok()) return bad(parsed.message());
   if (!doc.IsObject()) return bad("the top level is not an object");
   auto field = [&](const char* name, std::string* out) -> bool {
     auto it = doc.FindMember(name);

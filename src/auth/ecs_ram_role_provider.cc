@@ -6,6 +6,7 @@
 
 #include "auth/providers_internal.h"
 #include "auth/signing_internal.h"
+#include "common/bounded_json.h"
 
 namespace ossmount::auth {
 namespace {
@@ -151,8 +152,13 @@ class EcsRamRoleProvider final : public CredentialsProvider {
   // Never quotes the body: it holds the secret.
   Result<Credentials> Parse(const std::string& body, const std::string& url) const {
     rapidjson::Document doc;
-    doc.Parse(body.data(), body.size());
-    if (doc.HasParseError() || !doc.IsObject()) {
+    // The reply comes from the network: bounded like any untrusted JSON.
+    Status parsed = ParseBoundedJson(body, {kMaxEcsResponseBytes}, &doc);
+    if (!parsed.ok()) {
+      return Failure(ErrorCode::kProtocol,
+                     "the response of GET " + url + " is not a JSON object: " + parsed.message());
+    }
+    if (!doc.IsObject()) {
       return Failure(ErrorCode::kProtocol, "the response of GET " + url + " is not a JSON object");
     }
     auto str = [&](const char* name) -> std::string {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -62,8 +63,11 @@ struct EcsRamRoleOptions {
 // Credentials of an ECS instance RAM role from the metadata service (OSS_PROTOCOL.md §7.4):
 // PUT /latest/api/token (TTL 21600 s; on failure continue without a token), discover the
 // role when "auto", GET /latest/meta-data/ram/security-credentials/<role>. Fetches lazily on
-// the first Get(). Thread-safety: network calls happen outside the credentials mutex; while
-// one thread refreshes, others keep getting the still-valid credentials without waiting.
+// the first Get(). A credentials reply over kMaxEcsResponseBytes or nested deeper than 32
+// levels is refused (kProtocol; common/bounded_json.h). Thread-safety: network calls happen
+// outside the credentials mutex; while one thread refreshes, others keep getting the
+// still-valid credentials without waiting.
+inline constexpr size_t kMaxEcsResponseBytes = 64u << 10;  // the real reply is under 2 KiB
 std::shared_ptr<CredentialsProvider> MakeEcsRamRoleProvider(EcsRamRoleOptions options);
 
 // ---- Sources --------------------------------------------------------------------------------
@@ -79,6 +83,11 @@ struct CredentialsFileContent {
   std::string role_name;  // INI ecs_ram_role profiles
   Credentials creds;      // empty for ecs_ram_role
 };
+// Credentials and passwd files hold a few key pairs: one over kMaxSecretFileBytes is refused
+// unread (kInvalidArgument, naming the file and the limit), and the JSON form must be at most
+// kMaxCredentialsJsonBytes and nested at most 32 levels (common/bounded_json.h).
+inline constexpr size_t kMaxSecretFileBytes = 1u << 20;
+inline constexpr size_t kMaxCredentialsJsonBytes = 64u << 10;
 // Sniffs the format (first non-space char '{' = OSS Connector JSON, else Credentials-tool
 // INI) and parses it. `profile` selects the INI section ("default"). `path` is for messages.
 Result<CredentialsFileContent> ParseCredentialsFile(std::string_view text, std::string_view profile,

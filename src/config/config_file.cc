@@ -3,33 +3,18 @@
 #include "config/config_file.h"
 
 #include <rapidjson/document.h>
-#include <rapidjson/error/en.h>
 
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <sstream>
 
+#include "common/bounded_json.h"
 #include "config/connector_config.h"
 #include "config/option_values.h"
 
 namespace ossmount::config {
 namespace {
-
-// "line L, column C" of byte `offset` in `text`, for parse errors.
-std::string Position(std::string_view text, size_t offset) {
-  size_t line = 1, column = 1;
-  for (size_t i = 0; i < offset && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  return "line " + std::to_string(line) + ", column " + std::to_string(column);
-}
 
 const char* TypeName(const rapidjson::Value& v) {
   if (v.IsNull()) return "null";
@@ -52,12 +37,10 @@ std::string JsonScalarText(const rapidjson::Value& v) {
 Result<ConfigFileSettings> ParseConfigText(std::string_view text, const std::string& path,
                                            const std::vector<OptionInfo>& options) {
   rapidjson::Document doc;
-  doc.Parse<rapidjson::kParseCommentsFlag | rapidjson::kParseTrailingCommasFlag>(text.data(),
-                                                                                 text.size());
-  if (doc.HasParseError()) {
-    return InvalidOption(path + ": not valid JSON at " + Position(text, doc.GetErrorOffset()) +
-                         ": " + rapidjson::GetParseError_En(doc.GetParseError()));
-  }
+  Status parsed =
+      ParseBoundedJson(text, {kMaxConfigFileBytes}, &doc,
+                       rapidjson::kParseCommentsFlag | rapidjson::kParseTrailingCommasFlag);
+  if (!parsed.ok()) return InvalidOption(path + ": " + parsed.message());
   if (!doc.IsObject()) {
     return InvalidOption(path +
                          ": the config file must be a JSON object ({\"key\": value, ...}), not " +
@@ -119,10 +102,23 @@ Result<ConfigFileSettings> LoadConfigFile(const std::string& path,
   if (!in) {
     return InvalidOption("config file " + path + ": cannot be read (" + std::strerror(errno) + ")");
   }
-  std::ostringstream buf;
-  buf << in.rdbuf();
+  // Read one byte past the limit, no more: a huge file (or /dev/zero) is refused without
+  // holding it in memory.
+  std::string text(kMaxConfigFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (in.bad()) return InvalidOption("config file " + path + ": read error");
-  return ParseConfigText(buf.str(), path, options);
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxConfigFileBytes) {
+    in.clear();
+    in.seekg(0, std::ios::end);
+    const std::streamoff size = in.tellg();  // -1 for a pipe
+    return InvalidOption(
+        "config file " + path + ": " +
+        (size > 0 ? std::to_string(size) : "more than " + std::to_string(kMaxConfigFileBytes)) +
+        " bytes, over the " + std::to_string(kMaxConfigFileBytes) +
+        "-byte limit (a config file holds a few options: is this the right file?)");
+  }
+  return ParseConfigText(text, path, options);
 }
 
 }  // namespace ossmount::config

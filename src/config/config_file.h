@@ -18,9 +18,13 @@
 // docs/CONFIGURATION.md, "OSS Connector config.json"); fields with no meaning here become
 // one warning each.
 //
+// Limits: a file over kMaxConfigFileBytes, or nested deeper than kDefaultMaxJsonDepth (32)
+// levels, is an error naming the file and the limit (common/bounded_json.h).
+//
 // Thread-safety: pure functions (LoadConfigFile reads the file and stats log directories).
 #pragma once
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +33,9 @@
 #include "ossmount/status.h"
 
 namespace ossmount::config {
+
+// Real config files are a few hundred bytes; this only stops a wrong or hostile file.
+inline constexpr size_t kMaxConfigFileBytes = 1u << 20;
 
 struct ConfigFileSettings {
   std::vector<OptionSetting> settings;

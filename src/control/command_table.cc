@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 
+#include "common/bounded_json.h"
 #include "common/read_file.h"
 
 namespace ossmount::control {
@@ -34,12 +35,14 @@ struct CommandTable::State {
 
 std::string CommandTable::State::Dispatch(const std::string& text, const Peer& peer) {
   rapidjson::Document request;
-  std::size_t size = text.size();
-  if (size > 0 && text[size - 1] == '\n') --size;
-  request.Parse(text.data(), size);
-  if (request.HasParseError() || !request.IsObject()) {
-    return ErrorReply("the request is not a JSON object");
-  }
+  std::string_view json(text);
+  if (!json.empty() && json.back() == '\n') json.remove_suffix(1);
+  // Any user of an allow_other mount can send a request: its nesting and size are bounded
+  // (a million '[' would otherwise overflow the stack), and the table keeps serving.
+  Status parsed = ParseBoundedJson(
+      json, {.max_bytes = kMaxRequestBytes, .max_values = kMaxRequestValues}, &request);
+  if (!parsed.ok()) return ErrorReply("the request is not a JSON object: " + parsed.message());
+  if (!request.IsObject()) return ErrorReply("the request is not a JSON object");
   auto command = request.FindMember("command");
   if (command == request.MemberEnd() || !command->value.IsString()) {
     return ErrorReply("the request has no \"command\" string");
@@ -134,8 +137,8 @@ std::string ErrorReply(const std::string& message) {
 
 Result<std::string> OkReply(const std::string& fields) {
   rapidjson::Document doc;
-  doc.Parse(fields.data(), fields.size());
-  if (doc.HasParseError() || !doc.IsObject()) {
+  // A handler's own output, but bounded like any JSON parsed here: it costs nothing.
+  if (!ParseBoundedJson(fields, {kMaxRequestBytes}, &doc).ok() || !doc.IsObject()) {
     return Status(ErrorCode::kInternal, "a handler result is not a JSON object");
   }
   if (doc.HasMember("ok")) {

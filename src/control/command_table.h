@@ -34,6 +34,9 @@ namespace ossmount::control {
 
 // The largest request accepted, newline included (hint lists of millions of paths fit).
 inline constexpr std::size_t kMaxRequestBytes = kMaxControlRequestBytes;
+// The most JSON values in one request: its parse then holds at most 64 MiB (16 bytes a value)
+// whatever the text (a hints request of 4 million paths; clients send 1 million a piece).
+inline constexpr std::size_t kMaxRequestValues = 4u << 20;
 
 // The process a request came from, as the kernel reports it (SO_PEERCRED for the socket,
 // the FUSE request for an ioctl): what a client says about itself is not trusted. pid is 0

@@ -10,6 +10,8 @@
 //   - a 2xx body is written straight into the request's GetTarget, and its arrival can be
 //     reported as it comes (BodyProgress); any other status's body is kept (up to 64 KiB) in
 //     Response::error_body for error parsing;
+//   - bounds on what a server can make it hold: a response with over 256 header lines or
+//     64 KiB of headers, or a body over a growable target's limit, is aborted (kProtocol);
 //   - per-request connect timeout and low-speed (stall) deadline; TLS verification on by
 //     default against the system CAs or a CA bundle.
 //
@@ -78,11 +80,13 @@ struct Response {
   // for the first two. A body cut short is kIntegrity (retryable).
   Status transport;
   long status = 0;
-  HeaderList headers;          // names lowercased, in arrival order
-  size_t body_bytes = 0;       // bytes written to the target (2xx only)
-  bool body_overflow = false;  // 2xx body larger than a fixed target (transport is kIntegrity)
-  std::string error_body;      // non-2xx body, first 64 KiB
-  double seconds = 0;          // wall time of the transfer
+  HeaderList headers;     // names lowercased, in arrival order
+  size_t body_bytes = 0;  // bytes written to the target (2xx only)
+  // 2xx body larger than a fixed target (transport is kIntegrity) or over a growable
+  // target's limit (kProtocol).
+  bool body_overflow = false;
+  std::string error_body;  // non-2xx body, first 64 KiB
+  double seconds = 0;      // wall time of the transfer
 
   // Case-insensitive lookup of the first header with this name; nullptr when absent.
   const std::string* Header(std::string_view name) const;

@@ -22,7 +22,8 @@ auth::HttpFetcher MakeBlockingHttpFetcher(EngineOptions options) {
     request.method = method;
     request.url = url;
     request.headers = headers;
-    request.target = GetTarget::Growable(&body);
+    // The metadata service's replies are a token, a role name or a small JSON object.
+    request.target = GetTarget::Growable(&body, kMaxMetadataBodyBytes);
     Response response = FetchBlocking(request, options);
     if (!response.transport.ok()) return response.transport;
     auth::HttpFetchResult result;

@@ -17,7 +17,9 @@ EngineOptions MetadataServiceOptions();
 
 // The fetcher returns the HTTP status and body of any response that arrived (2xx or not;
 // a non-2xx body is truncated to 64 KiB), or the transport error (kNetwork, kTimeout, ...)
-// when none did.
+// when none did. A 2xx body over kMaxMetadataBodyBytes is such an error (kProtocol): the
+// transfer is abandoned at the limit.
+inline constexpr size_t kMaxMetadataBodyBytes = 64 * 1024;
 auth::HttpFetcher MakeBlockingHttpFetcher(EngineOptions options = MetadataServiceOptions());
 
 }  // namespace ossmount::http

@@ -86,6 +86,9 @@ Status Transfer::Configure(CURL* easy, const EngineOptions& options) {
   content_length_.reset();
   body_bytes_ = 0;
   overflow_ = false;
+  header_lines_ = 0;
+  header_bytes_ = 0;
+  headers_overflow_ = false;
   vouched_ = -1;
   differs_from_reported_ = false;
   upload_offset_ = 0;
@@ -184,7 +187,19 @@ size_t Transfer::OnHeader(char* data, size_t size, size_t n, void* self_ptr) {
   auto* self = static_cast<Transfer*>(self_ptr);
   const size_t len = size * n;
   std::string_view line = Trim(std::string_view(data, len));
-  if (line.starts_with("HTTP/")) {
+  const bool status_line = line.starts_with("HTTP/");
+  if (status_line) {
+    self->header_lines_ = 0;
+    self->header_bytes_ = 0;
+  }
+  // A server may send header lines without end: past the limits the transfer is aborted
+  // before they take more memory.
+  if (++self->header_lines_ > kMaxResponseHeaders ||
+      (self->header_bytes_ += len) > kMaxResponseHeaderBytes) {
+    self->headers_overflow_ = true;
+    return 0;  // aborts the transfer (CURLE_WRITE_ERROR)
+  }
+  if (status_line) {
     // A new response begins (after a 1xx, or the only one): forget earlier headers.
     self->response_.headers.clear();
     self->content_length_.reset();
@@ -328,13 +343,27 @@ Response Transfer::Finish(CURLcode code) {
   r.seconds = Elapsed();
 
   const bool cut_short = Is2xx() && !IsHead() && content_length_ && body_bytes_ < *content_length_;
-  if (code == CURLE_OK && !cut_short && !overflow_ && !differs_from_reported_) {
+  if (code == CURLE_OK && !cut_short && !overflow_ && !differs_from_reported_ &&
+      !headers_overflow_) {
     return r;  // the common case
   }
 
   std::string host, host_port;
   ParseHostPort(request_.url, &host, &host_port);
-  if (overflow_) {
+  if (headers_overflow_) {
+    r.transport = Status(ErrorCode::kProtocol,
+                         "the response from " + host_port + " has more than " +
+                             std::to_string(kMaxResponseHeaders) + " header lines or " +
+                             std::to_string(kMaxResponseHeaderBytes) +
+                             " bytes of headers, far more than a valid reply; refused",
+                         false);
+  } else if (overflow_ && request_.target.growable != nullptr) {
+    r.transport = Status(ErrorCode::kProtocol,
+                         "response body from " + host_port + " is larger than the " +
+                             std::to_string(request_.target.growable_limit) +
+                             "-byte limit, far more than a valid reply; refused",
+                         false);
+  } else if (overflow_) {
     r.transport =
         Status(ErrorCode::kIntegrity,
                "response body from " + host_port + " is larger than the " +

@@ -25,6 +25,12 @@ namespace ossmount::http::internal {
 
 // Non-2xx bodies beyond this are read and discarded (the connection stays reusable).
 inline constexpr size_t kMaxErrorBody = 64 * 1024;
+// Headers kept per response (the one after any 1xx): a response with more header lines, or
+// more bytes of them, is aborted as kProtocol. libcurl caps one line at 100 KiB
+// (CURL_MAX_HTTP_HEADER) but not their number; real ones are a few dozen lines, and user
+// metadata is at most 8 KiB on OSS (2 KiB on S3).
+inline constexpr size_t kMaxResponseHeaders = 256;
+inline constexpr size_t kMaxResponseHeaderBytes = 64 * 1024;
 
 class Transfer {
  public:
@@ -86,7 +92,10 @@ class Transfer {
   std::optional<uint64_t> content_length_;
   size_t body_bytes_ = 0;
   bool overflow_ = false;
-  int vouched_ = -1;  // BodyProgress::vouch's answer for this response; -1 unasked
+  size_t header_lines_ = 0;  // of the current response, status line and blank line included
+  size_t header_bytes_ = 0;
+  bool headers_overflow_ = false;  // over kMaxResponseHeaders or kMaxResponseHeaderBytes
+  int vouched_ = -1;               // BodyProgress::vouch's answer for this response; -1 unasked
   bool differs_from_reported_ = false;  // this attempt could not continue the reported bytes
   size_t upload_offset_ = 0;
 };

@@ -4,6 +4,8 @@
 // Only Code, Message, RequestId, HostId, EC and ServerTime are read from the body. Fields
 // such as StringToSign, SignatureProvided or AWSAccessKeyId never reach a Status: a
 // message must not carry anything derived from a secret.
+// Limits: an error body is at most its first 64 KiB (the fetch engine keeps no more), parsed
+// by pugixml without recursion, so its nesting depth costs no stack.
 // Pure functions; thread-safe.
 #pragma once
 

@@ -3,7 +3,9 @@
 // Keys, prefixes and the continuation token are url-decoded ('+' is a space, %XX a byte)
 // only when the response says <EncodingType>url</EncodingType>: a server that ignores
 // encoding-type=url (s3rver does) sends raw keys, which must not be decoded a second time.
-// Pure function; thread-safe.
+// Limits: the client hands it at most 16 MiB (a bigger LIST reply is refused as kProtocol
+// before it is all in memory, object_client_impl.cc); pugixml parses without recursion, so
+// any nesting depth costs heap, not stack. Pure function; thread-safe.
 #pragma once
 
 #include <string_view>

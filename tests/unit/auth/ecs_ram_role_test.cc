@@ -211,6 +211,21 @@ TEST_CASE("ECS RAM role: failures say what failed and never quote the response")
     CHECK(r.status().code() == ErrorCode::kProtocol);
     CheckNoSecret(r.status());
   }
+  {  // oversize and over-deep replies: refused by the bounded parser, not quoted
+    md.Respond("GET", kRolesUrl + "role1", 200,
+               "{\"AccessKeySecret\":\"SECRET-ecs-1\",\"Pad\":\"" +
+                   std::string(kMaxEcsResponseBytes, ' ') + "\"}");
+    Result<Credentials> r = MakeEcsRamRoleProvider(o)->Get();
+    REQUIRE(!r.ok());
+    CHECK(r.status().code() == ErrorCode::kProtocol);
+    CHECK(r.status().message().find("over the 65536-byte limit") != std::string::npos);
+    CheckNoSecret(r.status());
+    md.Respond("GET", kRolesUrl + "role1", 200, std::string(60'000, '['));
+    r = MakeEcsRamRoleProvider(o)->Get();
+    REQUIRE(!r.ok());
+    CHECK(r.status().code() == ErrorCode::kProtocol);
+    CHECK(r.status().message().find("nested deeper than 32 levels") != std::string::npos);
+  }
   {  // network failure
     md.Fail("GET", kRolesUrl + "role1");
     Result<Credentials> r = MakeEcsRamRoleProvider(o)->Get();

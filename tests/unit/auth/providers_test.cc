@@ -430,6 +430,44 @@ TEST_CASE("Credentials file: an Expiration past 2262 is an error, not an overflo
   CheckNoSecret(r.status());
 }
 
+TEST_CASE("Credentials files: oversize or over-deep files are refused, naming file and limit") {
+  EnvGuard env;
+  TempDir dir;
+  CredentialSources s;
+  const std::string pair = "{\"AccessKeyId\": \"id\", \"AccessKeySecret\": \"SECRET-json-A\"";
+
+  // JSON over 64 KiB: refused by the parser, before any field is read.
+  std::string padded = pair + ", \"Pad\": \"" + std::string(kMaxCredentialsJsonBytes, ' ') + "\"}";
+  s.credentials_file = dir.Write("big.json", padded);
+  auto p = BuildCredentialsProvider(s, NoDefaults(dir));
+  REQUIRE(!p.ok());
+  CHECK(p.status().code() == ErrorCode::kInvalidArgument);
+  CHECK_THAT(p.status().message(),
+             Catch::Contains("credentials file " + s.credentials_file + " (OSS Connector JSON): " +
+                             std::to_string(padded.size()) + " bytes, over the 65536-byte limit"));
+  CheckNoSecret(p.status());
+
+  // Nested past 32 levels (60,000 '[', within the size limit).
+  s.credentials_file = dir.Write("deep.json", "{\"AccessKeyId\": " + std::string(60'000, '['));
+  p = BuildCredentialsProvider(s, NoDefaults(dir));
+  REQUIRE(!p.ok());
+  CHECK_THAT(p.status().message(),
+             Catch::Contains("deep.json (OSS Connector JSON): nested deeper than 32 levels"));
+
+  // Any secret file over 1 MiB is refused unread past the limit (INI and passwd files too).
+  std::string huge = "[default]\naccess_key_id = id\n" + std::string(kMaxSecretFileBytes, '#');
+  s.credentials_file = dir.Write("huge.ini", huge);
+  p = BuildCredentialsProvider(s, NoDefaults(dir));
+  REQUIRE(!p.ok());
+  CHECK(p.status().code() == ErrorCode::kInvalidArgument);
+  CHECK_THAT(p.status().message(),
+             Catch::Contains("credentials file " + s.credentials_file + " is " +
+                             std::to_string(huge.size()) + " bytes, over the 1048576-byte limit"));
+  Result<Credentials> passwd = ReadPasswdFile(dir.Write("passwd", huge), "b");
+  REQUIRE(!passwd.ok());
+  CHECK_THAT(passwd.status().message(), Catch::Contains("over the 1048576-byte limit"));
+}
+
 TEST_CASE("Passwd text: parsing is the same with and without a file") {
   Result<Credentials> c = ParsePasswdText(
       "# comment\n\r\nb:id-bkt:SECRET-passwd-bkt\r\nid-gen:SECRET-passwd-gen\n", "b", "mem");

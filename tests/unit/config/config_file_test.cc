@@ -237,6 +237,30 @@ TEST_CASE("Config file errors name the key and the file") {
   }
 }
 
+TEST_CASE("Config files over the size or nesting limit are refused, naming the file and limit") {
+  TempDir dir;
+  FakeEnv env;
+  // Over 1 MiB: refused before parsing, with the file's size.
+  std::string big = R"({"endpoint": "x", "pad": ")" + std::string(kMaxConfigFileBytes, ' ') + "\"}";
+  std::string path = dir.Write("big.json", big);
+  std::string msg = Fails(With({"--config", path}), env.Sources());
+  CHECK(Contains(msg, "config file " + path + ": " + std::to_string(big.size()) +
+                          " bytes, over the 1048576-byte limit"));
+  // A file without an end is read only up to the limit.
+  msg = Fails(With({"--config", "/dev/zero"}), env.Sources());
+  CHECK(Contains(msg, "/dev/zero: more than 1048576 bytes, over the 1048576-byte limit"));
+
+  // Deeply nested: a million '[' (the recursive parser overflowed the stack), and a value
+  // nested past the limit inside a valid object.
+  path = dir.Write("deep.json", std::string(1'000'000, '['));
+  msg = Fails(With({"--config", path}), env.Sources());
+  CHECK(Contains(msg, path + ": nested deeper than 32 levels at offset 32"));
+  path = dir.Write("deep2.json", "{\n  \"endpoint\": " + std::string(40, '[') + "1" +
+                                     std::string(40, ']') + "\n}\n");
+  msg = Fails(With({"--config", path}), env.Sources());
+  CHECK(Contains(msg, path + ": nested deeper than 32 levels at line 2, column 46 (offset 47)"));
+}
+
 TEST_CASE("Environment errors name the variable") {
   FakeEnv env;
   env.vars["OSSMOUNT_ALLOW_OTHER"] = "maybe";
@@ -377,4 +401,17 @@ TEST_CASE("ParseSources without an environment getter means no environment layer
   auto settings = SettingsFromEnvironment(CommandLineOptions(), EnvironmentGetter());
   REQUIRE(settings.ok());
   CHECK(settings->empty());
+}
+
+TEST_CASE("--control-memory comes from OSSMOUNT_CONTROL_MEMORY and the config key control_memory") {
+  TempDir dir;
+  std::string path = dir.Write("c.json", R"({"control_memory": "32MiB"})");
+  FakeEnv env;
+  CHECK(Ok(With({"--config", path}), env.Sources()).fs.dataset_prefetch.control_memory ==
+        (32ull << 20));
+  env.vars["OSSMOUNT_CONTROL_MEMORY"] = "2GiB";
+  CHECK(Ok(With({"--config", path}), env.Sources()).fs.dataset_prefetch.control_memory ==
+        (2ull << 30));
+  env.vars["OSSMOUNT_CONTROL_MEMORY"] = "1KiB";
+  CHECK(Contains(Fails(With({}), env.Sources()), "OSSMOUNT_CONTROL_MEMORY in the environment"));
 }

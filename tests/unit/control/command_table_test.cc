@@ -75,7 +75,9 @@ TEST_CASE("command table: Answer runs on the io_context and ends the answer with
                [&refused](std::string answer) { refused.set_value(std::move(answer)); });
   auto refused_future = refused.get_future();
   REQUIRE(refused_future.wait_for(std::chrono::seconds(30)) == std::future_status::ready);
-  CHECK(refused_future.get() == "{\"ok\":false,\"error\":\"the request is not a JSON object\"}\n");
+  CHECK(refused_future.get() ==
+        "{\"ok\":false,\"error\":\"the request is not a JSON object: not valid JSON at offset "
+        "1: Invalid value.\"}\n");
   work.reset();
   runner.join();
 }
@@ -88,6 +90,46 @@ TEST_CASE("command table: a thread's id is taken back to its process") {
   CHECK(seen == getpid());
   CHECK(ProcessOfThread(0) == 0);              // not visible from the daemon's namespace
   CHECK(ProcessOfThread(1 << 30) == 1 << 30);  // no such thread: as given
+}
+
+TEST_CASE("command table: a deeply nested request is refused by depth and the table serves on") {
+  boost::asio::io_context io;
+  CommandTable table(io, kOwner);
+  table.Register("status", Empty, Access::kAnyUser);
+  const Peer stranger{10, 65534, ""};  // any user of an allow_other mount
+
+  // A million '[' (1 MB): the recursive parser overflowed the stack on this.
+  const std::string deep = std::string(1'000'000, '[');
+  CHECK(table.Dispatch(deep, stranger) ==
+        "{\"ok\":false,\"error\":\"the request is not a JSON object: nested deeper than 32 "
+        "levels at offset 32\"}");
+  // Deep inside an otherwise valid request, closed, newline-terminated.
+  const std::string nested =
+      R"({"command":"status","x":)" + std::string(40, '[') + std::string(40, ']') + "}\n";
+  CHECK_THAT(table.Dispatch(nested, stranger), Contains("nested deeper than 32 levels"));
+  CHECK(table.Dispatch(R"({"command":"status"})", stranger) == R"({"ok":true})");
+
+  // The size limit is the channels' own (kMaxRequestBytes).
+  const std::string huge =
+      R"({"command":"status","pad":")" + std::string(kMaxRequestBytes, 'x') + R"("})";
+  CHECK_THAT(table.Dispatch(huge, stranger),
+             Contains("bytes, over the " + std::to_string(kMaxRequestBytes) + "-byte limit"));
+  CHECK(table.Dispatch("{\"command\":\"status\"}\n", stranger) == R"({"ok":true})");
+}
+
+TEST_CASE("command table: a request of more values than kMaxRequestValues is refused") {
+  boost::asio::io_context io;
+  CommandTable table(io, kOwner);
+  table.Register("status", Empty, Access::kAnyUser);
+  const Peer stranger{10, 65534, ""};
+  // "[0,0,...]" within the size limit: 16 bytes of Document a value, 8 times the text.
+  std::string many = R"({"command":"status","x":[)";
+  for (std::size_t i = 0; i <= kMaxRequestValues; ++i) many += i ? ",0" : "0";
+  many += "]}";
+  REQUIRE(many.size() < kMaxRequestBytes);
+  CHECK_THAT(table.Dispatch(many, stranger),
+             Contains("more than " + std::to_string(kMaxRequestValues) + " values at offset"));
+  CHECK(table.Dispatch(R"({"command":"status"})", stranger) == R"({"ok":true})");
 }
 
 }  // namespace ossmount::control

@@ -102,6 +102,16 @@ TEST_CASE("the blocking HttpFetcher returns status and body for the metadata ser
   CHECK(not_found->status == 404);
   CHECK(not_found->body == "not found here");
 
+  // A 200 body past 64 KiB (a broken or hostile metadata server) is not held.
+  Route huge;
+  huge.body = std::string(kMaxMetadataBodyBytes + 1, 'j');
+  huge.chunked = true;
+  server.SetRoute("/latest/meta-data/ram/security-credentials/huge", huge);
+  auto too_big = fetch("GET", server.Url("/latest/meta-data/ram/security-credentials/huge"), {});
+  REQUIRE_FALSE(too_big.ok());
+  CHECK(too_big.status().code() == ErrorCode::kProtocol);
+  CHECK(too_big.status().message().find("larger than the 65536-byte limit") != std::string::npos);
+
   auto refused = fetch("GET", "http://127.0.0.1:1/latest/meta-data/", {});
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().code() == ErrorCode::kNetwork);

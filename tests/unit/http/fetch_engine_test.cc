@@ -985,6 +985,66 @@ TEST_CASE("a Content-Length beyond a fixed buffer aborts before the body", "[fet
   CHECK(std::string(buffer.begin(), buffer.end()) == std::string(4096, 'u'));
 }
 
+TEST_CASE("a body over a growable target's limit is refused as kProtocol", "[fetch_engine]") {
+  // A hostile server answering a LIST with an endless 200 body: with a Content-Length the
+  // transfer stops before the body, without one (chunked) at the limit.
+  TestHttpServer server;
+  server.SetRoute("/announced", Ok(std::string(1 << 20, 'l')));
+  Route endless = Ok(std::string(1 << 20, 'l'));
+  endless.chunked = true;
+  server.SetRoute("/endless", endless);
+  IoThreads io(1);
+  FetchEngine engine(io.context(), {});
+  for (const char* path : {"/announced", "/endless"}) {
+    INFO(path);
+    std::vector<char> out;
+    Response r = Call(engine, Get(server.Url(path), GetTarget::Growable(&out, 64 * 1024)));
+    CHECK(r.transport.code() == ErrorCode::kProtocol);
+    CHECK_FALSE(r.transport.retryable());
+    CHECK(r.body_overflow);
+    CHECK(r.transport.message().find("larger than the 65536-byte limit") != std::string::npos);
+    CHECK(out.size() <= 64 * 1024);
+  }
+  std::vector<char> fits;
+  Response r = Call(engine, Get(server.Url("/announced"), GetTarget::Growable(&fits, 1 << 20)));
+  REQUIRE(r.transport.ok());
+  CHECK(fits.size() == 1u << 20);
+}
+
+TEST_CASE("a response with too many or too large headers is refused as kProtocol",
+          "[fetch_engine]") {
+  TestHttpServer server;
+  Route many = Ok("x");
+  for (int i = 0; i < 300; ++i) many.headers.push_back({"X-Oss-Meta-H" + std::to_string(i), "v"});
+  server.SetRoute("/many", many);
+  Route large = Ok("x");
+  for (int i = 0; i < 2; ++i) large.headers.push_back({"X-Big", std::string(40 * 1024, 'h')});
+  server.SetRoute("/large", large);
+  Route plenty = Ok("x");  // a generous real response: within both limits
+  for (int i = 0; i < 200; ++i) {
+    plenty.headers.push_back({"X-Oss-Meta-H" + std::to_string(i), std::string(100, 'v')});
+  }
+  server.SetRoute("/plenty", plenty);
+  IoThreads io(1);
+  FetchEngine engine(io.context(), {});
+
+  for (const char* path : {"/many", "/large"}) {
+    INFO(path);
+    Response r = Call(engine, Get(server.Url(path)));
+    CHECK(r.transport.code() == ErrorCode::kProtocol);
+    CHECK_FALSE(r.transport.retryable());
+    CHECK(r.transport.message().find("more than 256 header lines or 65536 bytes of headers") !=
+          std::string::npos);
+    CHECK(r.headers.size() <= 256);
+  }
+  Response r = Call(engine, Get(server.Url("/plenty")));
+  REQUIRE(r.transport.ok());
+  CHECK(r.headers.size() >= 200);
+  // A blocking fetch has the same limits.
+  Response b = FetchBlocking(Get(server.Url("/many")), {});
+  CHECK(b.transport.code() == ErrorCode::kProtocol);
+}
+
 TEST_CASE("URL paths are sent as built, dot segments and escapes included", "[fetch_engine]") {
   TestHttpServer server;
   IoThreads io(1);

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "common/url.h"
+#include "object/error_mapping.h"
 #include "object/list_parser.h"
 #include "unit/object/harness.h"
 
@@ -111,6 +112,25 @@ TEST_CASE("List page: malformed documents are protocol errors") {
     REQUIRE_FALSE(parsed.ok());
     CHECK(parsed.status().code() == ErrorCode::kProtocol);
   }
+}
+
+TEST_CASE("List page: a million nested elements cost no recursion, in listings and errors") {
+  // pugixml's parser and its document's destructor are iterative: nesting, which a hostile
+  // server chooses freely within the 16 MiB body limit, cannot overflow the stack.
+  const std::size_t depth = 1'000'000;
+  std::string nest;
+  nest.reserve(depth * 7);
+  for (std::size_t i = 0; i < depth; ++i) nest += "<a>";
+  for (std::size_t i = 0; i < depth; ++i) nest += "</a>";
+  auto parsed = ParseListObjectsV2(Page(nest + Contents("k")));
+  REQUIRE(parsed.ok());
+  REQUIRE(parsed->page.objects.size() == 1);
+  CHECK(parsed->page.objects[0].key == "k");
+  auto open = ParseListObjectsV2(Page(nest.substr(0, depth * 3)));
+  CHECK(open.status().code() == ErrorCode::kProtocol);
+  auto error = ParseErrorXml("<Error><Code>SlowDown</Code>" + nest + "</Error>");
+  REQUIRE(error.has_value());
+  CHECK(error->code == "SlowDown");
 }
 
 TEST_CASE("List page: empty listing") {
