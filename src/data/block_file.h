@@ -39,6 +39,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -59,6 +60,14 @@ constexpr std::string_view kTempPrefix = "tmp.";
 struct BlockDigest {
   std::array<unsigned char, 32> bytes{};
   friend bool operator==(const BlockDigest&, const BlockDigest&) = default;
+};
+// Hashes a digest by its first 8 bytes (for unordered containers of digests).
+struct BlockDigestHash {
+  size_t operator()(const BlockDigest& digest) const noexcept {
+    size_t h;
+    std::memcpy(&h, digest.bytes.data(), sizeof(h));  // SHA-256 bytes: uniform already
+    return h;
+  }
 };
 BlockDigest DigestOf(const BlockId& id);
 
