@@ -580,7 +580,7 @@ void ObjectFilesystem::OpenAs(InodeId ino, int flags, const Caller& caller,
     handle->etag = attr.etag;
     handle->small = attr.size <= self->options_.small_file_threshold;
     if (!handle->small) {
-      handle->reader = self->NewLargeFileReader(handle->key, attr.size, attr.etag);
+      handle->reader = self->NewLargeFileReader(handle->key, attr.size, attr.etag, attr.crc64);
       self->NotifyRead(path);  // hints skip large files; their position still moves on
       handle->read_notified = true;
     }
@@ -588,7 +588,10 @@ void ObjectFilesystem::OpenAs(InodeId ino, int flags, const Caller& caller,
     handle->opened = std::chrono::system_clock::now();
     handle->opened_steady = std::chrono::steady_clock::now();
     OpenReply reply;
-    reply.keep_cache = self->cache_.ttl().indefinite() && !changed;
+    // Not for a version whose CRC-64 check failed: the kernel may hold its damaged pages from
+    // earlier opens, and a pass that reads them would never fetch (and check) them again.
+    reply.keep_cache = self->cache_.ttl().indefinite() && !changed &&
+                       !prefetch::IsSuspectVersion(handle->key, handle->etag);
     reply.attributes_changed = changed;
     // A backing file, unless the kernel's page cache of this inode may already hold the
     // bytes and stays valid (keep_cache): reading those costs nothing, while a backing
@@ -749,8 +752,9 @@ void ObjectFilesystem::Released(const std::shared_ptr<FileHandle>& handle, bool 
 }
 
 std::shared_ptr<prefetch::SequentialReader> ObjectFilesystem::NewLargeFileReader(
-    const std::string& key, uint64_t size, const std::string& etag) {
+    const std::string& key, uint64_t size, const std::string& etag, std::optional<uint64_t> crc64) {
   prefetch::ReaderOptions o;
+  o.object_crc64 = crc64;  // from the listing or a HEAD; a GET's header replaces it
   o.initial_window = options_.readahead.initial_window;
   o.max_window = options_.readahead.max_window;
   o.part_size = options_.readahead.part_size;

@@ -176,7 +176,8 @@ class ObjectFilesystem : public Filesystem, public std::enable_shared_from_this<
   // The reader of one open large file, sharing the budget, slots and disk cache.
   std::shared_ptr<prefetch::SequentialReader> NewLargeFileReader(const std::string& key,
                                                                  uint64_t size,
-                                                                 const std::string& etag);
+                                                                 const std::string& etag,
+                                                                 std::optional<uint64_t> crc64);
   void ReadSmall(const std::shared_ptr<FileHandle>& h, uint64_t offset, size_t size,
                  Callback<ReadReply> done);
   // A handle now holds `path`'s bytes: the dataset prefetcher (if any) may move on.

@@ -36,12 +36,20 @@ Status SequentialReader::CheckGet(const Result<GetResult>& r, uint64_t expected_
 }
 
 void SequentialReader::StartParts(StartList parts) {
-  for (auto& part : parts) StartPart(part);
+  StartList from_disk;
+  for (auto& part : parts) {
+    if (StartPart(part)) from_disk.push_back(part);
+  }
+  // Their CRC-64s are computed on an io thread, not on this (maybe a FUSE) thread, and once
+  // the list's GETs are sent (FoldPart asks whether one was).
+  for (auto& part : from_disk) {
+    boost::asio::post(io_, [self = shared_from_this(), part]() { self->FoldPart(part); });
+  }
 }
 
-void SequentialReader::StartPart(const std::shared_ptr<Part>& part) {
+bool SequentialReader::StartPart(const std::shared_ptr<Part>& part) {
   const data::BlockId id{key_, etag_, part->index};
-  const bool cached = shared_.disk_cache && part->index != kPieceIndex;
+  const bool cached = shared_.disk_cache && part->index != kPieceIndex && !skip_disk_cache_.load();
   PartBuffer& buffer = *part->buffer;  // nobody else touches it until the part is ready
   if (cached) {
     if (auto hit = shared_.disk_cache->Get(id, part->length)) {
@@ -49,8 +57,9 @@ void SequentialReader::StartPart(const std::shared_ptr<Part>& part) {
       disk.Add();
       buffer.vec = std::move(*hit);
       buffer.data = const_cast<char*>(buffer.vec->data());  // never written
-      OnPartDone(part, Status());
-      return;
+      part->from_disk = true;
+      OnPartDone(part, Status(), nullptr);
+      return true;
     }
   }
   buffer.Allocate(part->length, /*shareable=*/cached);
@@ -69,21 +78,30 @@ void SequentialReader::StartPart(const std::shared_ptr<Part>& part) {
   target.on_arrival = [self = shared_from_this(), part](size_t bytes) {
     self->OnPartArrival(part, bytes);
   };
+  sent_get_.store(true);
   client_->Get(request, std::move(target),
                [self = shared_from_this(), part, id, cached](Result<GetResult> r) {
                  Status status = self->CheckGet(r, part->length);
                  if (status.ok() && cached) self->shared_.disk_cache->Put(id, part->buffer->vec);
-                 self->OnPartDone(part, std::move(status));
+                 const bool ok = status.ok();
+                 self->OnPartDone(part, std::move(status), ok ? &r.value() : nullptr);
+                 // After the reads waiting for the part were woken: they need not wait for
+                 // its CRC-64 too (only a read reaching the end of the object does).
+                 if (ok && part->index != kPieceIndex) self->FoldPart(part);
                });
+  return false;
 }
 
-void SequentialReader::OnPartDone(const std::shared_ptr<Part>& part, Status status) {
+void SequentialReader::OnPartDone(const std::shared_ptr<Part>& part, Status status,
+                                  const GetResult* got) {
   std::vector<std::function<void()>> waiters;
   std::shared_ptr<PartBuffer> dropped;  // a failed part's buffer, freed after the lock
   StartList start;
+  FoldNews news;
   {
     std::lock_guard lock(mu_);
     --in_flight_;
+    if (got) NoteGetLocked(*got);
     if (part->readahead) shared_.slots->Release();
     for (auto& waiter : part->waiters) waiters.push_back(std::move(waiter.wake));
     part->waiters.clear();
@@ -103,11 +121,17 @@ void SequentialReader::OnPartDone(const std::shared_ptr<Part>& part, Status stat
         if (piece == part) piece.reset();
       }
     }
+    if (part->index != kPieceIndex && part->state == Part::State::kFailed) {
+      SettlePartLocked(part->index, {}, news);  // its CRC will not come
+    } else if (got) {
+      ReleaseStuckWaitersLocked(news);  // the GET may have said no CRC is sent
+    }
     // A slot (and maybe memory) came free: continue the readahead.
     if (!closed_ && part->state == Part::State::kReady) TopUpLocked(start);
   }
   for (auto& w : waiters) w();
   StartParts(std::move(start));
+  DeliverFoldNews(std::move(news));
 }
 
 void SequentialReader::ReadDirect(uint64_t offset, uint64_t length, ReadCallback done) {
@@ -121,11 +145,19 @@ void SequentialReader::ReadDirect(uint64_t offset, uint64_t length, ReadCallback
   request.length = length;
   request.if_match = etag_;
   request.priority = Priority::kForeground;
+  sent_get_.store(true);
   client_->Get(
       request, GetTarget::Fixed(buffer->data, length),
       [self = shared_from_this(), buffer, length, done = std::move(done)](Result<GetResult> r) {
         Status status = self->CheckGet(r, length);
         if (!status.ok()) return done(status);
+        FoldNews news;
+        {
+          std::lock_guard lock(self->mu_);
+          self->NoteGetLocked(*r);
+          self->ReleaseStuckWaitersLocked(news);  // the GET may have said no CRC is sent
+        }
+        self->DeliverFoldNews(std::move(news));
         ReadBytes reply;
         reply.data = buffer->data;
         reply.size = length;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "prefetch/page_buffer.h"
@@ -41,6 +42,7 @@ struct SequentialReader::Part {
   uint64_t offset = 0;
   uint64_t length = 0;
   bool readahead = false;  // sent as Priority::kPrefetch and holds a FetchSlots slot
+  bool from_disk = false;  // its bytes came from the disk cache (set before it is ready)
   State state = State::kFetching;
   Status status;
   std::shared_ptr<PartBuffer> buffer;  // reserved at creation, filled when ready
@@ -72,6 +74,9 @@ struct SequentialReader::Gather {
   std::atomic<size_t> pending{0};
   uint64_t offset = 0;
   uint64_t end = 0;
+  // A read reaching the end of the object: the whole-object check's verdict (set before
+  // `pending` is decremented for it, or before the read is answered); not OK fails the read.
+  Status verdict;
   ReadCallback done;
 };
 

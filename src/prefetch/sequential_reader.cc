@@ -45,6 +45,14 @@ ReaderOptions Sanitise(ReaderOptions o) {
   return o;
 }
 
+// Parts a whole-object fold keeps waiting beyond a gap before it gives up: a reader in order
+// has at most its window and the GETs in flight ahead of the first part still missing, twice
+// that is not a reader in order.
+size_t MaxWaitingParts(const ReaderOptions& o) {
+  const uint64_t window_parts = std::max(o.max_window, o.initial_window) / o.part_size + 1;
+  return static_cast<size_t>(2 * window_parts) + static_cast<size_t>(o.per_file_concurrency) + 2;
+}
+
 }  // namespace
 
 SequentialReader::SequentialReader(boost::asio::io_context& io,
@@ -60,7 +68,9 @@ SequentialReader::SequentialReader(boost::asio::io_context& io,
       shared_(std::move(shared)),
       window_(WindowOptions(options_)),
       pieces_(WindowOptions(options_).streams),
-      run_read_at_(WindowOptions(options_).streams) {}
+      run_read_at_(WindowOptions(options_).streams),
+      fold_(size_, options_.part_size, MaxWaitingParts(options_), options_.object_crc64),
+      skip_disk_cache_(shared_.disk_cache && IsSuspectVersion(key_, etag_)) {}
 
 SequentialReader::~SequentialReader() {
   // In-flight GETs hold a reference, so nothing is in flight here; parts_ frees its buffers.
@@ -89,6 +99,9 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
   bool direct = false;
   // The read waits for bytes that readahead should have had here: readahead is behind.
   bool stalled = false;
+  // A read reaching the end of the object gets the whole-object check's verdict.
+  const bool to_end = end == size_;
+  Status direct_verdict;
   {
     std::lock_guard lock(mu_);
     if (closed_) {
@@ -194,8 +207,12 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
           EarlyAnswers().Add();
         }
       }
+      // Reaching the end, the read waits for the whole-object verdict while the fold can
+      // still end; otherwise it gets the last one (OK, or a mismatch since).
+      const bool await_verdict = to_end && fold_.armed() && FoldCompletableLocked();
+      if (to_end && !await_verdict) gather->verdict = mismatch_;
       // Set before any waiter is registered: arrivals and completions need mu_ to wake them.
-      gather->pending = not_ready;
+      gather->pending = not_ready + (await_verdict ? 1 : 0);
       for (size_t i = 0; i < gather->parts.size(); ++i) {
         if (has[i]) continue;
         Part& part = *gather->parts[i];
@@ -206,7 +223,16 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
         // The bytes may have arrived since `has` was taken, unseen by the network thread.
         if (part.arrived.load() >= gather->needs[i]) TakeAnsweredWaitersLocked(part, woken);
       }
-      if (not_ready == 0) boost::asio::post(io_, [gather]() { Assemble(gather); });
+      if (await_verdict) {
+        verdict_waiters_.push_back([gather](Status verdict) {
+          gather->verdict = std::move(verdict);
+          if (--gather->pending == 0) Assemble(gather);
+        });
+      } else if (not_ready == 0) {
+        boost::asio::post(io_, [gather]() { Assemble(gather); });
+      }
+    } else if (to_end) {
+      direct_verdict = mismatch_;
     }
     if (access == ReadaheadWindow::Access::kSequential) {
       if (stalled) {
@@ -218,7 +244,11 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
   }
   for (auto& wake : woken) boost::asio::post(io_, std::move(wake));
   StartParts(std::move(start));
-  if (direct) ReadDirect(offset, end - offset, std::move(gather->done));
+  if (direct && !direct_verdict.ok()) {
+    boost::asio::post(io_, [gather, direct_verdict]() { gather->done(direct_verdict); });
+  } else if (direct) {
+    ReadDirect(offset, end - offset, std::move(gather->done));
+  }
 }
 
 void SequentialReader::OnPartArrival(const std::shared_ptr<Part>& part, size_t bytes) {
@@ -271,6 +301,7 @@ std::optional<SequentialReader::StartList> SequentialReader::NewNeededPartsLocke
     part->buffer->reservation = data::Reservation(shared_.budget, part->length);
     parts_[i] = part;
     ++in_flight_;
+    NotePartCreatedLocked(i);
     created.push_back(std::move(part));
   }
   return created;
@@ -337,6 +368,7 @@ std::shared_ptr<SequentialReader::Part> SequentialReader::NewReadaheadPartLocked
   part->buffer->reservation = std::move(reservation);
   parts_[index] = part;
   ++in_flight_;
+  NotePartCreatedLocked(index);
   return part;
 }
 
@@ -372,16 +404,23 @@ void SequentialReader::DropOutsideLocked(uint64_t lo, uint64_t hi) {
 
 void SequentialReader::DropLocked(std::map<uint64_t, std::shared_ptr<Part>>::iterator it) {
   // An in-flight GET is aborted; its completion (kCancelled) still arrives and frees the
-  // buffer. A ready part's buffer goes once the last reply using it is sent.
-  if (it->second->state == Part::State::kFetching) it->second->cancel->cancelled = true;
+  // buffer. A ready part's buffer goes once the last reply using it is sent. A GET whose
+  // bytes have all arrived is left to complete: aborting it saves nothing, and its part's
+  // CRC-64 is still wanted by the whole-object check.
+  Part& part = *it->second;
+  if (part.state == Part::State::kFetching && part.arrived.load() < part.length) {
+    part.cancel->cancelled = true;
+  }
   parts_.erase(it);
 }
 
 void SequentialReader::Close() {
   std::map<uint64_t, std::shared_ptr<Part>> parts;  // destroyed after the lock
+  std::vector<std::function<void(Status)>> verdict_waiters;
   {
     std::lock_guard lock(mu_);
     closed_ = true;
+    verdict_waiters.swap(verdict_waiters_);
     for (auto& piece : pieces_) {
       if (piece && piece->state == Part::State::kFetching) piece->cancel->cancelled = true;
       piece.reset();
@@ -390,6 +429,11 @@ void SequentialReader::Close() {
       if (part->state == Part::State::kFetching) part->cancel->cancelled = true;
     }
     parts.swap(parts_);
+  }
+  for (auto& waiter : verdict_waiters) {
+    boost::asio::post(io_, [waiter = std::move(waiter)]() {
+      waiter(Status(ErrorCode::kCancelled, "the file was closed"));
+    });
   }
 }
 
@@ -412,6 +456,7 @@ void SequentialReader::Assemble(const std::shared_ptr<Gather>& gather) {
       return;
     }
   }
+  if (!gather->verdict.ok()) return gather->done(gather->verdict);
   ReadBytes reply;
   reply.size = gather->end - gather->offset;
   if (gather->parts.size() == 1) {

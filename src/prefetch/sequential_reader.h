@@ -57,6 +57,22 @@
 // read with kPreconditionFailed (ESTALE); bytes of two versions are never mixed in a reply.
 // Failed parts are not kept, so a later read retries.
 //
+// Whole-object CRC-64 (PartCrcFold): a ranged GET's bytes carry no checksum of their own, so a
+// reader that gets the object's aligned parts from offset 0 to its end has their CRC-64s
+// combined in order (each computed once per part, when it is complete, off the reader's
+// thread) and compared with the object's CRC-64: x-oss-hash-crc64ecma of the parts' GETs
+// (OSS sends the whole object's on ranged GETs too), else ReaderOptions::object_crc64. The
+// fold starts when part 0 is created. A read that reaches the end of the object while every
+// part not yet folded is folded or on its way waits for the verdict. On a mismatch: a warning
+// naming the key and both CRCs, that read (and every later one reaching the end, until a
+// later pass from 0 matches) fails with kIntegrity (EIO), the parts held are dropped, and
+// readers of that version opened later in this process skip the disk cache (its blocks may
+// hold the damaged bytes) and fetch again. Not verified: objects read out of order or only in
+// part (random reads, a run that did not start at 0, parts read as pieces when the budget was
+// spent, bytes the kernel page cache answered), reads fetched directly (stragglers, random
+// reads), and objects whose CRC-64 is unknown (S3; parts all from the disk cache with no GET
+// of this reader to tell it). Counted in ossmount_object_crc_checks_total{result}.
+//
 // Replies: a read inside one part points into the part buffer (owner = the buffer); a read
 // spanning parts is gathered into one new buffer. A read is answered as soon as its own bytes
 // have arrived (GetTarget::on_arrival), not when the whole part or piece has: the first
@@ -69,6 +85,7 @@
 // while calling the client, the disk cache or a callback).
 #pragma once
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
@@ -84,9 +101,18 @@
 #include "data/memory_budget.h"
 #include "ossmount/object_client.h"
 #include "prefetch/fetch_slots.h"
+#include "prefetch/part_crc_fold.h"
 #include "prefetch/readahead_window.h"
 
 namespace ossmount::prefetch {
+
+// Versions (key, etag) whose whole-object CRC-64 check failed in this process. Their parts
+// in the disk cache may hold the damaged bytes, and the cache cannot drop single blocks, so
+// readers opened later fetch them from the server instead, and the filesystem does not
+// let the kernel keep its page cache of them across opens. Bounded (the oldest are
+// forgotten); thread-safe.
+bool IsSuspectVersion(const std::string& key, const std::string& etag);
+void MarkSuspectVersion(const std::string& key, const std::string& etag);
 
 struct ReaderOptions {
   uint64_t initial_window = 1ull << 20;
@@ -112,6 +138,9 @@ struct ReaderOptions {
   // The clock piece_idle is measured by; empty means std::chrono::steady_clock. Tests pass
   // one they advance, so that no outcome depends on how fast the machine runs.
   std::function<std::chrono::steady_clock::time_point()> clock;
+  // The object's CRC-64 when its metadata knows it (a HEAD, a manifest), for the
+  // whole-object check; a GET's x-oss-hash-crc64ecma replaces it.
+  std::optional<uint64_t> object_crc64;
 };
 
 // What all readers of one mount share.
@@ -188,8 +217,36 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   void DropLocked(std::map<uint64_t, std::shared_ptr<Part>>::iterator it);
 
   void StartParts(StartList parts);
-  void StartPart(const std::shared_ptr<Part>& part);
-  void OnPartDone(const std::shared_ptr<Part>& part, Status status);
+  // Returns whether the part was found in the disk cache (and is done).
+  bool StartPart(const std::shared_ptr<Part>& part);
+  // `got`: the GET's result when it succeeded (its CRC header), else null.
+  void OnPartDone(const std::shared_ptr<Part>& part, Status status, const GetResult* got);
+  // REQUIRES mu_. A GET of this object succeeded: what it says of the object's CRC-64.
+  void NoteGetLocked(const GetResult& got);
+
+  // Whole-object CRC-64 (see the class comment).
+  // What a part's settling or a verdict leaves to do once mu_ is released.
+  struct FoldNews {
+    std::vector<std::function<void(Status)>> resolved;  // verdict waiters
+    Status status;                                      // what they get
+    PartCrcFold::Outcome outcome;                       // a verdict, to log and count
+    std::optional<uint64_t> expected;                   // the object's CRC-64, for the log
+    std::vector<std::shared_ptr<Part>> dropped;         // freed after mu_
+    bool suspect = false;  // a mismatch: MarkSuspectVersion
+  };
+  // REQUIRES mu_. An aligned part was created: its CRC may come; part 0 arms the fold.
+  void NotePartCreatedLocked(uint64_t index);
+  // After a successful part: computes its CRC (when the fold wants it) and records it.
+  void FoldPart(const std::shared_ptr<Part>& part);
+  // REQUIRES mu_. Part `index`'s CRC came (`outcome`: what recording it did) or will not
+  // come: resolves the verdict waiters when the fold ended or can no longer end.
+  void SettlePartLocked(uint64_t index, PartCrcFold::Outcome outcome, FoldNews& news);
+  // REQUIRES mu_. Resolves the verdict waiters (with mismatch_) when the fold can no longer
+  // end: it was disarmed, or a part not folded yet is neither recorded nor on its way.
+  void ReleaseStuckWaitersLocked(FoldNews& news);
+  // REQUIRES mu_. Whether every part not folded yet is recorded or has its CRC on its way.
+  bool FoldCompletableLocked() const;
+  void DeliverFoldNews(FoldNews news);
   // From the client's network thread: `bytes` of the part's GET are in place. Wakes the
   // reads those bytes answer (posted to io_).
   void OnPartArrival(const std::shared_ptr<Part>& part, size_t bytes);
@@ -219,6 +276,19 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   std::vector<std::chrono::steady_clock::time_point> run_read_at_;
   int in_flight_ = 0;
   bool closed_ = false;
+  // Whole-object CRC-64: the fold, how many aligned parts of each index may still bring a
+  // CRC (created, not yet settled), the reads reaching the end that wait for the verdict,
+  // and the mismatch every later read reaching the end fails with (OK: none).
+  PartCrcFold fold_;
+  std::map<uint64_t, int> crc_coming_;
+  std::vector<std::function<void(Status)>> verdict_waiters_;
+  Status mismatch_;
+  // Set once this reader sent a GET: a disk-cache part's CRC is computed only when the
+  // object's CRC is known or a GET may tell it (a file read wholly from the disk cache
+  // costs no CRC work that could never be compared).
+  std::atomic<bool> sent_get_{false};
+  // This version failed the check in this process: its disk-cache blocks are not used.
+  std::atomic<bool> skip_disk_cache_{false};
 };
 
 }  // namespace ossmount::prefetch

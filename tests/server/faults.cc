@@ -110,6 +110,10 @@ Status FaultSettings::Set(std::string_view name, std::string_view value) {
   if (name == "truncate-rate") return rate(truncate_rate);
   if (name == "stall-rate") return rate(stall_rate);
   if (name == "corrupt-rate") return rate(corrupt_rate);
+  if (name == "corrupt-key") {
+    corrupt_key = std::string(value);  // "" turns it off
+    return Status::Ok();
+  }
   if (name == "stall-ms") return integer(stall_ms);
   if (name == "retry-after") return integer(retry_after_s);
   if (name == "bandwidth-mbps") return number(bandwidth_mbps);
@@ -175,6 +179,7 @@ std::string FaultSettings::ToJson() const {
     << ",\"reset-rate\":" << reset_rate << ",\"truncate-rate\":" << truncate_rate
     << ",\"stall-rate\":" << stall_rate << ",\"stall-ms\":" << stall_ms
     << ",\"bandwidth-mbps\":" << bandwidth_mbps << ",\"corrupt-rate\":" << corrupt_rate
+    << ",\"corrupt-key\":\"" << corrupt_key << "\""
     << ",\"malformed\":[";
   for (size_t i = 0; i < malformed_kinds.size(); ++i)
     o << (i ? "," : "") << '"' << malformed_kinds[i] << '"';
@@ -230,6 +235,7 @@ FaultPlan FaultInjector::Plan(FaultOp op) {
   } else if (s->ttfb_ms > 0) {
     plan.delay = std::chrono::microseconds(static_cast<int64_t>(s->ttfb_ms * 1000));
   }
+  if (op == FaultOp::kGet) plan.corrupt_key = s->corrupt_key;
   if (!s->fault_ops.count(op)) return plan;
 
   if (s->bandwidth_mbps > 0) plan.bytes_per_second = s->bandwidth_mbps * 1e6 / 8;

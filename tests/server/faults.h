@@ -48,6 +48,11 @@ struct FaultSettings {
   int stall_ms = 2000;
   double bandwidth_mbps = 0;  // megabits per second per connection; 0 = unlimited
   double corrupt_rate = 0;
+  // Every ranged GET (206) of a key containing this has one body byte flipped (in the middle
+  // of the range), its headers right: the Content-Length, the ETag and the whole object's
+  // x-oss-hash-crc64ecma. Whole-object GETs of such keys stay right. "" = off. Applies to
+  // GETs whatever fault_ops says.
+  std::string corrupt_key;
   // Malformed responses (malformed.h): kinds drawn uniformly, each successful response of a
   // fault op is malformed with malformed_rate (only when kinds are given).
   std::vector<std::string> malformed_kinds;
@@ -78,6 +83,7 @@ struct FaultPlan {
   std::chrono::milliseconds stall_for{0};
   bool corrupt = false;
   double corrupt_fraction = 0;
+  std::string corrupt_key;      // GETs: FaultSettings::corrupt_key (applied to 206 replies)
   std::string malformed;        // a malformed.h kind, or ""
   double bytes_per_second = 0;  // 0 = unlimited
 };

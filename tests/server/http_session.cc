@@ -157,6 +157,12 @@ void HttpSession::Dispatch() {
       if (plan_.retry_after_s > 0) resp_.Add("Retry-After", std::to_string(plan_.retry_after_s));
     } else {
       resp_ = ctx_.api.Handle(info, req);
+      // --corrupt-key: a range damaged inside, consistent with its length and headers.
+      if (resp_.status == 206 && !plan_.corrupt_key.empty() &&
+          info.key.find(plan_.corrupt_key) != std::string::npos) {
+        plan_.corrupt = true;
+        plan_.corrupt_fraction = 0.5;
+      }
       if (!plan_.malformed.empty() && resp_.status < 300 &&
           ApplyMalformed(plan_.malformed, resp_)) {
         ctx_.stats.CountFault(StatFault::kMalformed);

@@ -67,6 +67,7 @@ Result<ServerOptions> ParseServerOptions(int argc, char** argv, int* exit_code) 
       {"stall-ms", "Stall duration, ms"},
       {"bandwidth-mbps", "Per-connection body pacing, megabits per second"},
       {"corrupt-rate", "Probability of one flipped body byte (headers stay right)"},
+      {"corrupt-key", "Flip one body byte of every ranged GET of keys containing this"},
       {"malformed",
        "Comma list of malformed-response kinds: invalid-xml,truncated-xml,huge-xml,html-200,"
        "short-content-length,long-content-length,missing-headers,wrong-crc"},

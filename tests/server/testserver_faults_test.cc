@@ -99,6 +99,37 @@ TEST_CASE("corrupt-rate flips one body byte but keeps the true CRC header", "[fa
   CHECK(f.client().Request("GET", "/bkt/obj").body == data);
 }
 
+TEST_CASE("corrupt-key flips a byte inside every ranged GET of matching keys only", "[faults]") {
+  ServerFixture f;
+  std::string data = RandomBytes(300000, 12);
+  f.WriteFile("damaged/obj", data);
+  f.WriteFile("fine/obj", data);
+  f.Start({"--auth", "off", "--corrupt-key", "damaged/"});
+  const std::pair<std::string, std::string> standard{"x-oss-range-behavior", "standard"};
+  for (int attempt = 0; attempt < 2; ++attempt) {  // every time: a retry gets it again
+    auto r = f.client().Request("GET", "/bkt/damaged/obj", {{"Range", "bytes=1000-100999"}});
+    REQUIRE(r.status == 206);
+    REQUIRE(r.body.size() == 100000);
+    const std::string want = data.substr(1000, 100000);
+    int diffs = 0;
+    for (size_t i = 0; i < want.size(); ++i) diffs += r.body[i] != want[i];
+    CHECK(diffs == 1);
+    CHECK(r.body[50000] != want[50000]);  // in the middle of the range
+    // The headers are those of the intact object: the whole object's CRC-64.
+    CHECK(r.Header("Content-Range") == "bytes 1000-100999/300000");
+    CHECK(r.Header("x-oss-hash-crc64ecma") == std::to_string(CrcOf(data)));
+  }
+  // Other keys' ranges, and whole-object GETs of the key, are intact.
+  CHECK(f.client().Request("GET", "/bkt/fine/obj", {{"Range", "bytes=1000-100999"}}).body ==
+        data.substr(1000, 100000));
+  CHECK(f.client().Request("GET", "/bkt/damaged/obj").body == data);
+  CHECK(f.Stat("faults.corrupt") == 2);
+  // Off through the control API.
+  REQUIRE(f.client().Request("POST", "/_ossmount/faults?corrupt-key=").status == 200);
+  CHECK(f.client().Request("GET", "/bkt/damaged/obj", {{"Range", "bytes=0-9"}, standard}).body ==
+        data.substr(0, 10));
+}
+
 TEST_CASE("stall-rate pauses mid-body for stall-ms, then completes", "[faults]") {
   ServerFixture f;
   std::string data = RandomBytes(300000, 10);
