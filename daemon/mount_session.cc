@@ -98,7 +98,8 @@ void RegisterControlCommands(control::CommandTable& commands, const ControlConte
       control::Access::kAnyUser);
   // Dataset prefetch: "warmup", "warmup-status", "warmup-cancel", "hints".
   if (auto prefetcher = fs::DatasetPrefetcherOf(context.filesystem)) {
-    RegisterPrefetchCommands(commands, context.io, std::move(prefetcher));
+    // The table's owner: the daemon's user (the CommandTable below is built with it too).
+    RegisterPrefetchCommands(commands, context.io, std::move(prefetcher), geteuid());
   }
 }
 

@@ -11,6 +11,10 @@
 // Paths are relative to the daemon's root ("" or "." is the root); absolute paths, empty
 // components and ".." are refused with an error naming the path. Every user of the mount may
 // send all but "warmup-cancel", which stops everyone's warm-ups (control::Access).
+// A hint list is checked against the control memory (--control-memory) before "hints"
+// answers: one that does not fit is refused with an error naming the limit, and nothing of
+// it is kept. A user whose uid is neither `owner_uid` nor 0 gets the smaller share and
+// counts of other users (DatasetPrefetcher::ReserveHints, StartWarmupFor).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -22,7 +26,8 @@
 namespace ossmount::daemon {
 
 void RegisterPrefetchCommands(control::CommandTable& commands, boost::asio::io_context& io,
-                              std::shared_ptr<prefetch::DatasetPrefetcher> prefetcher);
+                              std::shared_ptr<prefetch::DatasetPrefetcher> prefetcher,
+                              unsigned owner_uid);
 
 // Who sent a hint list: the client's pid, and whether that process still runs. For a client
 // the daemon cannot see (pid 0), the request's "sender" string (at most kMaxSenderName

@@ -48,6 +48,7 @@ struct RawOptions {
   // Dataset prefetch: warm-up and sampler-order hints.
   std::string warmup_concurrency = "128", hint_concurrency = "256", hint_ahead_files = "2048",
               hint_ahead_bytes = "512MiB";
+  std::string control_memory = "256MiB";
   bool prefetch_on_list = false;
   bool no_passthrough = false;
   std::string fuse_io_uring = "auto";
@@ -206,6 +207,10 @@ std::vector<CLI::Option*> DefineOptions(CLI::App& app, RawOptions& r) {
       ->group(data);
   app.add_option("--hint-ahead-bytes", r.hint_ahead_bytes,
                  "Hinted bytes held fetched and unread, at most about (default 512MiB)")
+      ->group(data);
+  app.add_option("--control-memory", r.control_memory,
+                 "Memory for control requests: hint lists and warm-up queues together; users "
+                 "other than the owner and root share a quarter (default 256MiB)")
       ->group(data);
   add_flag("--prefetch-on-list", r.prefetch_on_list,
            "Warm up a directory's files after it is listed (within the cache budget)")
@@ -643,6 +648,12 @@ Status Validate(const RawOptions& r, CLI::App& app, MountConfig& c) {
   if (!hab.ok()) return hab.status();
   if (*hab < (1ull << 20)) return InvalidOption("--hint-ahead-bytes: at least 1MiB");
   fso.dataset_prefetch.hint_ahead_bytes = *hab;
+  // Hint lists and warm-up queues come from requests any user of the mount may send: their
+  // memory has a limit of its own (DatasetPrefetcher), outside --max-memory's data buffers.
+  auto control_memory = ParseSize("--control-memory", r.control_memory);
+  if (!control_memory.ok()) return control_memory.status();
+  if (*control_memory < (1ull << 20)) return InvalidOption("--control-memory: at least 1MiB");
+  fso.dataset_prefetch.control_memory = *control_memory;
   fso.prefetch_on_list = r.prefetch_on_list;
 
   if (given("--manifest")) {

@@ -1031,7 +1031,8 @@ void ObjectFilesystem::ListRecursive(std::shared_ptr<RecursiveListing> listing, 
       item.etag = std::move(o.etag);
       items.push_back(std::move(item));
     }
-    if (!items.empty() && !listing->batch(std::move(items))) {
+    // Asked at every page, files or not: where a cancelled warm-up stops.
+    if (!listing->batch(std::move(items))) {
       return listing->done(
           Status(ErrorCode::kCancelled, "warm-up listing of '" + listing->prefix + "' cancelled"));
     }

@@ -6,14 +6,39 @@
 
 #include <algorithm>
 #include <iterator>
+#include <utility>
 
 #include "common/format_bytes.h"
+#include "common/metrics.h"
 
 namespace ossmount::prefetch {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// A held hint position's entry in HintList::held (a std::map node and its malloc header):
+// a list holds at most StaleDistance() of them, which its control memory includes.
+constexpr uint64_t kHeldEntryBytes = 80;
+
+std::string Bytes(uint64_t n) { return FormatBytes(static_cast<double>(n)); }
+
+// A size as the option takes it: "256MiB", "1GiB", "1000000".
+std::string OptionSize(uint64_t n) {
+  const char* units[] = {"GiB", "MiB", "KiB"};
+  const uint64_t sizes[] = {1ull << 30, 1ull << 20, 1ull << 10};
+  for (int i = 0; i < 3; ++i) {
+    if (n >= sizes[i] && n % sizes[i] == 0) return std::to_string(n / sizes[i]) + units[i];
+  }
+  return std::to_string(n);
+}
+
+metrics::Gauge& ControlMemoryGauge() {
+  static metrics::Gauge& g = metrics::Registry::Global().GetGauge(
+      "ossmount_control_memory_bytes",
+      "Memory held for control requests: hint lists and warm-up queues (--control-memory).");
+  return g;
+}
 
 }  // namespace
 
@@ -40,43 +65,281 @@ DatasetPrefetcher::DatasetPrefetcher(boost::asio::io_context& io, DatasetPrefetc
     : options_(options),
       fetch_(std::move(fetch)),
       list_(std::move(list)),
-      retry_timer_(std::make_unique<boost::asio::steady_timer>(io)) {}
+      retry_timer_(std::make_unique<boost::asio::steady_timer>(io)) {
+  metrics::Registry::Global()
+      .GetGauge("ossmount_control_memory_limit_bytes",
+                "The limit on memory held for control requests (--control-memory).")
+      .Set(static_cast<int64_t>(options_.control_memory));
+}
 
 DatasetPrefetcher::~DatasetPrefetcher() = default;
 
 // ---------------------------------------------------------------------------------------
+// Control memory
+
+HintReservation& HintReservation::operator=(HintReservation&& other) noexcept {
+  if (this != &other) {
+    Release();
+    owner_ = std::move(other.owner_);
+    by_ = other.by_;
+    bytes_ = std::exchange(other.bytes_, 0);
+    new_list_ = std::exchange(other.new_list_, false);
+    other.owner_.reset();
+  }
+  return *this;
+}
+
+HintReservation::~HintReservation() { Release(); }
+
+void HintReservation::Release() {
+  if (bytes_ == 0 && !new_list_) return;
+  if (auto prefetcher = owner_.lock()) {
+    std::lock_guard lock(prefetcher->mu_);
+    prefetcher->ReleaseReservationLocked(*this);
+  }
+  bytes_ = 0;
+  new_list_ = false;
+}
+
+void DatasetPrefetcher::ReleaseReservationLocked(HintReservation& r) {
+  UnchargeLocked(r.by_, r.bytes_);
+  hint_reserved_ -= std::min(hint_reserved_, r.bytes_);
+  if (r.new_list_) {
+    auto it = reserved_lists_.find(r.by_.uid);
+    if (it != reserved_lists_.end() && --it->second == 0) reserved_lists_.erase(it);
+  }
+  r.bytes_ = 0;
+  r.new_list_ = false;
+  r.owner_.reset();
+}
+
+bool DatasetPrefetcher::TryChargeLocked(const Requester& by, uint64_t bytes, uint64_t credit) {
+  // Credit: what `by` holds and is about to release (a list the new one replaces).
+  const uint64_t used = control_used_ - std::min(control_used_, credit);
+  if (used + bytes > options_.control_memory) return false;
+  if (!by.owner && others_used_ - std::min(others_used_, credit) + bytes > OthersLimit()) {
+    return false;
+  }
+  ChargeLocked(by, bytes);
+  return true;
+}
+
+void DatasetPrefetcher::ChargeLocked(const Requester& by, uint64_t bytes) {
+  control_used_ += bytes;
+  if (!by.owner) others_used_ += bytes;
+  ControlMemoryGauge().Set(static_cast<int64_t>(control_used_));
+}
+
+void DatasetPrefetcher::UnchargeLocked(const Requester& by, uint64_t bytes) {
+  control_used_ -= std::min(control_used_, bytes);
+  if (!by.owner) others_used_ -= std::min(others_used_, bytes);
+  ControlMemoryGauge().Set(static_cast<int64_t>(control_used_));
+}
+
+std::string DatasetPrefetcher::NoRoomMessageLocked(const Requester& by, uint64_t bytes,
+                                                   uint64_t credit) const {
+  const uint64_t limit = options_.control_memory;
+  const uint64_t used = control_used_ - std::min(control_used_, credit);
+  const uint64_t others = others_used_ - std::min(others_used_, credit);
+  if (!by.owner && others + bytes > OthersLimit()) {  // the other users' share is short
+    return "users other than the mount's owner and root share a quarter of the control "
+           "channel's memory (" +
+           OptionSize(OthersLimit()) + " of --control-memory " + OptionSize(limit) +
+           "), which has " + Bytes(OthersLimit() - std::min(OthersLimit(), others)) + " free";
+  }
+  return "the control channel's memory (--control-memory " + OptionSize(limit) + ") has " +
+         Bytes(limit - std::min(limit, used)) + " free";
+}
+
+uint64_t DatasetPrefetcher::HintListBytes(uint64_t count, uint64_t path_bytes) const {
+  return HintPaths::BytesFor(count, path_bytes) + count * sizeof(PosState) + sizeof(HintList) +
+         std::min<uint64_t>(count, StaleDistance()) * kHeldEntryBytes;
+}
+
+uint64_t DatasetPrefetcher::ListBytes(const HintList& list) const {
+  return list.paths->Bytes() + list.states.capacity() * sizeof(PosState) + sizeof(HintList) +
+         std::min<uint64_t>(list.states.size(), StaleDistance()) * kHeldEntryBytes;
+}
+
+// ---------------------------------------------------------------------------------------
 // Hints
 
-size_t DatasetPrefetcher::AppendHints(std::vector<std::string> paths, HintSender sender) {
-  const size_t n = paths.size();
+Result<HintReservation> DatasetPrefetcher::ReserveHints(const HintSender& sender, size_t count,
+                                                        uint64_t path_bytes, bool append) {
+  const Requester& by = sender.by;
+  HintReservation r;
+  std::vector<std::unique_ptr<HintList>> gone;  // freed after the lock
+  std::vector<std::shared_ptr<const void>> drop;
   {
     std::lock_guard lock(mu_);
-    for (auto& list : hint_lists_) {
-      if (!list->sender.SameAs(sender)) continue;
-      const size_t base = list->paths.size();
-      for (size_t i = 0; i < n; ++i) list->positions[paths[i]].push_back(base + i);
-      list->hints.resize(base + n);
-      list->paths.insert(list->paths.end(), std::make_move_iterator(paths.begin()),
-                         std::make_move_iterator(paths.end()));
-      hint_budget_wait_ = false;
-      paths.clear();
-      break;
+    if (!append) {
+      // A new list drops the lists of senders that have exited: before the check, so that
+      // their room counts as free.
+      for (auto& l : hint_lists_) {
+        if (!l->sender.SameAs(sender) && l->sender.alive && !l->sender.alive()) {
+          ReleaseHintListLocked(*l, drop);
+          UnchargeLocked(l->sender.by, l->bytes);
+          gone.push_back(std::move(l));
+        }
+      }
+      hint_lists_.erase(std::remove(hint_lists_.begin(), hint_lists_.end(), nullptr),
+                        hint_lists_.end());
     }
+    HintList* own = nullptr;
+    for (auto& l : hint_lists_) {
+      if (l->sender.SameAs(sender)) own = l.get();
+    }
+    const std::string what = "hint list of " + std::to_string(count) + " path(s)";
+    const bool extend = append && own != nullptr;
+    const uint64_t total = extend ? own->states.size() + count : count;
+    const uint64_t total_bytes = extend ? own->paths->path_bytes() + path_bytes : path_bytes;
+    // A list refused in one of its pieces holds nothing: the pieces taken before it go too.
+    auto refuse = [&](std::string message) {
+      if (extend) {
+        for (auto& l : hint_lists_) {
+          if (l.get() != own) continue;
+          ReleaseHintListLocked(*l, drop);
+          UnchargeLocked(l->sender.by, l->bytes);
+          gone.push_back(std::move(l));
+        }
+        hint_lists_.erase(std::remove(hint_lists_.begin(), hint_lists_.end(), nullptr),
+                          hint_lists_.end());
+        message += "; the pieces of the list taken before are dropped";
+      }
+      return ossmount::Status(ErrorCode::kNoSpace, std::move(message));
+    };
+    if (!HintPaths::Fits(total, total_bytes)) {
+      return refuse(what + " is longer than a list may be (" +
+                    std::to_string(HintPaths::kNone - 1) + " paths, 4 GiB of path names)");
+    }
+    if (extend && own->pieces >= kMaxHintPieces) {
+      return refuse("a hint list may arrive in at most " + std::to_string(kMaxHintPieces) +
+                    " pieces; send it again in fewer, longer pieces");
+    }
+    if (count == 0 && !append) return r;  // clears the sender's list: no room
+    const bool new_list = own == nullptr;
+    if (!by.owner && new_list) {
+      size_t lists = 0;
+      size_t others = 0;
+      for (const auto& l : hint_lists_) {
+        if (l->sender.by.owner) continue;
+        ++others;
+        if (l->sender.by.uid == by.uid) ++lists;
+      }
+      if (auto it = reserved_lists_.find(by.uid); it != reserved_lists_.end()) lists += it->second;
+      if (lists >= kOtherUserHintLists) {
+        return ossmount::Status(
+            ErrorCode::kNoSpace,
+            "uid " + std::to_string(by.uid) + " has " + std::to_string(lists) +
+                " hint lists already: a user other than the mount's owner and root "
+                "may have at most " +
+                std::to_string(kOtherUserHintLists) + " (and " + std::to_string(kOtherUserJobs) +
+                " running warm-ups) at once; a list goes when its sender exits or "
+                "sends an empty list");
+      }
+      if (hint_lists_.size() >= kMaxHintLists && others == 0) {
+        return ossmount::Status(
+            ErrorCode::kNoSpace,
+            "the daemon follows " + std::to_string(kMaxHintLists) +
+                " hint lists of the mount's owner and root, which another user's list "
+                "does not replace");
+      }
+    }
+    const uint64_t needed = HintListBytes(count, path_bytes);
+    // The sender's list that this one replaces is released when it is applied.
+    const uint64_t credit = !append && own != nullptr ? own->bytes : 0;
+    if (!TryChargeLocked(by, needed, credit)) {
+      return refuse(what + " needs " + Bytes(needed) + "; " +
+                    NoRoomMessageLocked(by, needed, credit));
+    }
+    r.owner_ = weak_from_this();
+    r.by_ = by;
+    r.bytes_ = needed;
+    hint_reserved_ += needed;
+    if (new_list && !by.owner) {
+      r.new_list_ = true;
+      ++reserved_lists_[by.uid];
+    }
+    if (extend) ++own->pieces;
   }
-  if (!paths.empty()) return SetHints(std::move(paths), std::move(sender));
-  Pump();
-  return n;
+  return r;
+}
+
+Result<size_t> DatasetPrefetcher::SendHints(std::vector<std::string> paths, HintSender sender,
+                                            bool append) {
+  uint64_t bytes = 0;
+  for (const auto& p : paths) bytes += p.size();
+  auto reservation = ReserveHints(sender, paths.size(), bytes, append);
+  if (!reservation.ok()) return reservation.status();
+  HintPaths list;
+  list.Reserve(paths.size(), bytes);
+  for (const auto& p : paths) list.Add(p);
+  std::vector<std::string>().swap(paths);
+  if (append) return AppendHints(std::move(list), std::move(sender), std::move(*reservation));
+  return SetHints(std::move(list), std::move(sender), std::move(*reservation));
 }
 
 size_t DatasetPrefetcher::SetHints(std::vector<std::string> paths, HintSender sender) {
-  // Built outside the lock: a list can hold millions of paths.
+  auto n = SendHints(std::move(paths), std::move(sender), /*append=*/false);
+  if (!n.ok()) spdlog::warn("hints: {}", n.status().message());
+  return n.ok() ? *n : 0;
+}
+
+size_t DatasetPrefetcher::AppendHints(std::vector<std::string> paths, HintSender sender) {
+  auto n = SendHints(std::move(paths), std::move(sender), /*append=*/true);
+  if (!n.ok()) spdlog::warn("hints: {}", n.status().message());
+  return n.ok() ? *n : 0;
+}
+
+size_t DatasetPrefetcher::AppendHints(HintPaths paths, HintSender sender,
+                                      HintReservation reservation) {
+  const size_t n = paths.size();
+  while (true) {
+    std::shared_ptr<const HintPaths> old;  // released after the lock: it may be large
+    uint64_t generation = 0;
+    {
+      std::lock_guard lock(mu_);
+      for (auto& l : hint_lists_) {
+        if (l->sender.SameAs(sender)) {
+          old = l->paths;
+          generation = l->generation;
+        }
+      }
+    }
+    if (!old) break;
+    // The whole list indexed again, outside the lock: readers' OnRead never waits for it.
+    auto longer = std::make_shared<const HintPaths>(HintPaths::Concat(*old, paths));
+    {
+      std::lock_guard lock(mu_);
+      HintList* list = FindHintListLocked(generation);
+      if (list == nullptr || list->paths != old) continue;  // replaced meanwhile: again
+      std::vector<PosState> states(longer->size(), PosState::kPending);  // exact capacity
+      std::copy(list->states.begin(), list->states.end(), states.begin());
+      list->states = std::move(states);
+      std::swap(list->paths, longer);  // `longer` now holds the old one, freed after the lock
+      const uint64_t bytes = ListBytes(*list);
+      ChargeLocked(list->sender.by, bytes);
+      UnchargeLocked(list->sender.by, list->bytes);
+      list->bytes = bytes;
+      ReleaseReservationLocked(reservation);
+      hint_budget_wait_ = false;
+    }
+    Pump();
+    return n;
+  }
+  return SetHints(std::move(paths), std::move(sender), std::move(reservation));
+}
+
+size_t DatasetPrefetcher::SetHints(HintPaths paths, HintSender sender,
+                                   HintReservation reservation) {
+  // Indexed outside the lock: a list can hold millions of paths.
+  if (!paths.indexed()) paths.Index();
+  const size_t n = paths.size();
   auto list = std::make_unique<HintList>();
-  list->positions.reserve(paths.size());
-  for (size_t i = 0; i < paths.size(); ++i) list->positions[paths[i]].push_back(i);
-  list->hints.resize(paths.size());
-  list->paths = std::move(paths);
+  list->paths = std::make_shared<const HintPaths>(std::move(paths));
+  list->states = std::vector<PosState>(n, PosState::kPending);
   list->sender = std::move(sender);
-  const size_t n = list->paths.size();
+  list->bytes = ListBytes(*list);
 
   std::vector<std::unique_ptr<HintList>> gone;  // freed after the lock (holds free buffers)
   std::vector<std::shared_ptr<const void>> drop;
@@ -96,12 +359,24 @@ size_t DatasetPrefetcher::SetHints(std::vector<std::string> paths, HintSender se
                       hint_lists_.end());
     if (n > 0) {
       while (hint_lists_.size() >= kMaxHintLists) {
-        gone.push_back(std::move(hint_lists_.front()));
-        hint_lists_.erase(hint_lists_.begin());
+        // Another user's list replaces the oldest of other users' lists, never an owner's.
+        auto oldest = hint_lists_.begin();
+        if (!list->sender.by.owner) {
+          auto other = std::find_if(hint_lists_.begin(), hint_lists_.end(),
+                                    [](const auto& l) { return !l->sender.by.owner; });
+          if (other != hint_lists_.end()) oldest = other;
+        }
+        gone.push_back(std::move(*oldest));
+        hint_lists_.erase(oldest);
       }
+      ChargeLocked(list->sender.by, list->bytes);
       hint_lists_.push_back(std::move(list));
     }
-    for (auto& l : gone) ReleaseHintListLocked(*l, drop);
+    for (auto& l : gone) {
+      ReleaseHintListLocked(*l, drop);
+      UnchargeLocked(l->sender.by, l->bytes);
+    }
+    ReleaseReservationLocked(reservation);
     hint_budget_wait_ = false;
   }
   drop.clear();
@@ -113,7 +388,7 @@ size_t DatasetPrefetcher::SetHints(std::vector<std::string> paths, HintSender se
 void DatasetPrefetcher::ReleaseHintListLocked(HintList& list,
                                               std::vector<std::shared_ptr<const void>>& drop) {
   // Only held positions have bytes: walk those, not a list of maybe millions, under mu_.
-  for (const auto& held : list.held) drop.push_back(std::move(list.hints[held.first].hold));
+  for (auto& held : list.held) drop.push_back(std::move(held.second.hold));
   list.held.clear();
   list.outstanding_bytes = 0;
 }
@@ -127,37 +402,36 @@ DatasetPrefetcher::HintList* DatasetPrefetcher::FindHintListLocked(uint64_t gene
 
 std::optional<size_t> DatasetPrefetcher::FirstUnreadLocked(const HintList& list,
                                                            const std::string& path) {
-  auto it = list.positions.find(path);
-  if (it == list.positions.end()) return std::nullopt;
-  for (size_t pos : it->second) {
-    if (list.hints[pos].state != PosState::kRead) return pos;
+  const HintPaths& paths = *list.paths;
+  for (uint32_t pos = paths.First(path); pos != HintPaths::kNone; pos = paths.Next(pos)) {
+    if (list.states[pos] != PosState::kRead) return pos;
   }
   return std::nullopt;
 }
 
 void DatasetPrefetcher::MarkHintReadLocked(HintList& list, size_t pos,
                                            std::vector<std::shared_ptr<const void>>& drop) {
-  Hint& h = list.hints[pos];
-  if (h.state == PosState::kInFlight) --list.outstanding_files;
-  if (h.state == PosState::kHeld) {
+  PosState& state = list.states[pos];
+  if (state == PosState::kInFlight) --list.outstanding_files;
+  if (state == PosState::kHeld) {
     --list.outstanding_files;
-    list.outstanding_bytes -= h.bytes;
-    list.held.erase(pos);
-    drop.push_back(std::move(h.hold));
+    auto held = list.held.find(pos);
+    list.outstanding_bytes -= held->second.bytes;
+    drop.push_back(std::move(held->second.hold));
+    list.held.erase(held);
   }
-  h.state = PosState::kRead;
+  state = PosState::kRead;
   ++list.counters.read;
   list.read_frontier = std::max(list.read_frontier, pos + 1);
   // A held file far behind the furthest read was skipped by the reader: release it.
   const size_t lag = StaleDistance();
   while (!list.held.empty() && list.held.begin()->first + lag < list.read_frontier) {
-    auto [old, bytes] = *list.held.begin();
-    list.held.erase(list.held.begin());
-    Hint& skipped = list.hints[old];
-    drop.push_back(std::move(skipped.hold));
-    skipped.state = PosState::kDone;
+    auto oldest = list.held.begin();
+    drop.push_back(std::move(oldest->second.hold));
+    list.states[oldest->first] = PosState::kDone;
     --list.outstanding_files;
-    list.outstanding_bytes -= bytes;
+    list.outstanding_bytes -= oldest->second.bytes;
+    list.held.erase(oldest);
     ++list.counters.released_unread;
   }
 }
@@ -216,8 +490,8 @@ void DatasetPrefetcher::RefetchPageCached() {
       const size_t from = list.read_frontier > lag ? list.read_frontier - lag : 0;
       const size_t end = list.next;
       for (size_t pos = from; pos < end; ++pos) {
-        if (list.hints[pos].state != PosState::kPageCached) continue;
-        list.hints[pos].state = PosState::kPending;
+        if (list.states[pos] != PosState::kPageCached) continue;
+        list.states[pos] = PosState::kPending;
         list.next = std::min(list.next, pos);
         --list.counters.page_cached;  // counts what stays unfetched for the page cache
         ++requeued;
@@ -240,8 +514,8 @@ void DatasetPrefetcher::OnHintDone(const Start& s, FetchResult r) {
       drop = std::move(r.hold);  // a replaced list: nothing to account
     } else {
       --list->in_flight;
-      Hint& h = list->hints[s.position];
-      const bool read = h.state == PosState::kRead;
+      PosState& state = list->states[s.position];
+      const bool read = state == PosState::kRead;
       if (r.outcome == FetchOutcome::kFetched) ++list->counters.fetched;
       if (r.outcome == FetchOutcome::kPageCached) ++list->counters.page_cached;
       if (r.outcome == FetchOutcome::kFailed) {
@@ -251,22 +525,20 @@ void DatasetPrefetcher::OnHintDone(const Start& s, FetchResult r) {
       if (read) {
         drop = std::move(r.hold);  // the reader joined the fetch and holds the bytes
       } else if (r.outcome == FetchOutcome::kFetched && r.hold) {
-        h.state = PosState::kHeld;
-        h.bytes = r.bytes;
-        h.hold = std::move(r.hold);
-        list->held[s.position] = r.bytes;
+        state = PosState::kHeld;
+        list->held[s.position] = Held{r.bytes, std::move(r.hold)};
         list->outstanding_bytes += r.bytes;
       } else if (r.outcome == FetchOutcome::kBudgetFull || r.outcome == FetchOutcome::kBusy) {
         // Not fetched: try this position again once reads free memory (or shortly).
-        h.state = PosState::kPending;
+        state = PosState::kPending;
         list->next = std::min(list->next, s.position);
         --list->outstanding_files;
         if (r.outcome == FetchOutcome::kBudgetFull) hint_budget_wait_ = true;
       } else if (r.outcome == FetchOutcome::kPageCached) {
-        h.state = PosState::kPageCached;  // RefetchPageCached may want it yet
+        state = PosState::kPageCached;  // RefetchPageCached may want it yet
         --list->outstanding_files;
       } else {
-        h.state = PosState::kDone;
+        state = PosState::kDone;
         --list->outstanding_files;
       }
     }
@@ -279,11 +551,15 @@ void DatasetPrefetcher::OnHintDone(const Start& s, FetchResult r) {
 // ---------------------------------------------------------------------------------------
 // Warm-up
 
-uint64_t DatasetPrefetcher::AddJobLocked(std::vector<std::string> paths, int concurrency) {
+uint64_t DatasetPrefetcher::AddJobLocked(std::vector<std::string> paths, int concurrency,
+                                         Requester by) {
   Job job;
   job.status.id = next_job_id_++;
   job.status.paths = std::move(paths);
+  job.status.uid = by.uid;
   job.concurrency = concurrency > 0 ? concurrency : options_.concurrency;
+  job.by = by;
+  job.fixed_bytes = JobFixedBytes(job.status.paths);
   job.started = Clock::now();
   jobs_.push_back(std::move(job));
   TrimJobsLocked();
@@ -302,11 +578,55 @@ void DatasetPrefetcher::TrimJobsLocked() {
 }
 
 uint64_t DatasetPrefetcher::StartWarmup(std::vector<std::string> paths, int concurrency) {
+  auto id = StartWarmupFor(Requester{}, std::move(paths), concurrency);
+  if (!id.ok()) {
+    spdlog::warn("warm-up: {}", id.status().message());
+    return 0;
+  }
+  return *id;
+}
+
+Result<uint64_t> DatasetPrefetcher::StartWarmupFor(Requester by, std::vector<std::string> paths,
+                                                   int concurrency) {
+  if (paths.size() > kMaxWarmupPaths) {
+    return ossmount::Status(ErrorCode::kInvalidArgument,
+                            "a warm-up takes at most " + std::to_string(kMaxWarmupPaths) +
+                                " paths (this one has " + std::to_string(paths.size()) +
+                                "); warm up a directory that holds them");
+  }
   uint64_t id;
   {
     std::lock_guard lock(mu_);
+    if (!by.owner) {
+      size_t running = 0;
+      for (const Job& j : jobs_) {
+        running += !Ended(j) && !j.by.owner && j.by.uid == by.uid ? 1 : 0;
+      }
+      if (running >= kOtherUserJobs) {
+        return ossmount::Status(
+            ErrorCode::kNoSpace,
+            "uid " + std::to_string(by.uid) + " has " + std::to_string(running) +
+                " warm-ups running already: a user other than the mount's owner and "
+                "root may run at most " +
+                std::to_string(kOtherUserJobs) + " (and have " +
+                std::to_string(kOtherUserHintLists) + " hint lists) at once; wait for one to end");
+      }
+      // Another user's job runs at most at the mount's warm-up concurrency.
+      concurrency =
+          std::min(concurrency > 0 ? concurrency : options_.concurrency, options_.concurrency);
+    }
+    // A job needs room for itself and at least one block of listed files.
+    const uint64_t need = JobFixedBytes(paths) + WarmupQueue::kBlockBytes;
+    const bool room = control_used_ + need <= options_.control_memory &&
+                      (by.owner || others_used_ + need <= OthersLimit());
+    if (!room) {
+      return ossmount::Status(ErrorCode::kNoSpace, "a warm-up needs " + Bytes(need) +
+                                                       " to queue the files it lists; " +
+                                                       NoRoomMessageLocked(by, need, 0));
+    }
     warm_committed_bytes_ = 0;  // an explicit request: the whole cache is its budget again
-    id = AddJobLocked(std::move(paths), concurrency);
+    id = AddJobLocked(std::move(paths), concurrency, by);
+    SyncJobChargeLocked(jobs_.back());
   }
   ListNext(id, 0);
   return id;
@@ -317,15 +637,24 @@ uint64_t DatasetPrefetcher::EnqueueFiles(std::string label, std::vector<Prefetch
   uint64_t id;
   {
     std::lock_guard lock(mu_);
-    id = AddJobLocked({std::move(label)}, 0);
+    id = AddJobLocked({std::move(label)}, 0, Requester{});
     Job& job = jobs_.back();
     job.automatic = true;
     for (const auto& item : items) job.status.bytes_total += item.size;
     job.status.files_total = items.size();
-    job.pending.assign(std::make_move_iterator(items.begin()),
-                       std::make_move_iterator(items.end()));
     job.status.listing_done = true;
     job.status.state = JobState::kRunning;
+    const uint64_t bytes = job.fixed_bytes + job.pending.BytesAfter(items);
+    if (!TryChargeLocked(job.by, bytes)) {
+      FinishJobLocked(job, JobState::kBudgetFull,
+                      "queuing " + std::to_string(items.size()) + " listed file(s) needs " +
+                          Bytes(bytes) + "; " + NoRoomMessageLocked(job.by, bytes, 0) +
+                          "; not warmed");
+      return id;
+    }
+    job.charged = bytes;
+    for (const auto& item : items) job.pending.Push(item);
+    SyncJobChargeLocked(job);
   }
   Pump();
   return id;
@@ -337,13 +666,12 @@ void DatasetPrefetcher::ListNext(uint64_t id, size_t path_index) {
   {
     std::lock_guard lock(mu_);
     Job* job = FindJobLocked(id);
+    // A job that ended (cancelled, failed, budget) lists nothing more.
     if (!job || Ended(*job)) return;
     if (path_index >= job->status.paths.size()) {
       job->status.listing_done = true;
       if (job->status.state == JobState::kListing) job->status.state = JobState::kRunning;
-      if (job->pending.empty() && job->status.in_flight == 0) {
-        FinishJobLocked(*job, JobState::kDone, "");
-      }
+      FinishIfDrainedLocked(*job);
       listing_over = true;
     } else {
       path = job->status.paths[path_index];
@@ -360,33 +688,88 @@ void DatasetPrefetcher::ListNext(uint64_t id, size_t path_index) {
         {
           std::lock_guard lock(self->mu_);
           Job* job = self->FindJobLocked(id);
-          if (!job || Ended(*job)) return false;
+          // Ended (cancelled) or stopped: no further page.
+          if (!job || Ended(*job) || !job->stopped.empty()) return false;
+          if (items.empty()) return true;  // a page of directory markers only
+          const uint64_t queue_after = job->pending.BytesAfter(items);
+          const uint64_t after = job->fixed_bytes + queue_after;
+          const uint64_t growth = after - std::min(after, job->charged);
+          if (!self->TryChargeLocked(job->by, growth)) {
+            // The queue would take the control memory past its limit: listing stops here,
+            // what is queued is warmed, and the job then ends budget-full saying why.
+            job->stopped = "stopped listing after " + std::to_string(job->status.files_total) +
+                           " file(s): the next " + std::to_string(items.size()) +
+                           " would take its queue of listed files from " +
+                           Bytes(job->pending.Bytes()) + " to " + Bytes(queue_after) + "; " +
+                           self->NoRoomMessageLocked(job->by, growth, 0) +
+                           ". The files listed are warmed, the rest is not: raise "
+                           "--control-memory, or warm up fewer paths at once";
+            job->status.message = job->stopped;
+            return false;
+          }
+          job->charged += growth;
           for (auto& item : items) {
             job->status.bytes_total += item.size;
             ++job->status.files_total;
-            job->pending.push_back(std::move(item));
+            job->pending.Push(item);
           }
+          self->SyncJobChargeLocked(*job);
           job->status.state = JobState::kRunning;
         }
         self->Pump();
         return true;
       },
       [self, id, path_index, path](ossmount::Status st) {
-        if (!st.ok()) {
-          {
-            std::lock_guard lock(self->mu_);
-            Job* job = self->FindJobLocked(id);
-            if (job && !Ended(*job)) {
-              job->status.listing_done = true;
-              self->FinishJobLocked(*job, JobState::kFailed,
-                                    "cannot list '" + path + "': " + st.message());
-            }
+        bool list_next = false;
+        {
+          std::lock_guard lock(self->mu_);
+          Job* job = self->FindJobLocked(id);
+          // Cancelled (or ended otherwise) meanwhile: its state stays, nothing restarts.
+          if (!job || Ended(*job)) return;
+          if (!job->stopped.empty()) {
+            // Stopped by the control memory: no further path is listed.
+            job->status.listing_done = true;
+            if (job->status.state == JobState::kListing) job->status.state = JobState::kRunning;
+            self->FinishIfDrainedLocked(*job);
+          } else if (!st.ok()) {
+            job->status.listing_done = true;
+            self->FinishJobLocked(*job, JobState::kFailed,
+                                  "cannot list '" + path + "': " + st.message());
+          } else {
+            list_next = true;
           }
-          self->Pump();
-          return;
         }
-        self->ListNext(id, path_index + 1);
+        if (list_next) {
+          self->ListNext(id, path_index + 1);
+        } else {
+          self->Pump();
+        }
       });
+}
+
+void DatasetPrefetcher::FinishIfDrainedLocked(Job& job) {
+  if (Ended(job) || !job.status.listing_done || !job.pending.empty() || job.status.in_flight > 0) {
+    return;
+  }
+  if (job.stopped.empty()) {
+    FinishJobLocked(job, JobState::kDone, "");
+  } else {
+    FinishJobLocked(job, JobState::kBudgetFull, job.stopped);
+  }
+}
+
+uint64_t DatasetPrefetcher::JobFixedBytes(const std::vector<std::string>& paths) {
+  uint64_t bytes = sizeof(Job);
+  for (const auto& p : paths) bytes += sizeof(std::string) + (p.size() > 15 ? p.size() + 1 : 0);
+  return bytes;
+}
+
+void DatasetPrefetcher::SyncJobChargeLocked(Job& job) {
+  // A job that ended holds only its status (kKeptJobs of them at most): nothing is charged.
+  const uint64_t bytes = Ended(job) ? 0 : job.fixed_bytes + job.pending.Bytes();
+  if (bytes > job.charged) ChargeLocked(job.by, bytes - job.charged);
+  if (bytes < job.charged) UnchargeLocked(job.by, job.charged - bytes);
+  job.charged = bytes;
 }
 
 void DatasetPrefetcher::OnJobDone(const Start& s, FetchResult r) {
@@ -452,15 +835,14 @@ void DatasetPrefetcher::OnJobDone(const Start& s, FetchResult r) {
           break;
         case FetchOutcome::kBusy:
           if (!Ended(*job)) {
-            job->pending.push_front(s.item);
+            job->pending.PushFront(s.item);
+            SyncJobChargeLocked(*job);
             warm_busy_wait_ = true;
             retry = true;
           }
           break;
       }
-      if (!Ended(*job) && st.listing_done && job->pending.empty() && st.in_flight == 0) {
-        FinishJobLocked(*job, JobState::kDone, "");
-      }
+      FinishIfDrainedLocked(*job);
     }
     if (r.hold) drop = std::move(r.hold);  // not kept (read meanwhile, or no job)
   }
@@ -483,8 +865,9 @@ size_t DatasetPrefetcher::CancelWarmups() {
 void DatasetPrefetcher::FinishJobLocked(Job& job, JobState state, std::string message) {
   job.status.state = state;
   job.status.message = std::move(message);
-  job.pending.clear();
+  job.pending.Clear();  // queued files are dropped: cancel (or the end) stops all of them
   job.ended = Clock::now();
+  SyncJobChargeLocked(job);
   // One line per directory listed would flood the log in automatic mode.
   const auto level = job.automatic ? spdlog::level::debug : spdlog::level::info;
   if (state == JobState::kDone) {
@@ -523,11 +906,11 @@ std::optional<size_t> DatasetPrefetcher::NextHintLocked(HintList& list, uint64_t
   // window is measured from the band's leading edge, not by files outstanding; a hard cap
   // on outstanding files (the stale distance) and the byte share bound what is held.
   const size_t max_outstanding = StaleDistance();
-  while (list.next < list.hints.size() &&
+  while (list.next < list.states.size() &&
          list.next < list.read_frontier + options_.hint_ahead_files &&
          list.outstanding_files < max_outstanding && list.outstanding_bytes < bytes_share) {
     const size_t pos = list.next++;
-    if (list.hints[pos].state == PosState::kPending) return pos;
+    if (list.states[pos] == PosState::kPending) return pos;
   }
   return std::nullopt;
 }
@@ -546,13 +929,13 @@ void DatasetPrefetcher::CollectLocked(std::vector<Start>& starts) {
       HintList& list = *hint_lists_[(hint_turn_ + k) % lists];
       auto pos = NextHintLocked(list, bytes_share);
       if (!pos) continue;
-      list.hints[*pos].state = PosState::kInFlight;
+      list.states[*pos] = PosState::kInFlight;
       ++list.in_flight;
       ++list.outstanding_files;
       ++hint_in_flight_;
       ++total;
       Start s;
-      s.item.path = list.paths[*pos];
+      s.item.path = std::string((*list.paths)[*pos]);
       s.hold = true;
       s.is_hint = true;
       s.generation = list.generation;
@@ -567,7 +950,9 @@ void DatasetPrefetcher::CollectLocked(std::vector<Start>& starts) {
     if (warm_busy_wait_) break;
     if (Ended(job)) continue;
     while (total < job.concurrency && !job.pending.empty()) {
-      PrefetchItem& item = job.pending.front();
+      Start s;
+      s.item = job.pending.Pop();
+      const PrefetchItem& item = s.item;
       if (disk_mode) {
         const uint64_t capacity = options_.disk_capacity
                                       ? std::min(options_.disk_budget, options_.disk_capacity())
@@ -590,9 +975,6 @@ void DatasetPrefetcher::CollectLocked(std::vector<Start>& starts) {
         }
         warm_committed_bytes_ += item.size;
       }
-      Start s;
-      s.item = std::move(item);
-      job.pending.pop_front();
       s.hold = !disk_mode;
       if (s.hold) warm_in_flight_[s.item.path] = false;
       s.generation = job.status.id;
@@ -601,10 +983,8 @@ void DatasetPrefetcher::CollectLocked(std::vector<Start>& starts) {
       ++total;
       starts.push_back(std::move(s));
     }
-    if (!Ended(job) && job.status.listing_done && job.pending.empty() &&
-        job.status.in_flight == 0) {
-      FinishJobLocked(job, JobState::kDone, "");
-    }
+    SyncJobChargeLocked(job);
+    FinishIfDrainedLocked(job);
     if (total >= options_.concurrency) break;
   }
 }
@@ -649,7 +1029,9 @@ HintStatus DatasetPrefetcher::HintListStatusLocked(const HintList& list) const {
   st.generation = list.generation;
   st.pid = list.sender.pid;
   st.name = list.sender.name;
-  st.files = list.hints.size();
+  st.files = list.states.size();
+  st.memory_bytes = list.bytes;
+  st.uid = list.sender.by.uid;
   st.next = list.next;
   st.outstanding_files = list.outstanding_files;
   st.outstanding_bytes = list.outstanding_bytes;
@@ -673,6 +1055,7 @@ PrefetchStatus DatasetPrefetcher::Status() const {
     sum.released_unread += st.released_unread;
     sum.outstanding_files += st.outstanding_files;
     sum.outstanding_bytes += st.outstanding_bytes;
+    sum.memory_bytes += st.memory_bytes;
     out.hint_lists.push_back(st);
   }
   sum.generation = hint_generation_;
@@ -682,10 +1065,19 @@ PrefetchStatus DatasetPrefetcher::Status() const {
   for (const Job& job : jobs_) {
     WarmupJobStatus st = job.status;
     st.seconds = std::chrono::duration<double>(job.ended.value_or(now) - job.started).count();
+    st.queued_files = job.pending.size();
+    st.queued_bytes = job.pending.Bytes();
+    out.control_memory.warmup_bytes += job.charged;
     out.jobs.push_back(std::move(st));
   }
   out.held_bytes = sum.outstanding_bytes + warm_held_bytes_;
   out.in_flight = hint_in_flight_ + job_in_flight_;
+  ControlMemoryStatus& cm = out.control_memory;
+  cm.used = control_used_;
+  cm.limit = options_.control_memory;
+  cm.other_users_used = others_used_;
+  cm.other_users_limit = OthersLimit();
+  cm.hint_bytes = sum.memory_bytes + hint_reserved_;
   return out;
 }
 
@@ -724,6 +1116,8 @@ std::string DatasetPrefetcher::StatusJson() const {
     w.Uint64(h.outstanding_bytes);
     w.Key("in_flight");
     w.Int(h.in_flight);
+    w.Key("memory_bytes");
+    w.Uint64(h.memory_bytes);
   };
   w.Key("hints");
   w.StartObject();
@@ -738,6 +1132,8 @@ std::string DatasetPrefetcher::StatusJson() const {
     w.StartObject();
     w.Key("pid");
     w.Int(h.pid);
+    w.Key("uid");
+    w.Uint(h.uid);
     if (!h.name.empty()) {
       w.Key("name");
       w.String(h.name.c_str(), static_cast<rapidjson::SizeType>(h.name.size()));
@@ -785,9 +1181,31 @@ std::string DatasetPrefetcher::StatusJson() const {
     w.Double(j.seconds);
     w.Key("message");
     w.String(j.message.c_str(), static_cast<rapidjson::SizeType>(j.message.size()));
+    w.Key("queued_files");
+    w.Uint64(j.queued_files);
+    w.Key("queued_bytes");
+    w.Uint64(j.queued_bytes);
+    w.Key("uid");
+    w.Uint(j.uid);
     w.EndObject();
   }
   w.EndArray();
+  const ControlMemoryStatus& cm = st.control_memory;
+  w.Key("control_memory");
+  w.StartObject();
+  w.Key("used");
+  w.Uint64(cm.used);
+  w.Key("limit");
+  w.Uint64(cm.limit);
+  w.Key("other_users_used");
+  w.Uint64(cm.other_users_used);
+  w.Key("other_users_limit");
+  w.Uint64(cm.other_users_limit);
+  w.Key("hint_bytes");
+  w.Uint64(cm.hint_bytes);
+  w.Key("warmup_bytes");
+  w.Uint64(cm.warmup_bytes);
+  w.EndObject();
   w.EndObject();
   return std::string(buf.GetString(), buf.GetSize());
 }

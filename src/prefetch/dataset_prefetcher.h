@@ -30,6 +30,21 @@
 //     A job stops, and says so in its status, when the next object would take it past the
 //     disk cache's size (which would evict what it just fetched) or when the memory budget
 //     refuses a buffer: it never evicts what is about to be read for what is further ahead.
+// Control memory (--control-memory, DatasetPrefetchOptions::control_memory): hint lists
+// (HintPaths and a byte of state per position, plus a bound on their held entries) and
+// warm-up queues (WarmupQueue) come from requests any user of the mount may send, so what
+// they hold is charged to one limit. A hint request is checked before it is answered
+// (ReserveHints: room reserved, then the list applied); a sender's list that a new one
+// replaces is credited. A warm-up whose next page of listed files does not fit stops
+// listing, warms what it queued, and ends kBudgetFull with a message naming the option.
+// A Requester that is not the mount's owner or root (another user of an allow_other mount)
+// shares with the other such users a quarter of the limit (kOtherUsersShare), and may have
+// kOtherUserHintLists lists and kOtherUserJobs running warm-ups at once (each at most at
+// the mount's warm-up concurrency); its list never evicts an owner's list.
+// Cancel (CancelWarmups) ends every queued and running job: queued files are dropped, a
+// listing in flight stops at its next page (its batch callback returns false) and no
+// further path of the job is listed; fetches in flight finish. A replaced or cleared hint
+// list starts nothing more; its fetches in flight finish and their bytes are dropped.
 // Hints go first: hinted fetches start while fewer than `hint_concurrency` fetches (hinted
 // and warm-up together) are in flight; a warm-up job's fetches start while fewer than its
 // concurrency (`concurrency` unless the job asks for its own) are in flight. Hints get the larger
@@ -61,17 +76,11 @@
 #include <vector>
 
 #include "ossmount/status.h"
+#include "prefetch/hint_paths.h"
+#include "prefetch/prefetch_item.h"
+#include "prefetch/warmup_queue.h"
 
 namespace ossmount::prefetch {
-
-struct PrefetchItem {
-  std::string path;  // relative to the mount root, no leading '/'
-  // Known from a listing (warm-up); for hints the fetcher resolves the path itself and
-  // these stay empty / 0.
-  std::string key;
-  uint64_t size = 0;
-  std::string etag;
-};
 
 enum class FetchOutcome {
   kFetched,        // bytes fetched (and written to disk / held)
@@ -98,7 +107,8 @@ using FetchDone = std::function<void(FetchResult)>;
 using Fetcher = std::function<void(const PrefetchItem& item, bool hold_in_memory, FetchDone)>;
 // Lists everything under `path` (recursive): `batch` once per page (may be called from any
 // thread, in order), then `done` once. Files only. `batch` returns false to stop the listing
-// (its job was cancelled): no further page is requested, and `done` gets kCancelled.
+// (its job was cancelled): no further page is requested, and `done` gets kCancelled. Pages
+// without files give an empty batch, so that a cancel is noticed at every page.
 using ListBatch = std::function<bool(std::vector<PrefetchItem>)>;
 using Lister =
     std::function<void(const std::string& path, ListBatch batch, std::function<void(Status)> done)>;
@@ -118,6 +128,17 @@ struct DatasetPrefetchOptions {
   std::function<uint64_t()> disk_capacity;
   // How long to wait before retrying a kBusy fetch.
   std::chrono::milliseconds busy_retry{20};
+  // Control memory (--control-memory): hint lists and warm-up queues together, at most.
+  // 256 MiB holds a hint list of about 5 million ImageNet paths, or warm-up queues of about
+  // 2.5 million listed files.
+  uint64_t control_memory = 256ull << 20;
+};
+
+// Who asked for a hint list or a warm-up. `owner`: the mount's owner or root, bounded by
+// control_memory only; anyone else has the smaller share and counts of other users.
+struct Requester {
+  unsigned uid = 0;
+  bool owner = true;
 };
 
 enum class JobState { kListing, kRunning, kDone, kBudgetFull, kCancelled, kFailed };
@@ -137,12 +158,15 @@ struct WarmupJobStatus {
   uint64_t files_skipped = 0;
   uint64_t files_failed = 0;
   int in_flight = 0;
-  double seconds = 0;   // since start (until the end, once ended)
-  std::string message;  // why it stopped (budget, error), "" otherwise
+  double seconds = 0;         // since start (until the end, once ended)
+  std::string message;        // why it stopped (budget, error), "" otherwise
+  uint64_t queued_files = 0;  // listed and not started
+  uint64_t queued_bytes = 0;  // what the queue holds in memory (control memory)
+  unsigned uid = 0;           // who started it
 };
 
-// Who sent a hint list. Lists are keyed by pid; all senders whose pid is unknown (0) share
-// one list.
+// Who sent a hint list. Lists are keyed by pid (and uid); all senders of one uid whose pid is
+// unknown (0) and who give no name share one list.
 struct HintSender {
   int pid = 0;
   // Only for pid 0 (a process the daemon cannot see, e.g. in another container's pid
@@ -152,9 +176,14 @@ struct HintSender {
   // False once the sender has exited. Called under the prefetcher's lock: it must be cheap,
   // must not block and must not call the prefetcher. Empty: the sender counts as running.
   std::function<bool()> alive;
+  // Who sent it, for the control memory's shares. Part of the sender's identity, so a name
+  // given by another user's client never reaches this user's list.
+  Requester by;
 
   // The same sender: its lists replace and extend each other.
-  bool SameAs(const HintSender& other) const { return pid == other.pid && name == other.name; }
+  bool SameAs(const HintSender& other) const {
+    return pid == other.pid && name == other.name && by.uid == other.by.uid;
+  }
 };
 
 // For one list, or (PrefetchStatus::hints) summed over the lists being followed.
@@ -172,7 +201,19 @@ struct HintStatus {
   uint64_t outstanding_files = 0;
   uint64_t outstanding_bytes = 0;
   int in_flight = 0;
-  bool budget_wait = false;  // the memory budget refused; waiting for reads to free some
+  bool budget_wait = false;   // the memory budget refused; waiting for reads to free some
+  uint64_t memory_bytes = 0;  // what the list holds (control memory)
+  unsigned uid = 0;           // one list: who sent it
+};
+
+// The control channel's memory (control_memory).
+struct ControlMemoryStatus {
+  uint64_t used = 0;  // hint lists (and reservations for lists being built) + warm-up queues
+  uint64_t limit = 0;
+  uint64_t other_users_used = 0;  // of `used`: users other than the mount's owner and root
+  uint64_t other_users_limit = 0;
+  uint64_t hint_bytes = 0;
+  uint64_t warmup_bytes = 0;  // running jobs and their queues
 };
 
 struct PrefetchStatus {
@@ -181,6 +222,28 @@ struct PrefetchStatus {
   std::vector<WarmupJobStatus> jobs;   // oldest first (the last kKeptJobs)
   uint64_t held_bytes = 0;             // hints + warm-up, in memory
   int in_flight = 0;
+  ControlMemoryStatus control_memory;
+};
+
+class DatasetPrefetcher;
+
+// Room in the control memory for one hint request, from the check (ReserveHints) until the
+// list is in place (SetHints / AppendHints take it) or the reservation is dropped.
+class HintReservation {
+ public:
+  HintReservation() = default;
+  HintReservation(HintReservation&& other) noexcept { *this = std::move(other); }
+  HintReservation& operator=(HintReservation&& other) noexcept;
+  ~HintReservation();
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  friend class DatasetPrefetcher;
+  void Release();  // gives the room back (locks the prefetcher)
+  std::weak_ptr<DatasetPrefetcher> owner_;
+  Requester by_;
+  uint64_t bytes_ = 0;
+  bool new_list_ = false;  // counts among by_'s lists until applied (other users only)
 };
 
 class DatasetPrefetcher : public std::enable_shared_from_this<DatasetPrefetcher> {
@@ -189,22 +252,52 @@ class DatasetPrefetcher : public std::enable_shared_from_this<DatasetPrefetcher>
   static constexpr size_t kKeptJobs = 32;
   // More concurrent senders than any one machine has GPUs; beyond, the oldest list goes.
   static constexpr size_t kMaxHintLists = 64;
+  // Pieces one list may arrive in (each piece rebuilds the list's index: bounded work).
+  static constexpr int kMaxHintPieces = 64;
+  // Users other than the mount's owner and root: together at most 1/kOtherUsersShare of
+  // control_memory; each at most this many hint lists and running warm-ups.
+  static constexpr uint64_t kOtherUsersShare = 4;
+  static constexpr size_t kOtherUserHintLists = 8;
+  static constexpr size_t kOtherUserJobs = 4;
+  // Paths one warm-up may name: a job keeps them for its status (kKeptJobs after it ends).
+  static constexpr size_t kMaxWarmupPaths = 4096;
+  // Control memory a list of `count` paths totalling `path_bytes` holds (its HintPaths,
+  // one state byte a position, the list itself, and its held entries at most).
+  uint64_t HintListBytes(uint64_t count, uint64_t path_bytes) const;
 
   // Create with std::make_shared. `fetch` and `list` must stay callable for its life.
   DatasetPrefetcher(boost::asio::io_context& io, DatasetPrefetchOptions options, Fetcher fetch,
                     Lister list);
   ~DatasetPrefetcher();
 
+  // Checks that a hint request of `count` paths totalling `path_bytes` fits the control
+  // memory and sender.by's limits, and reserves its room: kNoSpace with a message naming
+  // the limit otherwise. Not appending, it first drops the lists of senders that have
+  // exited, and credits the sender's own list (the new one replaces it).
+  Result<HintReservation> ReserveHints(const HintSender& sender, size_t count, uint64_t path_bytes,
+                                       bool append);
   // Replaces `sender`'s hint list (an empty list clears it) and drops the lists of senders
-  // that have exited. Returns the number of paths.
-  size_t SetHints(std::vector<std::string> paths, HintSender sender = {});
+  // that have exited. Indexes `paths` if not done yet (outside the lock). Returns the
+  // number of paths.
+  size_t SetHints(HintPaths paths, HintSender sender, HintReservation reservation);
   // Appends `paths` to the end of `sender`'s list: a list too long for one request arrives
-  // in several (the first by SetHints). Without a list of that sender (it was dropped, or
-  // none was sent), the same as SetHints. Returns the number of paths appended.
+  // in several (the first by SetHints). The list is rebuilt outside the lock and swapped
+  // in. Without a list of that sender (it was dropped, or none was sent), the same as
+  // SetHints. Returns the number of paths appended.
+  size_t AppendHints(HintPaths paths, HintSender sender, HintReservation reservation);
+  // ReserveHints, then SetHints / AppendHints.
+  Result<size_t> SendHints(std::vector<std::string> paths, HintSender sender, bool append);
+  // SendHints; 0 when refused (logged).
+  size_t SetHints(std::vector<std::string> paths, HintSender sender = {});
   size_t AppendHints(std::vector<std::string> paths, HintSender sender = {});
   // Starts a warm-up of everything under `paths` (relative to the mount; "" is the root).
   // concurrency 0 = the default. Returns the job id.
   uint64_t StartWarmup(std::vector<std::string> paths, int concurrency = 0);
+  // The same for `by`: refused (kNoSpace) when `by` is another user with kOtherUserJobs
+  // running, or the control memory has no room to queue a listed page; kInvalidArgument
+  // past kMaxWarmupPaths paths.
+  Result<uint64_t> StartWarmupFor(Requester by, std::vector<std::string> paths,
+                                  int concurrency = 0);
   // Queues a warm-up of the given files (automatic mode, after a listing), as one job.
   // Returns 0 (and queues nothing) when `items` is empty.
   uint64_t EnqueueFiles(std::string label, std::vector<PrefetchItem> items);
@@ -227,8 +320,7 @@ class DatasetPrefetcher : public std::enable_shared_from_this<DatasetPrefetcher>
   // kPageCached: not fetched because the kernel held it; kDone: fetched to disk, failed, or
   // released unread.
   enum class PosState : uint8_t { kPending, kInFlight, kHeld, kRead, kDone, kPageCached };
-  struct Hint {
-    PosState state = PosState::kPending;
+  struct Held {
     uint64_t bytes = 0;
     std::shared_ptr<const void> hold;
   };
@@ -236,21 +328,30 @@ class DatasetPrefetcher : public std::enable_shared_from_this<DatasetPrefetcher>
   struct HintList {
     uint64_t generation = 0;  // unique among all lists ever received
     HintSender sender;
-    std::vector<std::string> paths;
-    std::vector<Hint> hints;
-    std::unordered_map<std::string, std::vector<size_t>> positions;
+    // Immutable once in place: AppendHints builds the longer list beside it and swaps.
+    std::shared_ptr<const HintPaths> paths;
+    std::vector<PosState> states;  // one per position
     size_t next = 0;
-    size_t read_frontier = 0;         // 1 + the furthest position read
-    std::map<size_t, uint64_t> held;  // position -> bytes, held and unread
-    size_t outstanding_files = 0;     // in flight + held, unread
+    size_t read_frontier = 0;      // 1 + the furthest position read
+    std::map<size_t, Held> held;   // position -> what is held for it, unread
+    size_t outstanding_files = 0;  // in flight + held, unread
     uint64_t outstanding_bytes = 0;
     int in_flight = 0;
     HintStatus counters;
+    uint64_t bytes = 0;  // charged to the control memory (ListBytes)
+    int pieces = 1;      // SetHints + AppendHints reserved
   };
   struct Job {
     WarmupJobStatus status;
     int concurrency = 0;
-    std::deque<PrefetchItem> pending;
+    Requester by;
+    WarmupQueue pending;
+    // Control memory: the job itself and its paths while it runs, and `pending`.
+    uint64_t fixed_bytes = 0;
+    uint64_t charged = 0;
+    // Why listing stopped before the end (the control memory): the message the job ends
+    // with, kBudgetFull, once what was queued is done. "" while listing may go on.
+    std::string stopped;
     std::chrono::steady_clock::time_point started;
     std::optional<std::chrono::steady_clock::time_point> ended;
     bool automatic = false;  // EnqueueFiles (--prefetch-on-list): logged at debug
@@ -288,13 +389,32 @@ class DatasetPrefetcher : public std::enable_shared_from_this<DatasetPrefetcher>
   HintStatus HintListStatusLocked(const HintList& list) const;
   void OnJobDone(const Start& s, FetchResult r);
   void FinishJobLocked(Job& job, JobState state, std::string message);
+  // Ends `job` (done, or kBudgetFull if its listing was stopped) once it is listed, its
+  // queue empty and nothing of it in flight.
+  void FinishIfDrainedLocked(Job& job);
+  // Brings the control memory charged for `job` to what it holds: fixed_bytes and its
+  // queue while it runs, nothing once it ended.
+  void SyncJobChargeLocked(Job& job);
+  static uint64_t JobFixedBytes(const std::vector<std::string>& paths);
+  // Control memory. TryChargeLocked charges `bytes` if, less `credit` (bytes of `by` about
+  // to be released), they fit the limit and, for another user, the other users' share.
+  uint64_t OthersLimit() const { return options_.control_memory / kOtherUsersShare; }
+  bool TryChargeLocked(const Requester& by, uint64_t bytes, uint64_t credit = 0);
+  void ChargeLocked(const Requester& by, uint64_t bytes);
+  void UnchargeLocked(const Requester& by, uint64_t bytes);
+  // Why `bytes` more do not fit `by`'s room: "the control channel's memory
+  // (--control-memory 256MiB) has 12.0 MiB free", or the same of the other users' share.
+  std::string NoRoomMessageLocked(const Requester& by, uint64_t bytes, uint64_t credit) const;
+  void ReleaseReservationLocked(HintReservation& r);
+  uint64_t ListBytes(const HintList& list) const;
+  friend class HintReservation;
   // Lists job `id`'s paths one after another into its pending queue.
   void ListNext(uint64_t id, size_t path_index);
   void ScheduleRetry();
   Job* FindJobLocked(uint64_t id);
   static bool Ended(const Job& job);
   void TrimJobsLocked();
-  uint64_t AddJobLocked(std::vector<std::string> paths, int concurrency);
+  uint64_t AddJobLocked(std::vector<std::string> paths, int concurrency, Requester by);
 
   const DatasetPrefetchOptions options_;
   const Fetcher fetch_;
@@ -307,6 +427,11 @@ class DatasetPrefetcher : public std::enable_shared_from_this<DatasetPrefetcher>
   size_t hint_turn_ = 0;                               // round-robin among the lists
   int hint_in_flight_ = 0;                             // all lists, and dropped lists' fetches
   bool hint_budget_wait_ = false;  // the memory budget refused; waiting for a read
+  // Control memory charged: everything, and users other than the owner and root.
+  uint64_t control_used_ = 0;
+  uint64_t others_used_ = 0;
+  uint64_t hint_reserved_ = 0;                 // reservations not applied yet
+  std::map<unsigned, size_t> reserved_lists_;  // other users: new lists not applied yet
   // Warm-up.
   uint64_t next_job_id_ = 1;
   std::deque<Job> jobs_;  // queued, running and the last kKeptJobs ended

@@ -650,3 +650,12 @@ TEST_CASE("The FUSE io_uring option: auto by default, on or off, anything else a
   Fails(With({"--fuse-io-uring", "yes"}),
         "--fuse-io-uring: 'yes' is not valid; expected auto, on or off");
 }
+
+TEST_CASE("The control memory: 256MiB by default, a size of at least 1MiB") {
+  CHECK(Ok(With({})).fs.dataset_prefetch.control_memory == (256ull << 20));
+  CHECK(Ok(With({"--control-memory", "1GiB"})).fs.dataset_prefetch.control_memory == (1ull << 30));
+  CHECK(Ok(With({"-o", "control_memory=64MiB"})).fs.dataset_prefetch.control_memory ==
+        (64ull << 20));
+  Fails(With({"--control-memory", "512KiB"}), "--control-memory: at least 1MiB");
+  Fails(With({"--control-memory", "lots"}), "--control-memory");
+}
