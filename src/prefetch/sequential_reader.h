@@ -232,7 +232,7 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
     PartCrcFold::Outcome outcome;                       // a verdict, to log and count
     std::optional<uint64_t> expected;                   // the object's CRC-64, for the log
     std::vector<std::shared_ptr<Part>> dropped;         // freed after mu_
-    bool suspect = false;  // a mismatch: MarkSuspectVersion
+    bool suspect = false;                               // a mismatch: MarkSuspectVersion
   };
   // REQUIRES mu_. An aligned part was created: its CRC may come; part 0 arms the fold.
   void NotePartCreatedLocked(uint64_t index);

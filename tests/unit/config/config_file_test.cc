@@ -403,7 +403,8 @@ TEST_CASE("ParseSources without an environment getter means no environment layer
   CHECK(settings->empty());
 }
 
-TEST_CASE("--control-memory comes from OSSMOUNT_CONTROL_MEMORY and the config key control_memory") {
+TEST_CASE(
+    "The control memory comes from OSSMOUNT_CONTROL_MEMORY and the config key control_memory") {
   TempDir dir;
   std::string path = dir.Write("c.json", R"({"control_memory": "32MiB"})");
   FakeEnv env;
