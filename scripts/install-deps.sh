@@ -35,6 +35,8 @@ packages=(
   systemd dpkg-dev mount
   # pgrep (test_lifecycle.py finds the daemon it started).
   procps
+  # rsync: scripts/test.sh's stable copy of the tree under CI=true.
+  rsync
 )
 if [ "$want_bench" -eq 1 ]; then
   packages+=(s3fs rclone time wrk)
