@@ -148,6 +148,32 @@ class OtherUserLimitsTest(unittest.TestCase):
             answers.append(json.loads(line))
         return child, answers
 
+    def test_hostile_requests_of_another_user_are_refused_and_the_daemon_serves_on(self):
+        # A million '[' overflowed the stack of the recursive JSON parse and killed the daemon;
+        # "[0,0,...]" within the size limit cost 1.1 GB of parsed values.
+        m = harness.Mount(self.server, args=["--metadata-ttl", "indefinite", "--allow-other"])
+        self.addCleanup(m.close)
+        script = (
+            "import sys\nsys.path.insert(0, sys.argv[1])\nimport ossmount_hints\n"
+            "for data in (b'[' * 1000000, b'[' + b'0,' * 5000000 + b'0]'):\n"
+            "    print(ossmount_hints._call_through_mount(sys.argv[2], data).decode().strip(),"
+            " flush=True)\n")
+        r = subprocess.run(self.nobody + ["/usr/bin/python3", "-c", script, self.tools,
+                                          m.mountpoint],
+                           capture_output=True, text=True, timeout=300, cwd="/",
+                           env=dict(os.environ, PYTHONDONTWRITEBYTECODE="1"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        deep, many = [json.loads(line) for line in r.stdout.splitlines()]
+        self.assertFalse(deep["ok"])
+        self.assertIn("nested deeper than 32 levels", deep["error"])
+        self.assertFalse(many["ok"])
+        self.assertIn("more than 4194304 values", many["error"])
+        # The daemon is alive and serves reads and requests as before.
+        self.assertIsNone(m.proc.poll(), m.output()[-2000:])
+        with open(m.path("flat", "f00001.bin"), "rb") as f:
+            self.assertEqual(f.read(), b"0123456789")
+        self.assertTrue(ossmount_hints._call(m.mountpoint, {"command": "stats"})["ok"])
+
     def test_hints_and_warmup_of_another_user_stay_within_its_share(self):
         budget = 1 * MiB
         m = harness.Mount(self.server, args=[
