@@ -51,7 +51,7 @@ TEST_CASE("block index: insert, contains, touch and byte accounting") {
   CHECK(index.Touch(IndexTestDigest(1)).has_value());
 }
 
-TEST_CASE("block index: eviction takes the least recently used first; a touch renews") {
+TEST_CASE("block index: eviction takes the least recently used first, and a touch renews") {
   BlockIndex index(1 << 20);
   for (int n = 1; n <= 4; ++n) index.Insert(IndexTestDigest(n), 10);
   REQUIRE(index.Touch(IndexTestDigest(1)));  // order now 2, 3, 4, 1
