@@ -714,7 +714,7 @@ TEST_CASE("a body the caller does not vouch for, or an error response, is never 
 
 TEST_CASE(
     "a retry continues the bytes an earlier attempt reported: the same bytes are accepted, "
-    "different or unvouched ones abort it; a resumed attempt writes after them",
+    "different or unvouched ones abort it, and a resumed attempt writes after them",
     "[fetch_engine]") {
   TestHttpServer server;
   const std::string body = RandomBytes(200000, 33);

@@ -445,7 +445,7 @@ TEST_CASE("No CRC-64 known for the object: nothing is checked") {
 }
 
 TEST_CASE(
-    "Disk-cache parts count; after a mismatch later readers of that version skip the disk "
+    "Disk-cache parts count, and after a mismatch later readers of that version skip the disk "
     "cache") {
   IntegrityFixture f;
   f.disk = std::make_shared<MemoryBlockCache>();

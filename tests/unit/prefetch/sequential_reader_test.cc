@@ -76,7 +76,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "A read that waits for a part fetched ahead of it doubles the window; a read waiting for "
+    "A read that waits for a part fetched ahead of it doubles the window, and a read waiting for "
     "the part it fetched itself does not") {
   Harness h;
   const std::string data = Content(32 * MiB, 71);
@@ -136,7 +136,7 @@ TEST_CASE(
 
 TEST_CASE(
     "A reader past twice its first window that waits for the part it started in widens its "
-    "window; a reader of the file's head does not") {
+    "window, and a reader of the file's head does not") {
   Harness h;
   const std::string head = Content(64 * MiB, 72);
   h.fake->PutObject("head", head);
