@@ -5,7 +5,7 @@
 
 torchvision.datasets.ImageFolder + DataLoader(shuffle=True). By default each worker reads
 every byte of each image and returns only its length (I/O only: no pickling of image data
-through the worker pipe, see DESIGN.md §6); with --decode it decodes the JPEG with PIL and
+through the worker pipe, which on 2 cores alone caps a local-disk epoch); with --decode it decodes the JPEG with PIL and
 returns the tensor, as a real training input pipeline would.
 Prints one line per epoch: files, bytes, seconds, files/s, MB/s. Run with /usr/bin/python3.
 """

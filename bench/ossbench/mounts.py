@@ -6,7 +6,7 @@ daemon by its own pid), so no mount outlives the step that made it, even on a fa
 Every daemon runs in the foreground as our child, so its pid is known and its peak RSS
 (VmHWM) and CPU seconds (utime+stime) are read just before unmounting.
 
-The peer options are the fair ones from DESIGN.md §6; PEER_OPTIONS is quoted verbatim in
+The peer options are the fair ones (docs/BENCHMARKS.md, "The peers"); PEER_OPTIONS is quoted verbatim in
 the report. Credentials are dummy values (the server runs --auth off) and never logged.
 """
 import os

@@ -1,4 +1,4 @@
-// AWS Signature V4 for S3-compatible endpoints (OSS_PROTOCOL.md §4).
+// AWS Signature V4 for S3-compatible endpoints.
 #include <algorithm>
 
 #include "auth/crypto.h"

@@ -1,4 +1,4 @@
-// ECS instance RAM role credentials from the metadata service (OSS_PROTOCOL.md §7.4).
+// ECS instance RAM role credentials from the metadata service (the ECS instance metadata service).
 #include <mutex>
 
 #include <rapidjson/document.h>

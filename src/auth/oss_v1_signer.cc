@@ -1,4 +1,4 @@
-// OSS signature V1 (HMAC-SHA1), header and presigned-URL forms (OSS_PROTOCOL.md §2).
+// OSS signature V1 (HMAC-SHA1), header and presigned-URL forms (Alibaba Cloud OSS API reference).
 #include <algorithm>
 #include <array>
 

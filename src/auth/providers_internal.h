@@ -60,7 +60,7 @@ struct EcsRamRoleOptions {
   // trying again (Get() returns the old ones meanwhile).
   std::chrono::seconds retry_interval{10};
 };
-// Credentials of an ECS instance RAM role from the metadata service (OSS_PROTOCOL.md §7.4):
+// Credentials of an ECS instance RAM role from the metadata service:
 // PUT /latest/api/token (TTL 21600 s; on failure continue without a token), discover the
 // role when "auto", GET /latest/meta-data/ram/security-credentials/<role>. Fetches lazily on
 // the first Get(). A credentials reply over kMaxEcsResponseBytes or nested deeper than 32

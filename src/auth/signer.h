@@ -1,7 +1,8 @@
 // Request signers (OSS V1, OSS V4, AWS SigV4) and, for the test server, their verifiers.
 //
 // Signers are pure functions of (request, credentials, time): no clock, no I/O, so they are
-// tested byte for byte against the official vectors in OSS_PROTOCOL.md §2-§4.
+// tested byte for byte against the official vectors of the OSS and AWS documentation
+// (tests/unit/auth/signer_vectors_test.cc).
 //
 // Thread-safety: a Signer is immutable after construction; Sign() may run concurrently.
 #pragma once
@@ -25,7 +26,7 @@ namespace ossmount::auth {
 using Params = std::vector<std::pair<std::string, std::string>>;
 
 // A request as signers see it. Bucket and key are separate inputs: OSS signs "/bucket/key"
-// whatever the addressing style (OSS_PROTOCOL.md §1.2).
+// whatever the addressing style.
 struct SignableRequest {
   std::string method;  // "GET", "PUT", ...
   std::string bucket;  // "" for service-level requests
@@ -64,7 +65,7 @@ std::unique_ptr<Signer> MakeAwsSigV4Signer(std::string region, std::string servi
 // Presigned URLs (query-string authentication). Each returns the complete query to send:
 // request.query plus the authentication parameters. With anonymous credentials the query is
 // returned unchanged.
-// OSS V1 (OSS_PROTOCOL.md §2.4): adds Expires, OSSAccessKeyId, Signature and, with a token,
+// OSS V1: adds Expires, OSSAccessKeyId, Signature and, with a token,
 // security-token. `expires_epoch` is the Unix time at which the URL stops being valid.
 Params PresignOssV1(const SignableRequest& request, const Credentials& creds,
                     int64_t expires_epoch);

@@ -1,5 +1,5 @@
 // The intermediate strings of each signature scheme (canonical request, string to sign,
-// signing key), exposed so tests can compare them byte for byte with OSS_PROTOCOL.md and
+// signing key), exposed so tests can compare them byte for byte with the official vectors and
 // so the verifiers recompute exactly what the signers computed.
 //
 // Internal to src/auth and its tests. Pure functions of their inputs; thread-safe.
@@ -28,7 +28,7 @@ std::vector<std::pair<std::string, std::string>> CollectHeaders(
 // True for the query names that OSS V1 signs: the go-sdk-v2 and python-sdk sub-resource
 // lists, plus every name starting with "x-oss-".
 bool IsOssV1SubResource(std::string_view name);
-// "/bucket/key[?sub&sub=v]" with the raw key (OSS_PROTOCOL.md §2.1). `extra_subresources`
+// "/bucket/key[?sub&sub=v]" with the raw key. `extra_subresources`
 // are further query names to treat as sub-resources.
 std::string OssV1CanonicalResource(const SignableRequest& request,
                                    const std::vector<std::string>& extra_subresources = {});

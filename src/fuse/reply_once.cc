@@ -53,8 +53,8 @@ int RequestTracker::AnswerAllPending(int errno_value) {
       if (fuse_req_t req = r->TakeKeepingHook(&hook)) taken.push_back({req, r->op(), hook});
     }
   }
-  // Replies go out without the lock held (DESIGN.md §2); so is the interrupt hook unset, since
-  // a running hook replies and then takes this lock (Replied).
+  // Replies go out without the lock held (a reply may run other code); so is the interrupt hook
+  // unset, since a running hook replies and then takes this lock (Replied).
   for (const Taken& t : taken) {
     ReplyOnce::ReleaseHook(t.req, t.hook);
     spdlog::warn("fuse {}: still unanswered at shutdown; answering error {}", t.op, errno_value);

@@ -11,7 +11,7 @@ struct Dialect {
   const char* request_id_header;     // where the server puts its request id
   const char* storage_class_header;  // HEAD response
   // OSS only: "x-oss-range-behavior: standard" makes an out-of-bounds range a 416 instead
-  // of a 200 with the whole object (OSS_PROTOCOL.md §5.1).
+  // of a 200 with the whole object.
   bool send_range_behavior;
   // OSS only: the whole-object CRC-64/XZ header. S3's x-amz-checksum-crc64nvme is a
   // different polynomial and is deliberately ignored. nullptr when the protocol has none.

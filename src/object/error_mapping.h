@@ -1,5 +1,5 @@
 // Error responses: parsing the <Error> XML body and turning an HTTP error into a Status
-// whose message says what went wrong and what to do (OSS_PROTOCOL.md §6).
+// whose message says what went wrong and what to do.
 //
 // Only Code, Message, RequestId, HostId, EC and ServerTime are read from the body. Fields
 // such as StringToSign, SignatureProvided or AWSAccessKeyId never reach a Status: a

@@ -1,4 +1,4 @@
-// Parsing a ListObjectsV2 response body (OSS_PROTOCOL.md §5.3) with pugixml.
+// Parsing a ListObjectsV2 response body with pugixml.
 //
 // Keys, prefixes and the continuation token are url-decoded ('+' is a space, %XX a byte)
 // only when the response says <EncodingType>url</EncodingType>: a server that ignores

@@ -1,5 +1,5 @@
 // The S3 client against s3rver (a third-party S3 server) through the real FetchEngine:
-// path-style, SigV4, S3RVER/S3RVER. s3rver does not check signatures (see DESIGN.md §5);
+// path-style, SigV4, S3RVER/S3RVER. s3rver does not check signatures;
 // signing correctness is covered by testserver_object_test.cc.
 #include <catch2/catch.hpp>
 #include <map>

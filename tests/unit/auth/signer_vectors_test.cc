@@ -1,5 +1,5 @@
-// Every official signing vector of OSS_PROTOCOL.md §2, §3 and §4 (plus the derived ones of
-// §2.5 and §3.6), byte for byte, through both the public Signer and the intermediate strings.
+// Every official signing vector of the OSS V1, OSS V4 and AWS SigV4 documentation (plus
+// derived ones), byte for byte, through both the public Signer and the intermediate strings.
 #include <catch2/catch.hpp>
 
 #include "auth/signer.h"

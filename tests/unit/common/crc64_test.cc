@@ -7,7 +7,7 @@
 using ossmount::Crc64;
 using ossmount::Crc64Combine;
 
-// Check values from OSS_PROTOCOL.md §8 (aliyun-oss-cpp-sdk Crc64Test.cc).
+// Check values of CRC-64/XZ as the OSS SDKs test it (aliyun-oss-cpp-sdk Crc64Test.cc).
 TEST_CASE("crc64 matches the official check values") {
   std::string check = "123456789";
   CHECK(Crc64(0, check.data(), check.size()) == 0x995DC9BBDF1939FAULL);
