@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/unique_fd.h"
+#include "prefetch_status_json.h"
 
 namespace ossmount::daemon {
 
@@ -159,7 +160,7 @@ void RegisterPrefetchCommands(control::CommandTable& commands, boost::asio::io_c
   commands.Register(
       "warmup-status",
       [prefetcher](const rapidjson::Document&) -> Result<std::string> {
-        return prefetcher->StatusJson();
+        return PrefetchStatusJson(prefetcher->Status(), prefetcher->options());
       },
       control::Access::kAnyUser);
   commands.Register("warmup-cancel",

@@ -1,10 +1,10 @@
 // The control commands of dataset prefetch, registered by the mount session:
 //   "warmup"        {"paths":["train", ...], "concurrency":N?} -> {"job":ID}
-//   "warmup-status" {}                                          -> the prefetcher's status
+//   "warmup-status" {}                                          -> PrefetchStatusJson
 //   "warmup-cancel" {}                                          -> {"cancelled":N}
 //   "hints"         {"paths":["train/n01/x.JPEG", ...],
 //                    "sender":NAME?, "append":BOOL?}            -> {"files":N}
-//                   (the sender's list: one per client process, see DatasetPrefetcher;
+//                   (the sender's list: one per client process, see HintTracker;
 //                   NAME tells apart senders whose pid the daemon cannot see; "append"
 //                   extends the sender's list, for lists over the request limit, sent in
 //                   pieces in order)

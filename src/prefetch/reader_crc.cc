@@ -1,5 +1,5 @@
 // SequentialReader: the whole-object CRC-64 check of a reader that gets the object's parts
-// from offset 0 to its end (see the class comment and part_crc_fold.h).
+// from offset 0 to its end (part_crc_fold.h; docs/ARCHITECTURE.md, "Readahead").
 #include <spdlog/spdlog.h>
 
 #include <boost/asio/post.hpp>

@@ -1,88 +1,21 @@
-// SequentialReader: reads of one open large file, with readahead for sequential readers.
+// SequentialReader: the reads of one open large file, with readahead for its sequential
+// readers. The object is read in aligned parts of part_size (index = offset / part_size, the
+// disk cache's blocks), each one ranged GET with If-Match on the etag pinned at open; a
+// random read, or a short run, fetches about the bytes it asks for. docs/ARCHITECTURE.md
+// ("Readahead") describes the window, runs, pieces and the whole-object CRC-64 check.
 //
-// The object is read in aligned parts of part_size (index = offset / part_size), each one
-// ranged GET with If-Match = the etag pinned at open.
-//   - Sequential reads (ReadaheadWindow) keep the parts covering [reader, reader + window)
-//     fetched or in flight: parts the reader waits for go out with Priority::kForeground,
-//     parts ahead of it with Priority::kPrefetch. The window starts at initial_window and
-//     doubles while reads stay sequential, up to max_window: every time the reader has
-//     consumed a window, and at every read that waits for a part fetched ahead of it (a
-//     stall: readahead does not cover the fetch's latency at this reader's pace, as where
-//     each connection is slower than the reader). Once its run covers twice initial_window,
-//     a read waiting for any part an earlier read asked for is a stall too, the part the
-//     run started in included: at a slow connection the first part alone then no longer
-//     holds the reader until it is 7 MiB in. Before that (a `head -c`, a format probe,
-//     the kernel's first readahead of a small read), waiting for that part fetches nothing.
-//   - A random read (one that continues no reader's run, see ReadaheadWindow) that no kept
-//     part covers closes a lone reader's window, cancels (CancelFlag) and drops every part it
-//     does not need and that holds no other run's position, and fetches exactly the bytes asked for
-//     with one ranged GET that is not kept (a 4 KiB pread costs 4 KiB, not a part). With a
-//     disk cache, random reads fetch the covering parts instead, so that they are looked up
-//     in and fed to the cache.
-//   - Reads that continue a run that did not start at 0 are a short run until the run covers
-//     part_size (ReadaheadWindow's `establish`), and stay one while `windows` other runs hold
-//     a window: each read its run's last piece does not cover fetches one unaligned piece from
-//     its offset, as long as the run so far (at most part_size, at least the read), and
-//     nothing ahead. A random-access reader of a memory-mapped file (whose page faults come
-//     as two or three adjacent reads of the kernel's read-around) so costs about what the
-//     kernel asked for, not a part and a window per record; a run that goes on doubles its
-//     pieces until its window opens. A run from offset 0 opens its window at once. With a
-//     disk cache, short runs fetch the covering parts, like random reads.
-//   - Several readers of one open file (forked workers, threads) each have their own run, so
-//     each grows its own pieces and, once established, its own window (up to `windows` runs;
-//     beyond them, runs go on in pieces), kept with its parts while the others read
-//     elsewhere. Each run keeps its last piece for its next reads until the reader left it:
-//     it read past it, it was not read for piece_idle, or (a run never interleaved with
-//     another's reads: a lone reader that jumped) another run read; a window not read for
-//     piece_idle is closed. Beyond the budget, only one piece of the file is kept.
-//   - Parts behind the reader (ended more than `slack` before it) are dropped at once, so a
-//     sequential reader holds about one window of memory. A late read for bytes so dropped,
-//     within `late_tolerance` of the reader, is fetched exactly and alone (a straggler of
-//     the kernel's concurrent readahead), keeping the window.
-//
-// Backpressure: readahead parts are issued only while this file has fewer than
-// per_file_concurrency GETs in flight, a slot of the shared FetchSlots (global_concurrency) is
-// free and the shared MemoryBudget grants TryReserve(); a refusal by the budget stops the
-// readahead and shrinks the window instead of growing the process. A part a reader waits for
-// also asks TryReserve(); when the budget is spent (by the readahead of all files) the reader
-// instead gets a small unaligned piece (max(read, min(part_size, initial_window)) bytes) that
-// is Reserve()d, so a waiting reader never fails or waits for memory, and the overshoot is
-// about initial_window per waiting reader, not a part. The reservation lives with the buffer
-// (also in replies still being sent).
-//
-// Disk cache (optional): a part is looked up ({key, etag, index}, its exact length) before it
-// is fetched, and stored after a successful GET.
-//
-// Version pinning: a 412, or a body whose size/etag differs from the pinned ones, fails the
-// read with kPreconditionFailed (ESTALE); bytes of two versions are never mixed in a reply.
-// Failed parts are not kept, so a later read retries.
-//
-// Whole-object CRC-64 (PartCrcFold): a ranged GET's bytes carry no checksum of their own, so a
-// reader that gets the object's aligned parts from offset 0 to its end has their CRC-64s
-// combined in order (each computed once per part, when it is complete, off the reader's
-// thread) and compared with the object's CRC-64: x-oss-hash-crc64ecma of the parts' GETs
-// (OSS sends the whole object's on ranged GETs too), else ReaderOptions::object_crc64. The
-// fold starts when part 0 is created. A read that reaches the end of the object while every
-// part not yet folded is folded or on its way waits for the verdict. On a mismatch: a warning
-// naming the key and both CRCs, that read (and every later one reaching the end, until a
-// later pass from 0 matches) fails with kIntegrity (EIO), the parts held are dropped, and
-// readers of that version opened later in this process skip the disk cache (its blocks may
-// hold the damaged bytes) and fetch again. Not verified: objects read out of order or only in
-// part (random reads, a run that did not start at 0, parts read as pieces when the budget was
-// spent, bytes the kernel page cache answered), reads fetched directly (stragglers, random
-// reads), and objects whose CRC-64 is unknown (S3; parts all from the disk cache with no GET
-// of this reader to tell it). Counted in ossmount_object_crc_checks_total{result}.
-//
-// Replies: a read inside one part points into the part buffer (owner = the buffer); a read
-// spanning parts is gathered into one new buffer. A read is answered as soon as its own bytes
-// have arrived (GetTarget::on_arrival), not when the whole part or piece has: the first
-// 128 KiB of a file, or of a seek's new piece, wait for those bytes and not for 8 MiB.
-// Bytes that arrived stay valid if the GET fails later; a read still waiting gets the error.
+// What a caller can rely on:
+//   - Memory stays within the shared MemoryBudget and readahead GETs within FetchSlots; a
+//     read that waits is never refused for memory (it gets a smaller piece instead).
+//   - A read is answered once its own bytes have arrived; its ReadBytes stay valid while
+//     `owner` is held, even if the GET fails later.
+//   - Bytes of two versions are never mixed: a 412 or a changed size/etag fails the read
+//     with kPreconditionFailed (ESTALE). A whole-object CRC-64 mismatch fails the reads that
+//     reach the end with kIntegrity (EIO). A failed part is not kept: a later read retries.
 //
 // Ownership: create with std::make_shared; in-flight GETs keep it alive. Call Close() when
-// the file is released: it cancels every GET and drops every part (reads after it fail).
-// Thread-safety: all methods may be called concurrently; mu_ is a leaf lock (never held
-// while calling the client, the disk cache or a callback).
+// the file is released. Thread-safety: all methods may be called concurrently; mu_ is a
+// leaf lock (never held while calling the client, the disk cache or a callback).
 #pragma once
 
 #include <atomic>
@@ -198,9 +131,9 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   // when the budget is spent), holding `reservation`: not kept in parts_, not cached on disk.
   std::shared_ptr<Part> NewPieceLocked(uint64_t offset, uint64_t length,
                                        data::Reservation reservation);
-  // REQUIRES mu_. Drops the pieces their readers have left (see the class comment), before a
-  // read of the current run that `holding` (if any) answers; `random`: the run's slot was a
-  // forgotten run's.
+  // REQUIRES mu_. Drops the pieces their readers have left (read past, idle for piece_idle,
+  // or another run read), before a read of the current run that `holding` (if any)
+  // answers; `random`: the run's slot was a forgotten run's.
   void ReleasePiecesLocked(bool random, const std::shared_ptr<Part>& holding,
                            std::chrono::steady_clock::time_point now);
   // REQUIRES mu_. Notes the current run's read and closes the windows of runs not read for
@@ -224,7 +157,7 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   // REQUIRES mu_. A GET of this object succeeded: what it says of the object's CRC-64.
   void NoteGetLocked(const GetResult& got);
 
-  // Whole-object CRC-64 (see the class comment).
+  // Whole-object CRC-64 (PartCrcFold).
   // What a part's settling or a verdict leaves to do once mu_ is released.
   struct FoldNews {
     std::vector<std::function<void(Status)>> resolved;  // verdict waiters
