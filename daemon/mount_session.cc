@@ -21,6 +21,7 @@
 #include "control/command_table.h"
 #include "control/control_server.h"
 #include "fs/object_filesystem.h"
+#include "fs/prefetch_link.h"
 #include "fuse/fuse_server.h"
 #include "fuse/kernel_readahead.h"
 #include "http/fetch_engine.h"
@@ -81,7 +82,7 @@ struct ControlContext {
   boost::asio::io_context& io;
   const config::MountConfig& config;
   std::shared_ptr<ObjectClient> client;
-  std::shared_ptr<fs::Filesystem> filesystem;
+  std::shared_ptr<prefetch::DatasetPrefetcher> prefetcher;
   std::chrono::steady_clock::time_point started;
 };
 
@@ -96,11 +97,9 @@ void RegisterControlCommands(control::CommandTable& commands, const ControlConte
         return Result<std::string>(StatsResult(mountpoint, started));
       },
       control::Access::kAnyUser);
-  // Dataset prefetch: "warmup", "warmup-status", "warmup-cancel", "hints".
-  if (auto prefetcher = fs::DatasetPrefetcherOf(context.filesystem)) {
-    // The table's owner: the daemon's user (the CommandTable below is built with it too).
-    RegisterPrefetchCommands(commands, context.io, std::move(prefetcher), geteuid());
-  }
+  // Dataset prefetch: "warmup", "warmup-status", "warmup-cancel", "hints". The table's
+  // owner: the daemon's user (the CommandTable below is built with it too).
+  RegisterPrefetchCommands(commands, context.io, context.prefetcher, geteuid());
 }
 
 // One line at exit with what the retry loop absorbed; tests read it (test_faults.py).
@@ -199,6 +198,12 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   }
 
   auto filesystem = fs::MakeObjectFilesystem(io, fs_client, config.fs);
+  // Warm-up and sampler-order hints (the control commands below), fetched through the
+  // filesystem's caches and moved on by its reads; attached before the first listing, which
+  // --prefetch-on-list warms.
+  auto prefetcher = fs::MakeDatasetPrefetcher(filesystem);
+  filesystem->SetReadObserver(
+      std::make_shared<fs::PrefetchObserver>(prefetcher, filesystem->options()));
   // Cache the root listing before the mount appears, so the first lookups under the root
   // (ImageFolder's stat of MOUNT/train) are answered without probing requests.
   WarmRootListing(*filesystem, std::chrono::seconds(10));
@@ -208,7 +213,7 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   // once that is started below.
   auto commands = std::make_shared<control::CommandTable>(io, geteuid());
   RegisterControlCommands(*commands,
-                          ControlContext{io, config, *client, filesystem, session_started});
+                          ControlContext{io, config, *client, prefetcher, session_started});
 
   fuse::FuseServerOptions fuse_options;
   fuse_options.control = [commands](std::string request, fuse::ControlCaller caller,
@@ -235,7 +240,7 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   fuse_options.io_uring = config.daemon.fuse_io_uring == "on"    ? fuse::FuseRingMode::kOn
                           : config.daemon.fuse_io_uring == "off" ? fuse::FuseRingMode::kOff
                                                                  : fuse::FuseRingMode::kAuto;
-  auto mounted = fuse::FuseServer::Mount(filesystem, fuse_options);
+  auto mounted = fuse::FuseServer::Mount(filesystem, filesystem, fuse_options);
   if (!mounted.ok()) {
     Fail(reporter, mounted.status().message());
     return 1;

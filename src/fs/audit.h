@@ -1,6 +1,6 @@
 // The audit hook: one record per opened file, handed over when the file is released, or,
 // for a file still open when the mount ends (the kernel drops releases still queued then,
-// and a process may hold a file open across the unmount), at Filesystem::EndSession.
+// and a process may hold a file open across the unmount), at SessionHooks::EndSession.
 //
 // The filesystem fills a record (path, who opened it, when, bytes read through the handle,
 // how long it was open) and calls AuditSink::Record from the thread that handles the

@@ -17,8 +17,8 @@
 #include <memory>
 #include <string>
 
-#include "meta/metadata_cache.h"
 #include "fs/listing_guard.h"
+#include "meta/metadata_cache.h"
 #include "ossmount/object_client.h"
 
 namespace ossmount::fs {
@@ -28,7 +28,6 @@ using ListingCallback = std::function<void(Result<std::shared_ptr<const meta::Di
 using KeepListing = std::function<bool(int pages_fetched)>;
 
 void ListDirectory(std::shared_ptr<ObjectClient> client, std::string list_prefix,
-                   ListingCallback done, KeepListing keep_going = nullptr,
-                   int max_pages = kDefaultMaxListPages);
+                   ListingCallback done, KeepListing keep_going, int max_pages);
 
 }  // namespace ossmount::fs

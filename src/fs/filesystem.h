@@ -1,14 +1,13 @@
-// Filesystem: POSIX semantics over an ObjectClient plus the metadata cache. Knows nothing of
-// FUSE: src/fuse translates FUSE requests into these calls and the results into replies,
-// so this layer is tested with a fake ObjectClient and no kernel.
+// Filesystem: the POSIX operations of a mount, as src/fuse calls them (ObjectFilesystem over a
+// bucket; doubles in tests). Knows nothing of FUSE. What a session needs beyond POSIX is
+// SessionHooks (fs/session_hooks.h).
 //
 // Contract for the asynchronous methods: the callback is called exactly once, with either a
 // value or a non-OK Status whose ToErrno() is the errno to reply with. When the answer is at
 // hand (cached metadata, bytes in memory or in the disk cache, an invalid argument) it runs
 // on the calling thread before the method returns; when it needs the network it runs on an
-// io_context thread later. The inline answer is the fast path of a cached epoch: a handoff
-// to another thread cost two context switches per FUSE request. So callers must not hold a
-// lock the callback takes, and must not assume the call returns first.
+// io_context thread later. So callers must not hold a lock the callback takes, and must not
+// assume the call returns first.
 //
 // Inode lifetime follows the kernel's lookup count (as in libfuse's passthrough_hp):
 // every successful Lookup, and every entry a readdirplus reply actually hands to the
@@ -27,7 +26,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,9 +79,10 @@ struct OpenReply {
   // on the server): the adapter tells the kernel to drop the attributes it holds, before
   // replying, so that the opener's fstat and reads see the new size. keep_cache is false.
   bool attributes_changed = false;
-  // Only when SetBackingFilesWanted(true): a read-only local file holding exactly this
-  // file's bytes from offset 0, verified just now, which the kernel may read instead of
-  // sending READs (FUSE passthrough). The handle still needs its Release.
+  // Only when the session wants backing files (SessionHooks::SetBackingFilesWanted): a
+  // read-only local file holding exactly this file's bytes from offset 0, verified just now,
+  // which the kernel may read instead of sending READs (FUSE passthrough). The handle still
+  // needs its Release.
   std::shared_ptr<UniqueFd> backing_file;
 };
 
@@ -126,34 +125,16 @@ class Filesystem {
                        Callback<std::vector<DirEntry>> done) = 0;
   virtual void ReleaseDir(InodeId ino, uint64_t dir_handle) = 0;
 
-  // flags: the open(2) flags. Any write access is EROFS.
-  virtual void Open(InodeId ino, int flags, Callback<OpenReply> done) = 0;
-  // Open, knowing who asked (for the audit log). The default ignores the caller.
-  virtual void OpenAs(InodeId ino, int flags, const Caller& caller, Callback<OpenReply> done) {
-    (void)caller;
-    Open(ino, flags, std::move(done));
+  // flags: the open(2) flags. Any write access is EROFS. `caller`: who opens the file.
+  virtual void Open(InodeId ino, int flags, const Caller& caller, Callback<OpenReply> done) = 0;
+  // Open by an unknown caller (zeros).
+  void Open(InodeId ino, int flags, Callback<OpenReply> done) {
+    Open(ino, flags, Caller{}, std::move(done));
   }
-  // Whether Open may hand out backing files (OpenReply::backing_file): the adapter turns
-  // it on once the kernel accepted FUSE passthrough. Off by default.
-  virtual void SetBackingFilesWanted(bool wanted) { (void)wanted; }
-  // Buffers the adapter holds for requests and replies (FUSE over io_uring's ring entries,
-  // as they become resident) that count in the data buffers' budget from now on, for the
-  // rest of the session: `bytes` more in all. May be called from any thread. The default
-  // ignores them.
-  virtual void CountTransportBuffers(uint64_t bytes) { (void)bytes; }
   // Up to `size` bytes at `offset`; fewer only at the end of the file.
   virtual void Read(InodeId ino, uint64_t fh, off_t offset, size_t size,
                     Callback<ReadReply> done) = 0;
   virtual void Release(InodeId ino, uint64_t fh) = 0;
-  // The path of directory `ino` relative to the root ("" for the root) while the kernel
-  // holds it; nullopt for an unknown inode or a file. The default knows none.
-  virtual std::optional<std::string> DirectoryPath(InodeId ino) {
-    (void)ino;
-    return std::nullopt;
-  }
-  // The mount is gone and no request will come: releases the file handles the kernel never
-  // released (their audit records say so). The default does nothing.
-  virtual void EndSession() {}
 
   virtual StatFs GetStatFs() = 0;
 };

@@ -20,9 +20,6 @@
 
 namespace ossmount::fs {
 
-// The default page cap: 100,000 pages of up to 1,000 keys, 100 million keys under one prefix.
-inline constexpr int kDefaultMaxListPages = 100000;
-
 class ListingGuard {
  public:
   // `prefix` names the listing in messages; `max_pages` >= 1.

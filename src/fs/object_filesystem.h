@@ -1,96 +1,128 @@
-// The Filesystem implementation over an ObjectClient: a read-only POSIX view of a bucket
-// (or of a prefix of it). See docs/SEMANTICS.md for what users observe.
+// ObjectFilesystem: the Filesystem over an ObjectClient, a read-only POSIX view of a bucket or
+// of a prefix of it (docs/SEMANTICS.md), and the SessionHooks of its mount. Coordinates the
+// inode table, the ListingService (names and listings), ObjectData (files' bytes) and the
+// open handles, and tells a ReadObserver what its readers do.
+//
+// Ownership: create with MakeObjectFilesystem; operations in flight hold a reference.
+// Thread-safety: thread-safe. Its locks are leaf locks (none is held while taking another,
+// calling the client or running a callback); handles and buffers are released outside them.
 #pragma once
 
-#include <chrono>
+#include <atomic>
+#include <boost/asio/io_context.hpp>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
-#include "data/disk_block_cache.h"
-#include "fs/audit.h"
+#include "fs/dir_handle.h"
 #include "fs/filesystem.h"
-#include "fs/listing_guard.h"
+#include "fs/fs_options.h"
+#include "fs/handle_map.h"
+#include "fs/listing_service.h"
+#include "fs/object_data.h"
+#include "fs/page_cache_trust.h"
+#include "fs/read_handle.h"
+#include "fs/read_observer.h"
+#include "fs/session_hooks.h"
+#include "meta/inode_table.h"
 #include "ossmount/object_client.h"
-#include "prefetch/dataset_prefetcher.h"
-
-namespace boost::asio {
-class io_context;
-}
 
 namespace ossmount::fs {
 
-// Readahead for large files read sequentially (src/prefetch).
-struct ReadaheadOptions {
-  uint64_t initial_window = 1ull << 20;  // first window once reads look sequential
-  uint64_t max_window = 64ull << 20;     // the window doubles up to this (--max-readahead)
-  uint64_t part_size = 8ull << 20;       // one ranged GET (--prefetch-unit, prefetchUnitMB)
-  int per_file_concurrency = 8;          // ranged GETs in flight per open file
-  int global_concurrency = 64;           // readahead GETs in flight in all
-                                         // (--prefetch-concurrency, prefetchConcurrency)
-  // The kernel's own readahead on the mount (--kernel-readahead, 16MiB from the command
-  // line; 0 = the kernel's 128 KiB).
-  // The kernel issues its readahead requests concurrently, so they can arrive out of order
-  // over this span: a reader still counts as sequential up to this far behind its furthest
-  // read, and parts are kept that long after the reader passed them.
-  uint64_t kernel_readahead = 0;
-};
+class ObjectFilesystem : public Filesystem,
+                         public SessionHooks,
+                         public std::enable_shared_from_this<ObjectFilesystem> {
+ public:
+  // Entries per ReadDir reply: roughly what fits in the kernel's readdirplus buffers.
+  static constexpr size_t kReadDirBatch = 128;
 
-struct FsOptions {
-  // Key prefix mounted as the root, "" or ending in '/': "imagenet/".
-  std::string prefix;
-  // How long listings, attributes and positive lookups stay valid. nullopt = indefinite
-  // (never revalidated; the kernel is told to cache too). Zero = always ask the server.
-  std::optional<std::chrono::milliseconds> metadata_ttl = std::chrono::seconds(60);
-  // How long "no such name" stays cached.
-  std::chrono::milliseconds negative_ttl = std::chrono::seconds(5);
-  // Objects at or below this size are fetched whole with one GET on first read.
-  uint64_t small_file_threshold = 8ull << 20;
-  uint32_t uid = 0;
-  uint32_t gid = 0;
-  uint32_t file_mode = 0444;  // permission bits only
-  uint32_t dir_mode = 0555;
-  // All data buffers together (whole objects, readahead parts): --max-memory / prefetchMB.
-  uint64_t max_memory = 1ull << 30;
-  ReadaheadOptions readahead;
-  // Local disk cache of object data (--cache DIR); null = none. Opened by the daemon.
-  std::shared_ptr<data::DiskBlockCache> disk_cache;
-  // Dataset-level prefetch: warm-up and sampler-order hints (--warmup-concurrency,
-  // --hint-ahead-files, --hint-ahead-bytes). disk_budget is taken from disk_cache.
-  prefetch::DatasetPrefetchOptions dataset_prefetch;
-  // Warm up a directory's files after each listing of it is fetched (--prefetch-on-list).
-  bool prefetch_on_list = false;
-  // When a walk reads a directory, list up to this many of the directories after it in its
-  // parent's listing, in the background, so the walk finds them listed (--list-ahead;
-  // ListAhead). 0 = off; also off under a zero metadata TTL.
-  size_t list_ahead = 64;
-  // A listing (a directory's, or warm-up's of a tree) that goes past this many pages fails
-  // with EIO (--max-list-pages; ListingGuard).
-  int max_list_pages = kDefaultMaxListPages;
-  // When names are looked up in a directory that no listing answers (a program opening files
-  // by path), list it in the background so that its later lookups need no probe
-  // (MetadataCache::ClaimListingForLookups). Off for a manifest mount, whose probes cost no
-  // request.
-  bool list_for_lookups = true;
-  // Receives one record per released file (--audit-log); null = no audit.
-  std::shared_ptr<AuditSink> audit;
-  // The steady clock TTLs are measured with; empty = std::chrono::steady_clock::now. Tests
-  // inject a controllable clock so expiry needs no sleeping.
-  std::function<std::chrono::steady_clock::time_point()> clock;
+  // REQUIRES: options.prefix is "" or ends in '/'. Create with std::make_shared.
+  ObjectFilesystem(boost::asio::io_context& io, std::shared_ptr<ObjectClient> client,
+                   FsOptions options);
+
+  void Lookup(InodeId parent, std::string name, Callback<Entry> done) override;
+  void Forget(InodeId ino, uint64_t nlookup) override;
+  void AddLookup(InodeId ino) override;
+  void GetAttr(InodeId ino, Callback<AttrReply> done) override;
+  void OpenDir(InodeId ino, Callback<uint64_t> done) override;
+  void ReadDir(InodeId ino, uint64_t dir_handle, off_t offset,
+               Callback<std::vector<DirEntry>> done) override;
+  void ReleaseDir(InodeId ino, uint64_t dir_handle) override;
+  using Filesystem::Open;
+  void Open(InodeId ino, int flags, const Caller& caller, Callback<OpenReply> done) override;
+  void Read(InodeId ino, uint64_t fh, off_t offset, size_t size, Callback<ReadReply> done) override;
+  void Release(InodeId ino, uint64_t fh) override;
+  StatFs GetStatFs() override;
+
+  void SetBackingFilesWanted(bool wanted) override {
+    backing_files_wanted_.store(wanted, std::memory_order_relaxed);
+  }
+  void CountTransportBuffers(uint64_t bytes) override { data_.CountTransportBuffers(bytes); }
+  std::optional<std::string> DirectoryPath(InodeId ino) override;
+  void EndSession() override;
+
+  // Set once, before the first operation; without one nobody is told.
+  void SetReadObserver(std::shared_ptr<ReadObserver> observer);
+  // Whether a reader of `path` will not ask for its bytes: the kernel was given them to keep
+  // (an indefinite TTL), and its page cache is trusted to hold them still (PageCacheTrust).
+  bool PageCached(const std::string& path) const;
+
+  const FsOptions& options() const { return options_; }
+  const std::shared_ptr<ListingService>& listings() const { return listings_; }
+  ObjectData& data() { return data_; }
+  // The budget every data buffer of this filesystem is accounted in.
+  const std::shared_ptr<data::MemoryBudget>& memory_budget() const { return data_.budget(); }
+
+  struct Stats {
+    size_t inodes = 0;
+    size_t dir_handles = 0;
+    size_t file_handles = 0;
+    size_t whole_objects = 0;  // small-file buffers alive or being fetched
+    size_t cached_entries = 0;
+    size_t cached_listings = 0;
+    size_t listed_names = 0;   // names in the cached listings
+    size_t listing_bytes = 0;  // bytes those listings hold
+  };
+  Stats stats() const;
+  // The inode the table currently gives `path` ("" = root), for tests.
+  std::optional<InodeId> InodeOf(const std::string& path) const { return inodes_.Find(path); }
+
+ private:
+  Attributes MakeAttributes(InodeId ino, const meta::NodeAttr& attr) const;
+  Entry MakeEntry(InodeId ino, const meta::NodeAttr& attr) const;
+  // Replies with the entries from `offset`; each entry's inode stays pinned by the handle
+  // until ReleaseDir (or, if the handle was released meanwhile, until the reply is sent).
+  void ServeDir(const std::shared_ptr<DirHandle>& handle,
+                const std::shared_ptr<const meta::DirSnapshot>& snap, off_t offset,
+                Callback<std::vector<DirEntry>>& done);
+  void OpenForReading(InodeId ino, const meta::InodeTable::Node& node, const Caller& caller,
+                      Callback<OpenReply> done);
+  void ReadSmall(const std::shared_ptr<ReadHandle>& handle, uint64_t offset, size_t size,
+                 Callback<ReadReply> done);
+  // What a release does once the handle is out of the table.
+  void Released(const std::shared_ptr<ReadHandle>& handle, bool at_unmount);
+  void NotifyRead(const std::string& path);
+
+  boost::asio::io_context& io_;
+  const FsOptions options_;
+  const int64_t mount_time_sec_;
+  meta::InodeTable inodes_;
+  const std::shared_ptr<ListingService> listings_;
+  ObjectData data_;
+  PageCacheTrust page_cache_trust_;
+  std::atomic<bool> backing_files_wanted_{false};
+  std::shared_ptr<ReadObserver> observer_;
+  std::atomic<uint64_t> next_fh_{1};
+  HandleMap<DirHandle> dir_handles_;
+  HandleMap<ReadHandle> read_handles_;
 };
 
 // `io` runs the filesystem's work and the client's completions. The prefix is normalised
-// (a missing trailing '/' is added). Operations in flight hold a reference, so the filesystem
-// outlives them even if the caller drops its pointer.
-std::shared_ptr<Filesystem> MakeObjectFilesystem(boost::asio::io_context& io,
-                                                 std::shared_ptr<ObjectClient> client,
-                                                 FsOptions options);
-
-// The dataset prefetcher of a filesystem made by MakeObjectFilesystem (created on first
-// use); null for any other Filesystem. The daemon's control commands drive it.
-std::shared_ptr<prefetch::DatasetPrefetcher> DatasetPrefetcherOf(
-    const std::shared_ptr<Filesystem>& filesystem);
+// (a missing trailing '/' is added).
+std::shared_ptr<ObjectFilesystem> MakeObjectFilesystem(boost::asio::io_context& io,
+                                                       std::shared_ptr<ObjectClient> client,
+                                                       FsOptions options);
 
 }  // namespace ossmount::fs

@@ -236,7 +236,7 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     caller.uid = c->uid;
     caller.gid = c->gid;
   }
-  fs->OpenAs(ino, fi->flags, caller, [reply, fs, ino, info, ctx](Result<fs::OpenReply> r) mutable {
+  fs->Open(ino, fi->flags, caller, [reply, fs, ino, info, ctx](Result<fs::OpenReply> r) mutable {
     if (!r.ok()) {
       LogFailure("open", ino, r.status());
       reply->Err(ErrnoOf(r.status()));
@@ -338,7 +338,7 @@ void OpIoctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void*, fuse_file_
     caller.pid = static_cast<int>(c->pid);
     caller.uid = c->uid;
   }
-  std::optional<std::string> directory = Ctx(req)->fs->DirectoryPath(ino);
+  std::optional<std::string> directory = Ctx(req)->hooks->DirectoryPath(ino);
   if (!directory) {  // the kernel holds the open directory: not expected
     reply->Err(ESTALE);
     return;

@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "fs/filesystem.h"
+#include "fs/session_hooks.h"
 #include "fuse/control_requests.h"
 #include "fuse/reply_once.h"
 
@@ -29,6 +30,7 @@ class Passthrough;
 // Per-session state the ops reach through fuse_req_userdata(). Outlives the session.
 struct AdapterContext {
   std::shared_ptr<fs::Filesystem> fs;
+  std::shared_ptr<fs::SessionHooks> hooks;
   RequestTracker tracker;
   bool cache_readdir = false;  // FOPEN_CACHE_DIR on opendir (metadata that never expires)
   unsigned max_background = 128;

@@ -172,7 +172,11 @@ struct FuseServer::Impl {
 FuseServer::FuseServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Result<std::unique_ptr<FuseServer>> FuseServer::Mount(std::shared_ptr<fs::Filesystem> fs,
+                                                      std::shared_ptr<fs::SessionHooks> hooks,
                                                       FuseServerOptions options) {
+  if (fs == nullptr || hooks == nullptr) {
+    return Status(ErrorCode::kInvalidArgument, "a mount needs a filesystem and its hooks");
+  }
   if (options.allow_other && options.allow_root) {
     return Status(ErrorCode::kInvalidArgument, "allow_other and allow_root are exclusive");
   }
@@ -184,19 +188,20 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(std::shared_ptr<fs::Filesy
   impl->options = options;
   impl->ctx = std::make_unique<AdapterContext>();
   impl->ctx->fs = std::move(fs);
+  impl->ctx->hooks = std::move(hooks);
   impl->ctx->cache_readdir = options.cache_readdir;
   impl->ctx->max_background = options.max_background;
   impl->ctx->congestion_threshold = options.congestion_threshold;
   // The Filesystem hands out backing files only while the kernel takes them.
   impl->passthrough = std::make_unique<Passthrough>(
       options.no_passthrough_reason,
-      [fs = impl->ctx->fs](bool on) { fs->SetBackingFilesWanted(on); });
+      [hooks = impl->ctx->hooks](bool on) { hooks->SetBackingFilesWanted(on); });
   impl->ctx->passthrough = impl->passthrough.get();
   auto ring_off = PrepareUringSwitch(options.io_uring, options.uring_switch_path);
   if (!ring_off.ok()) return ring_off.status();
   impl->uring = std::make_unique<UringTransport>(
       *ring_off, UringTransport::EntriesPerQueue(UringTransport::PossibleCpus()),
-      [fs = impl->ctx->fs](uint64_t bytes) { fs->CountTransportBuffers(bytes); });
+      [hooks = impl->ctx->hooks](uint64_t bytes) { hooks->CountTransportBuffers(bytes); });
   impl->device_hooks = std::make_unique<DeviceHooks>(impl->passthrough.get(), impl->uring.get());
   impl->ctx->device_hooks = impl->device_hooks.get();
   if (options.control) {

@@ -1,27 +1,21 @@
 // FuseServer: one FUSE mount of an fs::Filesystem, served by libfuse's multi-threaded
 // low-level loop. The only public entry point of src/fuse (fuse_lowlevel.h stays inside).
 //
-// Life cycle (daemon/main.cc):
-//   auto server = FuseServer::Mount(fs, options);  // session + kernel mount, not yet served
-//   server->InstallSignalHandlers();                // SIGINT/SIGTERM/SIGHUP -> RequestExit
-//   server->Run();        // serves until RequestExit(), a signal, or `fusermount3 -u`
-//   server->Unmount();    // lazy unmount (no-op if already unmounted)
-//   server->Drain(grace); // wait for in-flight replies; then answer the rest EIO so no
-//                         // reader can hang on a request nobody will answer
+// Life cycle (daemon/mount_session.cc):
+//   auto server = FuseServer::Mount(fs, hooks, options);  // mounted, not yet served
+//   server->InstallSignalHandlers();  // SIGINT/SIGTERM/SIGHUP -> RequestExit
+//   server->Run();         // serves until RequestExit(), a signal, or `fusermount3 -u`
+//   server->Unmount();     // lazy unmount (no-op if already unmounted)
+//   server->Drain(grace);  // waits for in-flight replies, then answers the rest EIO
+//   hooks->EndSession();   // releases the handles the kernel never released
 //   (tear down the Filesystem and io_context: dropped handlers reply EIO)
-//   server.reset();       // destroys the session (or leaks it if replies are still owed)
+//   server.reset();        // destroys the session (or leaks it if replies are still owed)
 //
 // Mount options: fsname=<options.fsname>, subtype=ossmount, ro, default_permissions, plus
-// allow_other / allow_root when asked. The loop uses one /dev/fuse fd per worker thread
-// (clone_fd); where the kernel offers FUSE over io_uring, requests come through per-CPU
-// rings instead, each served by a thread of its own (fuse/uring_transport.h), and the loop
-// is left with FORGETs and INTERRUPTs. Ops never block: each starts an asynchronous
-// Filesystem call and returns.
-//
-// Signals: Run() wakes its own thread with SIGUSR1 (a no-op handler installed by Mount)
-// to end libfuse's wait; callers must not repurpose SIGUSR1. Threads other than Run()'s
-// should block SIGINT/SIGTERM/SIGHUP (BlockTerminationSignals) so the handlers run where
-// expected; the handlers only write to a pipe, so any thread is still safe.
+// allow_other / allow_root when asked. Ops never block: each starts an asynchronous
+// Filesystem call and returns. Run() wakes its own thread with SIGUSR1 (a no-op handler
+// installed by Mount): callers must not repurpose SIGUSR1, and other threads should block
+// the termination signals (BlockTerminationSignals).
 //
 // Thread-safety: RequestExit() may be called from any thread (and from a signal handler);
 // the other methods from one controlling thread.
@@ -34,6 +28,7 @@
 #include <string>
 
 #include "fs/filesystem.h"
+#include "fs/session_hooks.h"
 #include "ossmount/status.h"
 
 namespace ossmount::fuse {
@@ -84,8 +79,11 @@ struct FuseServerOptions {
 class FuseServer {
  public:
   // Creates the session and mounts it. Nothing is served until Run(). Errors say what to
-  // check (permissions, /dev/fuse, user_allow_other).
+  // check (permissions, /dev/fuse, user_allow_other). `hooks` (required, usually the
+  // Filesystem itself) get passthrough wishes, transport buffers and control requests'
+  // directories.
   static Result<std::unique_ptr<FuseServer>> Mount(std::shared_ptr<fs::Filesystem> fs,
+                                                   std::shared_ptr<fs::SessionHooks> hooks,
                                                    FuseServerOptions options);
   ~FuseServer();
   FuseServer(const FuseServer&) = delete;

@@ -2,6 +2,7 @@
 #include <boost/asio/post.hpp>
 
 #include "common/metrics.h"
+#include "prefetch/pinned_range.h"
 #include "prefetch/reader_parts.h"
 #include "prefetch/sequential_reader.h"
 
@@ -23,16 +24,9 @@ metrics::Counter& ReadaheadBytes() {
 }  // namespace
 
 Status SequentialReader::CheckGet(const Result<GetResult>& r, uint64_t expected_bytes) const {
-  if (!r.ok()) {
-    Status status = r.status();
-    if (status.code() == ErrorCode::kInvalidRange) {
-      // The object shrank below the size seen at open.
-      status = Status(ErrorCode::kPreconditionFailed, status.message());
-    }
-    status.Prefix("reading '" + key_ + "'");
-    return status;
-  }
-  return CheckPinnedGet(*r, key_, expected_bytes, size_, etag_);
+  Status status = CheckPinnedRange(r, {key_, etag_, size_, 0, expected_bytes});
+  if (!r.ok()) status.Prefix("reading '" + key_ + "'");
+  return status;
 }
 
 void SequentialReader::StartParts(StartList parts) {
@@ -67,13 +61,9 @@ bool SequentialReader::StartPart(const std::shared_ptr<Part>& part) {
   static metrics::Counter& demand = Parts("demand");
   (part->readahead ? readahead : demand).Add();
   if (part->readahead) ReadaheadBytes().Add(part->length);
-  GetRequest request;
-  request.key = key_;
-  request.offset = part->offset;
-  request.length = part->length;
-  request.if_match = etag_;
-  request.priority = part->readahead ? Priority::kPrefetch : Priority::kForeground;
-  request.cancel = part->cancel;
+  GetRequest request =
+      PinnedGetRequest({key_, etag_, size_, part->offset, part->length},
+                       part->readahead ? Priority::kPrefetch : Priority::kForeground, part->cancel);
   GetTarget target = GetTarget::Fixed(buffer.data, part->length);
   target.on_arrival = [self = shared_from_this(), part](size_t bytes) {
     self->OnPartArrival(part, bytes);
@@ -139,12 +129,8 @@ void SequentialReader::ReadDirect(uint64_t offset, uint64_t length, ReadCallback
   shared_.budget->Reserve(length);
   buffer->reservation = data::Reservation(shared_.budget, length);
   buffer->Allocate(length, /*shareable=*/false);
-  GetRequest request;
-  request.key = key_;
-  request.offset = offset;
-  request.length = length;
-  request.if_match = etag_;
-  request.priority = Priority::kForeground;
+  GetRequest request =
+      PinnedGetRequest({key_, etag_, size_, offset, length}, Priority::kForeground);
   sent_get_.store(true);
   client_->Get(
       request, GetTarget::Fixed(buffer->data, length),

@@ -1,6 +1,7 @@
 // Test harness for the filesystem: a FakeObjectClient (optionally behind a
-// FailingObjectClient), an io_context with two threads, a controllable clock, and blocking
-// wrappers around the asynchronous Filesystem calls (with a generous timeout against hangs).
+// FailingObjectClient), an io_context with two threads, a controllable clock, the dataset
+// prefetcher attached as the daemon attaches it, and blocking wrappers around the
+// asynchronous Filesystem calls (with a generous timeout against hangs).
 #pragma once
 
 #include <catch2/catch.hpp>
@@ -18,7 +19,7 @@
 
 #include "common/metrics.h"
 #include "fs/object_filesystem.h"
-#include "fs/object_filesystem_impl.h"
+#include "fs/prefetch_link.h"
 #include "support/eventually.h"
 #include "support/failing_object_client.h"
 #include "support/fake_object_client.h"
@@ -55,11 +56,13 @@ class Harness {
     }
     auto now = now_;
     options.clock = [now]() { return *now; };
-    fs = std::static_pointer_cast<ObjectFilesystem>(
-        MakeObjectFilesystem(io, client, std::move(options)));
+    fs = MakeObjectFilesystem(io, client, std::move(options));
+    prefetcher = MakeDatasetPrefetcher(fs);
+    fs->SetReadObserver(std::make_shared<PrefetchObserver>(prefetcher, fs->options()));
     for (int i = 0; i < 2; ++i) threads_.emplace_back([this]() { io.run(); });
   }
   ~Harness() {
+    prefetcher.reset();
     fs.reset();
     guard_.reset();
     for (auto& t : threads_) t.join();
@@ -177,6 +180,7 @@ class Harness {
   std::shared_ptr<FakeObjectClient> fake;
   std::shared_ptr<FailingObjectClient> fail;
   std::shared_ptr<ObjectFilesystem> fs;
+  std::shared_ptr<prefetch::DatasetPrefetcher> prefetcher;
 
  private:
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> guard_;

@@ -1,5 +1,5 @@
 // List-ahead: a walk's next directories are listed before it enters them (ListAhead, and
-// ObjectFilesystem's use of it on a directory's first ReadDir).
+// ListingService's use of it on a directory's first ReadDir).
 #include <map>
 #include <set>
 
@@ -10,14 +10,14 @@
 using namespace fstest;
 
 namespace ossmount::fs {
-struct ObjectFilesystemTestAccess {
+struct ListingServiceTestAccess {
   // FetchListing with fresh_will_do, as GetListing and the list-ahead lister call it.
   static Result<std::shared_ptr<const meta::DirSnapshot>> FetchListing(Harness& h,
                                                                        const std::string& path,
                                                                        bool fresh_will_do) {
     return h.Wait<std::shared_ptr<const meta::DirSnapshot>>([&](ListingCallback cb) {
-      h.fs->FetchListing(path, std::move(cb),
-                         ObjectFilesystem::FetchMode{.fresh_will_do = fresh_will_do});
+      h.fs->listings()->FetchListing(path, std::move(cb),
+                                     ListingService::FetchMode{.fresh_will_do = fresh_will_do});
     });
   }
 };
@@ -332,12 +332,12 @@ TEST_CASE("A listing that landed before a caller led a new flight answers that c
   REQUIRE(d0.ok());
   REQUIRE(h.List(d0->attr.ino).ok());  // the listing that landed
   h.fake->ResetCounters();
-  auto again = ObjectFilesystemTestAccess::FetchListing(h, Dir(0), /*fresh_will_do=*/true);
+  auto again = ListingServiceTestAccess::FetchListing(h, Dir(0), /*fresh_will_do=*/true);
   REQUIRE(again.ok());
   CHECK((*again)->size() == 1);
   CHECK(h.fake->count(Op::kList) == 0);
   // Without it (the refresh ahead of expiry, which wants a new listing) a LIST is sent.
-  REQUIRE(ObjectFilesystemTestAccess::FetchListing(h, Dir(0), /*fresh_will_do=*/false).ok());
+  REQUIRE(ListingServiceTestAccess::FetchListing(h, Dir(0), /*fresh_will_do=*/false).ok());
   CHECK(h.fake->count(Op::kList) == 1);
 }
 

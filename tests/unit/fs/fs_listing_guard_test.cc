@@ -1,8 +1,8 @@
 // Listings end whatever the server answers: repeating continuation tokens (any period) and
 // listings past --max-list-pages fail with EIO, for directory listings, list-ahead and
 // warm-up's recursive listings alike (ListingGuard).
-#include "fs_harness.h"
 #include "fs/listing_guard.h"
+#include "fs_harness.h"
 
 namespace fstest {
 namespace {
@@ -104,7 +104,7 @@ TEST_CASE("Warm-up's recursive listing stops on a repeating token and fails its 
   Harness h;
   for (int i = 0; i < 10; ++i) h.fake->PutObject("w/f" + std::to_string(i), "x");
   h.fake->set_page_limit(2);
-  auto prefetcher = h.fs->dataset_prefetcher();
+  auto prefetcher = h.prefetcher;
   h.fake->set_token_cycle(3);
   const uint64_t lists_before = h.fake->count(Op::kList);
   uint64_t id = prefetcher->StartWarmup({""});

@@ -32,7 +32,7 @@ std::vector<std::string> Names(int n) {
 // Hints the n files in order and waits until the prefetcher has dealt with every position
 // (fetched, or skipped for the page cache) and has nothing in flight.
 std::shared_ptr<ossmount::prefetch::DatasetPrefetcher> HintAllAndSettle(Harness& h, int n) {
-  auto prefetcher = h.fs->dataset_prefetcher();
+  auto prefetcher = h.prefetcher;
   prefetcher->SetHints(Names(n));
   REQUIRE(Eventually([&] {
     auto st = prefetcher->Status().hints;
@@ -49,7 +49,7 @@ TEST_CASE("Hinted files are prefetched at prefetch priority and read with no sec
   Harness h(o);
   MakeDataset(h, 20);
   h.fake->ResetCounters();
-  auto prefetcher = h.fs->dataset_prefetcher();
+  auto prefetcher = h.prefetcher;
   prefetcher->SetHints(Names(20));
   REQUIRE(Eventually([&] { return prefetcher->Status().hints.fetched == 20; }));
   CHECK(h.fake->count(Op::kGet) == 20);
@@ -67,7 +67,7 @@ TEST_CASE("A read of a file whose prefetch is in flight joins it: one GET") {
   MakeDataset(h, 1);
   h.fake->ResetCounters();
   h.fake->Pause();
-  auto prefetcher = h.fs->dataset_prefetcher();
+  auto prefetcher = h.prefetcher;
   prefetcher->SetHints({FileName(0)});
   REQUIRE(Eventually([&] { return h.fake->count(Op::kGet) == 1; }));
   auto reader = std::async(std::launch::async, [&] { return h.ReadPath(FileName(0)); });
@@ -85,7 +85,7 @@ TEST_CASE("Hint prefetch stays within the memory budget and every file is fetche
   Harness h(o);
   MakeDataset(h, 10);
   h.fake->ResetCounters();
-  auto prefetcher = h.fs->dataset_prefetcher();
+  auto prefetcher = h.prefetcher;
   prefetcher->SetHints(Names(10));
   REQUIRE(Eventually([&] {
     auto st = prefetcher->Status().hints;
@@ -102,7 +102,7 @@ TEST_CASE("Warm-up of a directory fetches every file once, then reads cost no GE
   for (int i = 0; i < 12; ++i) h.fake->PutObject(FileName(i), Content(kFileSize, i));
   h.fake->PutObject("d/sub/deep", Content(kFileSize, 99));
   h.fake->PutObject("other/x", "not warmed");
-  auto prefetcher = h.fs->dataset_prefetcher();
+  auto prefetcher = h.prefetcher;
   uint64_t id = prefetcher->StartWarmup({"d"});
   auto job = [&] {
     for (const auto& j : prefetcher->Status().jobs) {
@@ -137,7 +137,7 @@ TEST_CASE("Automatic mode (--prefetch-on-list) warms a directory's files after i
   REQUIRE(d.ok());
   h.fake->ResetCounters();
   REQUIRE(h.List(d->attr.ino).ok());
-  auto prefetcher = h.fs->dataset_prefetcher();
+  auto prefetcher = h.prefetcher;
   REQUIRE(Eventually([&] {
     auto st = prefetcher->Status();
     return !st.jobs.empty() && st.jobs.back().state == prefetch::JobState::kDone;
@@ -156,7 +156,7 @@ TEST_CASE("Warm-up into a disk cache stores a large file's parts, then reading i
   Harness h(o);
   const std::string data = Content(200 * 1024, 42);  // 4 parts, the last one short
   h.fake->PutObject("big/blob", data);
-  auto prefetcher = h.fs->dataset_prefetcher();
+  auto prefetcher = h.prefetcher;
   auto job_state = [&](uint64_t id) {
     for (const auto& j : prefetcher->Status().jobs) {
       if (j.id == id) return j;

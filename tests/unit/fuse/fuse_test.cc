@@ -125,7 +125,7 @@ class TestMount {
     opts.fsname = "ossmount:test-bucket";
     opts.control = std::move(control);
     opts.io_uring = transport;
-    auto server = FuseServer::Mount(fs_, opts);
+    auto server = FuseServer::Mount(fs_, fs_, opts);
     INFO(server.status().ToString());
     REQUIRE(server.ok());
     server_ = std::move(*server);

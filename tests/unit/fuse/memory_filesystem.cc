@@ -194,7 +194,8 @@ void MemoryFilesystem::ReleaseDir(InodeId, uint64_t) {
   --open_handles_;
 }
 
-void MemoryFilesystem::Open(InodeId ino, int flags, fs::Callback<fs::OpenReply> done) {
+void MemoryFilesystem::Open(InodeId ino, int flags, const fs::Caller& /*caller*/,
+                            fs::Callback<fs::OpenReply> done) {
   Result<fs::OpenReply> result = Status(ErrorCode::kNotFound, "no such file");
   {
     std::lock_guard<std::mutex> lock(mu_);

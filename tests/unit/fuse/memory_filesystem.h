@@ -1,4 +1,5 @@
-// MemoryFilesystem: an in-memory fs::Filesystem double for the FUSE adapter tests.
+// MemoryFilesystem: an in-memory fs::Filesystem (and fs::SessionHooks) double for the FUSE
+// adapter tests.
 //
 // A fixed tree built before mounting. Completions are posted to the given io_context (never
 // run inline), as the Filesystem contract requires. Reads of a file marked slow never
@@ -19,10 +20,11 @@
 #include <vector>
 
 #include "fs/filesystem.h"
+#include "fs/session_hooks.h"
 
 namespace ossmount::testing {
 
-class MemoryFilesystem : public fs::Filesystem {
+class MemoryFilesystem : public fs::Filesystem, public fs::SessionHooks {
  public:
   explicit MemoryFilesystem(boost::asio::io_context& io);
 
@@ -57,13 +59,18 @@ class MemoryFilesystem : public fs::Filesystem {
   void ReadDir(fs::InodeId ino, uint64_t dir_handle, off_t offset,
                fs::Callback<std::vector<fs::DirEntry>> done) override;
   void ReleaseDir(fs::InodeId ino, uint64_t dir_handle) override;
-  void Open(fs::InodeId ino, int flags, fs::Callback<fs::OpenReply> done) override;
+  using fs::Filesystem::Open;
+  void Open(fs::InodeId ino, int flags, const fs::Caller& caller,
+            fs::Callback<fs::OpenReply> done) override;
   void Read(fs::InodeId ino, uint64_t fh, off_t offset, size_t size,
             fs::Callback<fs::ReadReply> done) override;
   void Release(fs::InodeId ino, uint64_t fh) override;
-  void CountTransportBuffers(uint64_t bytes) override;
   fs::StatFs GetStatFs() override;
+
+  void SetBackingFilesWanted(bool) override {}
+  void CountTransportBuffers(uint64_t bytes) override;
   std::optional<std::string> DirectoryPath(fs::InodeId ino) override;
+  void EndSession() override {}
 
  private:
   struct Node {
