@@ -19,35 +19,12 @@
 #include <memory>
 #include <string>
 
+#include "auth/credential_sources.h"
 #include "auth/credentials.h"
 #include "ossmount/client_options.h"
 #include "ossmount/status.h"
 
 namespace ossmount::auth {
-
-// A minimal blocking HTTP call for the ECS metadata service, injected so that src/auth does
-// not depend on libcurl (src/http provides one). Returns the status code and body.
-struct HttpFetchResult {
-  long status = 0;
-  std::string body;
-};
-using HttpFetcher = std::function<Result<HttpFetchResult>(
-    const std::string& method, const std::string& url,
-    const std::vector<std::pair<std::string, std::string>>& headers)>;
-
-struct CredentialSources {
-  Protocol protocol = Protocol::kOss;
-  std::string bucket;  // selects bucket:id:secret lines in a passwd file
-  bool anonymous = false;
-  std::string access_key_id;  // explicit pair (command line or config file)
-  std::string access_key_secret;
-  std::string security_token;
-  std::string credentials_file;  // explicit path, or "" for the defaults above
-  std::string passwd_file;       // explicit path, or "" for the defaults above
-  std::string ram_role;          // role name, "auto" to discover it, "" = not used
-  std::string ecs_metadata_url = "http://100.100.100.200";
-  HttpFetcher fetcher;  // required when ram_role is set
-};
 
 // The provider for the first source that has credentials, or an error that lists what was
 // tried and how to provide credentials. Never puts a secret in the message.

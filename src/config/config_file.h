@@ -1,25 +1,8 @@
-// Config files: a JSON object whose keys are ossmount's long option names, turned into
-// option settings (option_layers.h) that then go through the command line's validation.
-//
-//   {"source": "my-bucket:/imagenet", "mountpoint": "/mnt/dataset",
-//    "endpoint": "oss-cn-beijing-internal.aliyuncs.com", "metadata_ttl": "indefinite",
-//    "max_memory": "4GiB", "prefetch_concurrency": 128, "allow_other": true}
-//
-// Keys: an option's long name with '_' or '-' ("metadata_ttl" or "metadata-ttl"), plus
-// "source" and "mountpoint" for the two positional arguments. Values: a string or an
-// integer for an option that takes a value (the integer is its decimal text), true/false for
-// a flag. Unknown keys, wrong types, a key given twice (also as metadata_ttl and
-// metadata-ttl), and "config"/"help"/"version" are errors that name the key and the file.
-//
-// The same loader accepts the OSS Connector for AI/ML's /etc/oss-connector/config.json
-// (camelCase keys such as logLevel, logPath, auditPath, prefetchMB, prefetchUnitMB,
-// timeoutMs, datasetConfig.prefetchConcurrency): a file with any of those keys is read as
-// the connector's and each field is mapped onto the closest ossmount option (see
-// docs/CONFIGURATION.md, "OSS Connector config.json"); fields with no meaning here become
-// one warning each.
-//
-// Limits: a file over kMaxConfigFileBytes, or nested deeper than kDefaultMaxJsonDepth (32)
-// levels, is an error naming the file and the limit (common/bounded_json.h).
+// Config files: a JSON object of option settings (keys: long option names with '_' or '-',
+// plus "source" and "mountpoint"), or the OSS Connector's config.json (connector_config.h),
+// turned into option settings for the command line's validation. Key rules, types and
+// errors: docs/CONFIGURATION.md, "The config file". Errors name the key and the file; a
+// file over kMaxConfigFileBytes or nested deeper than 32 levels is refused.
 //
 // Thread-safety: pure functions (LoadConfigFile reads the file and stats log directories).
 #pragma once

@@ -1,19 +1,7 @@
-// MountConfig: everything the daemon needs to mount one bucket, validated, and the pure
-// parser that produces it from the command line.
-//
-// Accepted forms (docs/CONFIGURATION.md):
-//   ossmount BUCKET[:/PREFIX] MOUNTPOINT [options]
-//   ossmount oss://BUCKET/PREFIX/ MOUNTPOINT [options]
-//   ossmount s3://BUCKET/PREFIX/ MOUNTPOINT [options]        (S3 mode)
-//   ossmount BUCKET MOUNTPOINT -o opt1,opt2=value             (what mount.fuse3 runs)
-// In -o lists, option names may use '_' or '-' (metadata_ttl=indefinite is
-// --metadata-ttl indefinite). Generic mount(8) options (rw, ro, dev, nodev, suid, nosuid,
-// exec, noexec, atime, noatime, relatime, _netdev, nofail, auto, noauto, user, nouser,
-// users, defaults, x-systemd.*, comment=...) are accepted and ignored; the mount is always
-// read-only, so 'rw' only adds a warning.
-//
-// Credentials are never taken from the command line (visible in ps): the key pair comes
-// from the environment or from files, which src/auth reads (BuildCredentialsProvider).
+// MountConfig: everything the daemon needs to mount one bucket, validated, and
+// ParseCommandLine, the pure function that produces it from the command line, fstab -o
+// lists, OSSMOUNT_<OPTION> variables and a config file (docs/CONFIGURATION.md). The options
+// themselves are defined and checked by group, in options_<group>.cc.
 //
 // Thread-safety: ParseCommandLine is a pure function of its arguments.
 #pragma once
@@ -24,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "auth/credential_providers.h"
+#include "auth/credential_sources.h"
 #include "config/option_layers.h"
-#include "data/disk_block_cache.h"
-#include "fs/object_filesystem.h"
+#include "data/disk_cache_options.h"
+#include "fs/fs_options.h"
 #include "ossmount/client_options.h"
 #include "ossmount/status.h"
 

@@ -1,16 +1,9 @@
-// Option layers: where an option's value can come from besides the command line, and how
-// the layers are merged. Precedence (docs/CONFIGURATION.md): command line > environment
-// (OSSMOUNT_<OPTION>) > config file > built-in defaults.
+// Option layers: option texts from the environment (OSSMOUNT_<OPTION>), and the merge of
+// layers by precedence: command line > environment > config file > defaults. A layer reads
+// the parser's option table (OptionInfo), never individual options, and yields texts that
+// then get the command line's own validation.
 //
-// The layers know nothing of individual options: they work from the table of options the
-// command-line parser defines (OptionInfo), so an option added to command_line.cc is
-// settable from the environment and from a config file with no change here. A layer only
-// produces option *texts*; every value then goes through the very same validation as the
-// command line (a file's "metadata_ttl": "soon" fails exactly like --metadata-ttl soon, and
-// the message names where the value came from).
-//
-// Thread-safety: pure functions of their arguments (the environment is read through the
-// getter passed in).
+// Thread-safety: pure functions (the environment is read through the getter passed in).
 #pragma once
 
 #include <functional>

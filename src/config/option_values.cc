@@ -262,6 +262,30 @@ Result<MountSource> ParseMountSource(std::string_view text) {
   return src;
 }
 
+Result<std::string> ParseEndpoint(std::string_view option_view, std::string_view text) {
+  const std::string option(option_view);
+  std::string endpoint(text);
+  size_t scheme = endpoint.find("://");
+  size_t host_start = scheme == std::string::npos ? 0 : scheme + 3;
+  while (endpoint.size() > host_start && endpoint.back() == '/') endpoint.pop_back();
+  if (endpoint.empty()) return InvalidOption(option + ": is empty");
+  std::string host = endpoint;
+  if (scheme != std::string::npos) {
+    std::string s = endpoint.substr(0, scheme);
+    if (s != "http" && s != "https") {
+      return InvalidOption(option + ": '" + endpoint + "' has scheme '" + s +
+                           "'; use http://, https:// or a bare host name");
+    }
+    host = endpoint.substr(scheme + 3);
+  }
+  if (host.empty() || host.find_first_of(" /?#@") != std::string::npos) {
+    return InvalidOption(option + ": '" + endpoint +
+                         "' is not an endpoint; expected a host[:port] with an optional http:// or "
+                         "https://, e.g. oss-cn-beijing.aliyuncs.com");
+  }
+  return endpoint;
+}
+
 std::string RegionFromEndpoint(std::string_view endpoint) {
   std::string host = Lower(endpoint);
   if (size_t p = host.find("://"); p != std::string::npos) host = host.substr(p + 3);

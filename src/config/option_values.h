@@ -49,6 +49,11 @@ Result<uint32_t> ParseOctalMode(std::string_view option, std::string_view text);
 Result<int64_t> ParseInteger(std::string_view option, std::string_view text, int64_t min,
                              int64_t max);
 
+// An endpoint: "host", "host:port", "http://host:port", "https://host/" (trailing slashes
+// dropped, the scheme kept). Other schemes, and a '/', '?', '#', '@' or space after the
+// host, are errors.
+Result<std::string> ParseEndpoint(std::string_view option, std::string_view text);
+
 // What the first positional argument names.
 struct MountSource {
   std::string bucket;

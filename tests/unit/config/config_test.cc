@@ -205,6 +205,20 @@ TEST_CASE("RegionFromEndpoint knows Alibaba Cloud endpoint shapes") {
   CHECK(RegionFromEndpoint("s3.amazonaws.com") == "");
 }
 
+TEST_CASE("ParseEndpoint keeps the scheme, drops trailing slashes, refuses paths") {
+  CHECK(*ParseEndpoint("--endpoint", "oss-cn-beijing.aliyuncs.com") ==
+        "oss-cn-beijing.aliyuncs.com");
+  CHECK(*ParseEndpoint("--endpoint", "http://127.0.0.1:9000//") == "http://127.0.0.1:9000");
+  CHECK(*ParseEndpoint("--endpoint", "https://h:1/") == "https://h:1");
+  CHECK(*ParseEndpoint("--endpoint", "h:1") == "h:1");
+  for (const char* bad : {"", "/", "http://", "ftp://h", "h/x", "http://h/x", "h?x", "u@h"}) {
+    INFO(bad);
+    auto r = ParseEndpoint("--data-endpoint", bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().rfind("--data-endpoint: ", 0) == 0);
+  }
+}
+
 TEST_CASE("Defaults of a minimal command line") {
   MountConfig c = Ok({"bucket1", "/mnt/x", "--endpoint", "oss-cn-beijing.aliyuncs.com"});
   CHECK(c.client.protocol == Protocol::kOss);
@@ -427,6 +441,52 @@ TEST_CASE("Help and version") {
   REQUIRE(v.ok());
   CHECK(v->command == Command::kVersion);
   CHECK(v->text == std::string("ossmount ") + OSSMOUNT_VERSION);
+}
+
+TEST_CASE("--help lists every option once, under its group's heading, groups in order") {
+  const std::string help = UsageText();
+  std::vector<size_t> headings;
+  for (const char* h : {"\nConnection:", "\nCredentials (",
+                        "\nFilesystem:", "\nData path:", "\nMount and daemon:", "\nForms:"}) {
+    INFO(h);
+    REQUIRE(help.find(h) != std::string::npos);
+    headings.push_back(help.find(h));
+  }
+  CHECK(std::is_sorted(headings.begin(), headings.end()));
+  // Where the option's line starts ("  --uid TEXT", "  -f,--foreground"); npos if absent.
+  auto at = [&](const std::string& option) {
+    size_t first = std::string::npos;
+    int lines = 0;
+    for (const std::string& lead : {std::string("  "), std::string(",")}) {
+      for (size_t p = help.find(lead + option + " "); p != std::string::npos;
+           p = help.find(lead + option + " ", p + 1)) {
+        first = std::min(first, p);
+        ++lines;
+      }
+    }
+    CHECK(lines == 1);
+    return first;
+  };
+  for (const OptionInfo& o : CommandLineOptions()) {
+    INFO(o.name);
+    CHECK(at(o.positional ? o.name : "--" + o.name) != std::string::npos);
+  }
+  auto under = [&](const std::string& option, size_t heading) {
+    INFO(option);
+    CHECK(at(option) > headings[heading]);
+    CHECK(at(option) < headings[heading + 1]);
+  };
+  under("--max-in-flight", 0);
+  under("--anonymous", 1);
+  under("--manifest", 2);
+  under("--prefetch-on-list", 3);
+  under("--no-passthrough", 3);
+  under("--fuse-io-uring", 3);
+  under("--allow-other", 4);
+  under("--io-threads", 4);
+  CHECK(at("--metrics-address") < at("--io-threads"));
+  CHECK(at("--cache-min-free") < at("--warmup-concurrency"));
+  CHECK(at("--prefetch-on-list") < at("--no-passthrough"));
 }
 
 TEST_CASE("Protocol, endpoint and region rules") {

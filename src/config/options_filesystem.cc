@@ -1,0 +1,99 @@
+// Filesystem options: metadata TTLs, listings, the small-file threshold, ownership and
+// modes, manifests -> MountConfig::fs and ::manifest (the prefix comes from the source;
+// --list-ahead's cap: CheckAcrossGroups).
+#include <unistd.h>
+
+#include <string>
+
+#include "config/option_group.h"
+
+namespace ossmount::config {
+namespace {
+
+class FilesystemGroup final : public OptionGroup {
+ public:
+  void Define(OptionDefiner& d) override {
+    d.SetHeading(kFilesystemHeading);
+    d.Value("--metadata-ttl", metadata_ttl_,
+            "How long listings and attributes stay valid: indefinite, SECONDS, or 0 "
+            "(default 60)");
+    d.Value("--list-ahead", list_ahead_,
+            "When a program walks the tree, list up to N of the next directories in the "
+            "background before it enters them (default 64, 0 = off)");
+    d.Value("--max-list-pages", max_list_pages_,
+            "A listing (a directory's, or a warm-up's) that goes past N pages of up to 1,000 "
+            "keys fails with EIO (default 100000)");
+    d.Value("--negative-metadata-ttl", negative_metadata_ttl_,
+            "How long 'no such file' stays cached, SECONDS (default 5)");
+    d.Value("--small-file-threshold", small_file_threshold_,
+            "Objects up to this size are fetched whole on first read (default 8MiB)");
+    d.Value("--uid", uid_, "Owner of every file (default: the daemon's user)");
+    d.Value("--gid", gid_, "Group of every file (default: the daemon's group)");
+    d.Value("--file-mode", file_mode_, "Permission bits of files, octal (default 0444)");
+    d.Value("--dir-mode", dir_mode_, "Permission bits of directories, octal (default 0555)");
+    d.Value("--manifest", manifest_,
+            "File listing the objects to show (KEY<TAB>SIZE[<TAB>ETAG[<TAB>LABEL]] or "
+            "'KEY [LABEL]' per line, keys relative to the mounted prefix): the bucket "
+            "is never listed and nothing else is visible");
+  }
+
+  Status Validate(const OptionContext& ctx, MountConfig& c) const override {
+    fs::FsOptions& fso = c.fs;
+    auto ttl = ParseTtl("--metadata-ttl", metadata_ttl_);
+    if (!ttl.ok()) return ttl.status();
+    fso.metadata_ttl = *ttl;
+    auto list_ahead = ParseInteger("--list-ahead", list_ahead_, 0, 4096);
+    if (!list_ahead.ok()) return list_ahead.status();
+    fso.list_ahead = static_cast<size_t>(*list_ahead);
+    auto max_list_pages = ParseInteger("--max-list-pages", max_list_pages_, 1, 100000000);
+    if (!max_list_pages.ok()) return max_list_pages.status();
+    fso.max_list_pages = static_cast<int>(*max_list_pages);
+    auto neg = ParseDuration("--negative-metadata-ttl", negative_metadata_ttl_);
+    if (!neg.ok()) return neg.status();
+    fso.negative_ttl = *neg;
+    auto small = ParseSize("--small-file-threshold", small_file_threshold_);
+    if (!small.ok()) return small.status();
+    fso.small_file_threshold = *small;
+
+    fso.uid = static_cast<uint32_t>(geteuid());
+    fso.gid = static_cast<uint32_t>(getegid());
+    if (ctx.given("--uid")) {
+      auto v = ParseInteger("--uid", uid_, 0, 4294967294LL);
+      if (!v.ok()) return v.status();
+      fso.uid = static_cast<uint32_t>(*v);
+    }
+    if (ctx.given("--gid")) {
+      auto v = ParseInteger("--gid", gid_, 0, 4294967294LL);
+      if (!v.ok()) return v.status();
+      fso.gid = static_cast<uint32_t>(*v);
+    }
+    if (ctx.given("--file-mode")) {
+      auto v = ParseOctalMode("--file-mode", file_mode_);
+      if (!v.ok()) return v.status();
+      fso.file_mode = *v;
+    }
+    if (ctx.given("--dir-mode")) {
+      auto v = ParseOctalMode("--dir-mode", dir_mode_);
+      if (!v.ok()) return v.status();
+      fso.dir_mode = *v;
+    }
+
+    if (ctx.given("--manifest")) {
+      if (manifest_.empty()) return InvalidOption("--manifest: give the path of a manifest file");
+      c.manifest = manifest_;
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::string metadata_ttl_ = "60", negative_metadata_ttl_ = "5", small_file_threshold_ = "8MiB";
+  std::string list_ahead_ = "64", max_list_pages_ = "100000";
+  std::string uid_, gid_, file_mode_, dir_mode_;
+  std::string manifest_;
+};
+
+}  // namespace
+
+std::unique_ptr<OptionGroup> MakeFilesystemGroup() { return std::make_unique<FilesystemGroup>(); }
+
+}  // namespace ossmount::config
