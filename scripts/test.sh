@@ -26,16 +26,17 @@ done
 # ASan+UBSan, TSan, fuzz) would start from nothing: about half of CI's time. With CI=true the
 # run happens in a stable copy of the tree instead (OSSMOUNT_CI_TREE, default
 # /var/tmp/ossmount-ci; "off" runs in place), whose build directories persist between runs on
-# one machine. rsync --checksum leaves files whose content did not change untouched, mtimes
-# included, so each build recompiles only what changed since the last run here; a new machine
-# builds everything, as before.
+# one machine. rsync --checksum without -t leaves files whose content did not change
+# untouched, mtimes included (with -t it would stamp them with the fresh clone's times, and
+# every build would start over), and writes changed files with the current time, so each build
+# recompiles only what changed since the last run here; a new machine builds everything.
 ci_tree=${OSSMOUNT_CI_TREE:-/var/tmp/ossmount-ci}
 if [ "${CI:-}" = "true" ] && [ "$ci_tree" != "off" ] && [ -z "${OSSMOUNT_IN_CI_TREE:-}" ]; then
   if ! command -v rsync >/dev/null 2>&1; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq rsync >/dev/null
   fi
   mkdir -p "$ci_tree"
-  rsync -a --checksum --delete --exclude='/build*/' --exclude='/fuzz-out/' ./ "$ci_tree/"
+  rsync -rl --perms --checksum --delete --exclude='/build*/' --exclude='/fuzz-out/' ./ "$ci_tree/"
   echo "test.sh: running in $ci_tree, a stable copy of $(pwd) (OSSMOUNT_CI_TREE=off to run here)"
   OSSMOUNT_IN_CI_TREE=1 exec "$ci_tree/scripts/test.sh" "$@"
 fi
