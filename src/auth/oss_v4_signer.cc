@@ -1,4 +1,5 @@
-// OSS signature V4 (OSS4-HMAC-SHA256), header and presigned-URL forms (Alibaba Cloud OSS API reference).
+// OSS signature V4 (OSS4-HMAC-SHA256), header and presigned-URL forms (Alibaba Cloud OSS API
+// reference).
 #include <algorithm>
 
 #include "auth/crypto.h"

@@ -291,7 +291,8 @@ TEST_CASE("stats: the view shows counts, errors, ratios and rates") {
 }
 
 TEST_CASE(
-    "stats: list-ahead shows as off when its distance is 0, and the rings when they carry requests") {
+    "stats: list-ahead shows as off when its distance is 0, and the rings when they carry "
+    "requests") {
   auto doc = Parse(
       "{\"mountpoint\":\"/mnt/x\",\"pid\":7,\"uptime_seconds\":1,\"metrics\":{"
       "\"counters\":[{\"name\":\"ossmount_fuse_ring_requests_total\",\"labels\":{},"

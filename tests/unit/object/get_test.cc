@@ -308,7 +308,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "A retry of a pinned ranged GET cut short asks only for the bytes still missing, and other GETs "
+    "A retry of a pinned ranged GET cut short asks only for the bytes still missing, and other "
+    "GETs "
     "ask for the whole range again") {
   Harness h;
   ObjectServer server;
