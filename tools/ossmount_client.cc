@@ -59,7 +59,8 @@ Result<std::shared_ptr<std::string>> ReadFile(const std::string& path) {
 Status PutObject(ObjectClient& client, const std::string& key, std::shared_ptr<std::string> data,
                  uint64_t part_size) {
   if (data->size() <= part_size) {
-    auto put = Await<Result<PutResult>>([&](auto done) { client.Put(key, data, std::move(done)); });
+    auto put = Await<Result<PutResult>>(
+        [&](auto done) { client.Put(key, data, WriteOptions{}, std::move(done)); });
     return put.status();
   }
   auto upload = Await<Result<std::string>>(
@@ -77,8 +78,9 @@ Status PutObject(ObjectClient& client, const std::string& key, std::shared_ptr<s
     }
     parts.push_back(*part);
   }
-  auto complete = Await<Result<PutResult>>(
-      [&](auto done) { client.CompleteMultipart(key, *upload, parts, std::move(done)); });
+  auto complete = Await<Result<PutResult>>([&](auto done) {
+    client.CompleteMultipart(key, *upload, parts, WriteOptions{}, std::move(done));
+  });
   return complete.status();
 }
 

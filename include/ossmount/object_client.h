@@ -140,9 +140,29 @@ inline Status CheckPinnedGet(const GetResult& r, const std::string& key, uint64_
   return Status();
 }
 
+// One uploaded part, as UploadPart or UploadPartCopy reports it and CompleteMultipart takes
+// it back. size and crc64 let the client check a whole object it could not see completed.
 struct PartInfo {
   int part_number = 0;
   std::string etag;
+  uint64_t size = 0;              // bytes in the part
+  std::optional<uint64_t> crc64;  // the part's CRC-64 (computed locally for UploadPart, and
+                                  // equal to the server's when it sent one; the server's for
+                                  // UploadPartCopy when it sent one)
+};
+
+// Options of the calls that create an object (Put, CompleteMultipart, CopyObject).
+struct WriteOptions {
+  // Fail with kAlreadyExists instead of replacing an existing object
+  // (x-oss-forbid-overwrite: true on OSS, If-None-Match: * on S3).
+  bool forbid_overwrite = false;
+};
+
+// A multipart upload the server still holds open (ListMultipartUploads).
+struct OpenUpload {
+  std::string key;
+  std::string upload_id;
+  int64_t initiated_sec = 0;  // Unix seconds; 0 when the server did not say
 };
 
 struct PutResult {
@@ -157,6 +177,7 @@ using PutHandler = std::function<void(Result<PutResult>)>;
 using InitiateHandler = std::function<void(Result<std::string>)>;  // upload id
 using PartHandler = std::function<void(Result<PartInfo>)>;
 using StatusHandler = std::function<void(Status)>;
+using UploadsHandler = std::function<void(Result<std::vector<OpenUpload>>)>;
 
 // What the retry loop did since the client was made, all operations together. Read by the
 // daemon at exit (and by tests) to report how many faults were absorbed.
@@ -193,22 +214,60 @@ class ObjectClient {
   // is kInvalidRange; a range running past the end returns the bytes that exist.
   virtual void Get(const GetRequest& request, GetTarget target, GetHandler handler) = 0;
 
-  // PUT key with the given body (its CRC-64 is checked against the server's reply).
+  // PUT key with the given body. The body's CRC-64 is checked against the server's reply
+  // (x-oss-hash-crc64ecma; on S3 the body carries Content-MD5, which the server checks).
+  // With forbid_overwrite, an existing key is kAlreadyExists; a retry refused that way after
+  // a lost answer is settled by a HEAD (success when the object there is this body).
   virtual void Put(const std::string& key, std::shared_ptr<const std::string> body,
-                   PutHandler handler) = 0;
+                   const WriteOptions& options, PutHandler handler) = 0;
 
-  // Multipart upload.
+  // Multipart upload. Parts are 1..10000; every part but the last must be at least 100 KiB
+  // (OSS) or 5 MiB (S3) for Complete to accept them.
   virtual void InitiateMultipart(const std::string& key, InitiateHandler handler) = 0;
+  // The result's size and crc64 describe `body` (checked like Put's).
   virtual void UploadPart(const std::string& key, const std::string& upload_id, int part_number,
                           std::shared_ptr<const std::string> body, PartHandler handler) = 0;
-  // parts in ascending part_number order.
+  // A part copied on the server from bytes [offset, offset + length) of source_key, which must
+  // still have etag source_etag (quoted; "" = any version; else kPreconditionFailed). The
+  // range must lie within the source (kInvalidRange otherwise) and length be > 0; a missing
+  // source is kNotFound naming it. The result's size is `length`.
+  virtual void UploadPartCopy(const std::string& key, const std::string& upload_id, int part_number,
+                              const std::string& source_key, const std::string& source_etag,
+                              uint64_t offset, uint64_t length, PartHandler handler) = 0;
+  // parts in ascending part_number order. A lost answer is normal at scale: when a retry of
+  // Complete is answered NoSuchUpload, the client HEADs the key and succeeds only if the
+  // object there is the one these parts make (its size, and its CRC-64 combined from the
+  // parts' when both are known, else the S3 multipart ETag); otherwise the handler gets
+  // kIntegrity ("the upload's outcome is unknown and the object is not the one sent").
+  // A retried forbid-overwrite Complete answered "already exists" is settled the same way
+  // (success when the object is this one, else kAlreadyExists). A Complete answer whose
+  // CRC-64 differs from the one combined from the parts (all of which have crc64) is
+  // kIntegrity. With forbid_overwrite, an existing key is kAlreadyExists; parts refused by
+  // the service (EntityTooSmall, InvalidPart, InvalidPartOrder) are kInvalidArgument.
   virtual void CompleteMultipart(const std::string& key, const std::string& upload_id,
-                                 std::vector<PartInfo> parts, PutHandler handler) = 0;
+                                 std::vector<PartInfo> parts, const WriteOptions& options,
+                                 PutHandler handler) = 0;
+  // Aborting an upload the server no longer knows (NoSuchUpload) succeeds.
   virtual void AbortMultipart(const std::string& key, const std::string& upload_id,
                               StatusHandler handler) = 0;
+  // Every open multipart upload under prefix (all pages), oldest first. A listing past
+  // 1,000 pages, or whose markers do not advance, is kProtocol.
+  virtual void ListMultipartUploads(const std::string& prefix, UploadsHandler handler) = 0;
+
+  // Server-side copy of a whole object (CopyObject). The service limits its size (1 GiB on
+  // OSS, 5 GiB on S3); larger objects are copied with UploadPartCopy. source_etag as above.
+  // The result's crc64 is the server's, often absent for copies. forbid_overwrite as Put's,
+  // except that a lost answer is not settled: its retry then reports kAlreadyExists.
+  virtual void CopyObject(const std::string& source_key, const std::string& source_etag,
+                          const std::string& dest_key, const WriteOptions& options,
+                          PutHandler handler) = 0;
 
   // DELETE key. Deleting a missing key succeeds.
   virtual void Delete(const std::string& key, StatusHandler handler) = 0;
+  // Deletes up to 1000 keys in one request (DeleteMultipleObjects, quiet mode). Missing keys
+  // succeed; the first key the server could not delete fails the call, naming it. More than
+  // 1000 keys (or an empty key) is kInvalidArgument; an empty list succeeds at once.
+  virtual void DeleteMultiple(std::vector<std::string> keys, StatusHandler handler) = 0;
 };
 
 }  // namespace ossmount

@@ -44,6 +44,13 @@ enum class ErrorCode {
   kNotSupported,           // ENOTSUP.
   kNoSpace,                // Cache or memory budget exhausted. ENOSPC.
   kInternal,               // A bug. EIO.
+  kAlreadyExists,          // FileAlreadyExists (forbid-overwrite), an existing name. EEXIST.
+  kNotEmpty,               // rmdir or rename onto a directory that holds entries. ENOTEMPTY.
+  kIsDirectory,            // A file operation on a directory. EISDIR.
+  kNotDirectory,           // A directory operation on a file. ENOTDIR.
+  kTooBig,                 // Past the service's object size limit. EFBIG.
+  kBusy,                   // The file is being written by this mount. EBUSY.
+  kCrossDevice,            // A rename the mount will not do in place (copy instead). EXDEV.
 };
 
 // A stable lowercase name for the code ("not_found", "network", ...), for logs and metrics.

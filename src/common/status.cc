@@ -52,6 +52,20 @@ const char* ErrorCodeName(ErrorCode code) {
       return "no_space";
     case ErrorCode::kInternal:
       return "internal";
+    case ErrorCode::kAlreadyExists:
+      return "already_exists";
+    case ErrorCode::kNotEmpty:
+      return "not_empty";
+    case ErrorCode::kIsDirectory:
+      return "is_directory";
+    case ErrorCode::kNotDirectory:
+      return "not_directory";
+    case ErrorCode::kTooBig:
+      return "too_big";
+    case ErrorCode::kBusy:
+      return "busy";
+    case ErrorCode::kCrossDevice:
+      return "cross_device";
   }
   return "unknown";
 }
@@ -88,6 +102,20 @@ int Status::ToErrno() const {
       return ENOTSUP;
     case ErrorCode::kNoSpace:
       return ENOSPC;
+    case ErrorCode::kAlreadyExists:
+      return EEXIST;
+    case ErrorCode::kNotEmpty:
+      return ENOTEMPTY;
+    case ErrorCode::kIsDirectory:
+      return EISDIR;
+    case ErrorCode::kNotDirectory:
+      return ENOTDIR;
+    case ErrorCode::kTooBig:
+      return EFBIG;
+    case ErrorCode::kBusy:
+      return EBUSY;
+    case ErrorCode::kCrossDevice:
+      return EXDEV;
     case ErrorCode::kServerError:
     case ErrorCode::kNetwork:
     case ErrorCode::kIntegrity:

@@ -40,8 +40,8 @@ class ManifestObjectClient : public ObjectClient,
     inner_->Get(request, target, std::move(handler));
   }
   void Put(const std::string& key, std::shared_ptr<const std::string> body,
-           PutHandler handler) override {
-    inner_->Put(key, std::move(body), std::move(handler));
+           const WriteOptions& options, PutHandler handler) override {
+    inner_->Put(key, std::move(body), options, std::move(handler));
   }
   void InitiateMultipart(const std::string& key, InitiateHandler handler) override {
     inner_->InitiateMultipart(key, std::move(handler));
@@ -50,16 +50,34 @@ class ManifestObjectClient : public ObjectClient,
                   std::shared_ptr<const std::string> body, PartHandler handler) override {
     inner_->UploadPart(key, upload_id, part_number, std::move(body), std::move(handler));
   }
+  void UploadPartCopy(const std::string& key, const std::string& upload_id, int part_number,
+                      const std::string& source_key, const std::string& source_etag,
+                      uint64_t offset, uint64_t length, PartHandler handler) override {
+    inner_->UploadPartCopy(key, upload_id, part_number, source_key, source_etag, offset, length,
+                           std::move(handler));
+  }
   void CompleteMultipart(const std::string& key, const std::string& upload_id,
-                         std::vector<PartInfo> parts, PutHandler handler) override {
-    inner_->CompleteMultipart(key, upload_id, std::move(parts), std::move(handler));
+                         std::vector<PartInfo> parts, const WriteOptions& options,
+                         PutHandler handler) override {
+    inner_->CompleteMultipart(key, upload_id, std::move(parts), options, std::move(handler));
   }
   void AbortMultipart(const std::string& key, const std::string& upload_id,
                       StatusHandler handler) override {
     inner_->AbortMultipart(key, upload_id, std::move(handler));
   }
+  void ListMultipartUploads(const std::string& prefix, UploadsHandler handler) override {
+    inner_->ListMultipartUploads(prefix, std::move(handler));
+  }
+  void CopyObject(const std::string& source_key, const std::string& source_etag,
+                  const std::string& dest_key, const WriteOptions& options,
+                  PutHandler handler) override {
+    inner_->CopyObject(source_key, source_etag, dest_key, options, std::move(handler));
+  }
   void Delete(const std::string& key, StatusHandler handler) override {
     inner_->Delete(key, std::move(handler));
+  }
+  void DeleteMultiple(std::vector<std::string> keys, StatusHandler handler) override {
+    inner_->DeleteMultiple(std::move(keys), std::move(handler));
   }
 
  private:

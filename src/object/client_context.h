@@ -27,6 +27,11 @@ class io_context;
 
 namespace ossmount::object {
 
+// The largest XML reply (listing page, multipart and copy replies) accepted. A 1,000-key page
+// of 1,023-byte keys, URL-encoded, is under 8 MiB; anything far larger is a broken or hostile
+// server, refused before it takes the memory.
+inline constexpr size_t kMaxXmlResponseBytes = 16u << 20;
+
 // How long GET/HEAD skip the data endpoint after it failed with a connection error.
 inline constexpr std::chrono::seconds kDataEndpointCooldown{30};
 

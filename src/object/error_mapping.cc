@@ -79,10 +79,17 @@ MappedError MapErrorResponse(long http_status, const http::HeaderList& headers,
     out.status.WithService(details);
   };
   const std::string& code = e.code;
+  const bool s3 = dialect.protocol == Protocol::kS3;
   std::string status_text = "HTTP " + std::to_string(http_status);
   if (!code.empty()) status_text += " " + code;
 
-  if (code == "NoSuchKey" || (code.empty() && http_status == 404 && !c.key.empty())) {
+  if (!c.source_key.empty() &&
+      (code == "NoSuchKey" || (code.empty() && http_status == 404 && !c.key.empty()))) {
+    make(
+        ErrorCode::kNotFound,
+        "the copy source " + Quoted(c.source_key) + " does not exist in bucket " + Quoted(c.bucket),
+        false);
+  } else if (code == "NoSuchKey" || (code.empty() && http_status == 404 && !c.key.empty())) {
     make(ErrorCode::kNotFound,
          "object " + Quoted(c.key) + " does not exist in bucket " + Quoted(c.bucket), false);
   } else if (code == "NoSuchBucket" || (code.empty() && http_status == 404)) {
@@ -122,11 +129,41 @@ MappedError MapErrorResponse(long http_status, const http::HeaderList& headers,
              ": check the RAM or bucket policy of these credentials" + FromSource(c) +
              ", and that --region matches the bucket's region",
          false);
+  } else if (code == "FileAlreadyExists" ||
+             (http_status == 412 && s3 && c.forbid_overwrite && c.if_match.empty())) {
+    make(ErrorCode::kAlreadyExists,
+         "object " + Quoted(c.key) + " already exists in bucket " + Quoted(c.bucket) +
+             " and the write must not replace it",
+         false);
+  } else if (http_status == 412 && s3 && c.forbid_overwrite) {
+    // S3 answers both conditions of a copy with the same 412.
+    make(ErrorCode::kPreconditionFailed,
+         "copy to " + Quoted(c.key) + " refused: the source " + Quoted(c.source_key) +
+             " changed (If-Match " + c.if_match + ") or the destination already exists",
+         false);
+  } else if ((code == "PreconditionFailed" || http_status == 412) && !c.source_key.empty()) {
+    make(ErrorCode::kPreconditionFailed,
+         "the copy source " + Quoted(c.source_key) + " changed on the server (If-Match " +
+             c.if_match + " failed)",
+         false);
   } else if (code == "PreconditionFailed" || http_status == 412) {
     make(ErrorCode::kPreconditionFailed,
          "object " + Quoted(c.key) + " changed on the server (If-Match " + c.if_match +
              " failed): reopen the file",
          false);
+  } else if (code == "EntityTooSmall" || code == "InvalidPart" || code == "InvalidPartOrder") {
+    // The upload pipeline's bug (a short middle part, a wrong ETag, parts out of order): a
+    // retry sends the same list.
+    make(ErrorCode::kInvalidArgument,
+         "the server refused the parts of " + What(c) + " (" + status_text + ")" + ServerSays(e),
+         false);
+  } else if (code == "BadDigest") {
+    // The body arrived different from its Content-MD5: damaged on the way, so resend it.
+    make(ErrorCode::kIntegrity,
+         "the body of " + What(c) + " arrived damaged (Content-MD5 mismatch)", true);
+  } else if (code == "EntityTooLarge") {
+    make(ErrorCode::kTooBig,
+         What(c) + " is larger than the service accepts in one request" + ServerSays(e), false);
   } else if (code == "InvalidRange" || http_status == 416) {
     make(ErrorCode::kInvalidRange,
          "the requested range starts at or past the end of object " + Quoted(c.key), false);

@@ -40,6 +40,10 @@ struct ErrorContext {
   std::string credentials_source;  // CredentialsProvider::Describe(); never a secret
   std::string if_match;            // the If-Match etag sent, for the 412 message
   std::string upload_id;           // multipart operations
+  std::string source_key;          // copies: the object copied from (its 404/412 are about it)
+  // The request asked not to replace an existing object: an S3 412 without If-Match then
+  // means "it exists" (kAlreadyExists), not "it changed".
+  bool forbid_overwrite = false;
 };
 
 // What the retry loop must do before a retry can succeed.

@@ -10,32 +10,10 @@
 #include "object/list_parser.h"
 #include "object/request_runner.h"
 #include "object/response_parsers.h"
+#include "object/write_operations.h"
 
 namespace ossmount::object {
 namespace {
-
-// The largest XML reply (listing page, multipart replies) accepted. A 1,000-key page of
-// 1,023-byte keys, URL-encoded, is under 8 MiB; anything far larger is a broken or hostile
-// server, refused before it takes the memory.
-constexpr size_t kMaxXmlResponseBytes = 16u << 20;
-
-// Checks the server's CRC-64 of an uploaded body against the local one (OSS only).
-Status CheckUploadCrc(const http::Response& r, const Dialect& dialect, uint64_t local_crc,
-                      const std::string& what) {
-  auto server = ResponseCrc64(r.headers, dialect);
-  if (server && *server != local_crc) {
-    return Status(ErrorCode::kIntegrity,
-                  what + ": the server stored different bytes (CRC-64 " + std::to_string(*server) +
-                      ", sent " + std::to_string(local_crc) + ")",
-                  true);
-  }
-  return Status::Ok();
-}
-
-std::string HeaderOr(const http::Response& r, std::string_view name) {
-  const std::string* v = FindHeader(r.headers, name);
-  return v ? *v : std::string();
-}
 
 // One attempt of a GET: what it asks for, and how many bytes at the target's start it keeps
 // from earlier attempts (request is then the rest of the caller's request).
@@ -164,140 +142,53 @@ class OssS3Client final : public ObjectClient {
   }
 
   void Put(const std::string& key, std::shared_ptr<const std::string> body,
-           PutHandler handler) override {
-    if (key.empty()) return Fail(handler, Status(ErrorCode::kInvalidArgument, "PUT: empty key"));
-    uint64_t crc = body ? Crc64(0, body->data(), body->size()) : 0;
-    auto result = std::make_shared<PutResult>();
-    Operation op;
-    op.spec = PutSpec(key, std::move(body));
-    op.error_context.operation = "PUT";
-    op.error_context.key = key;
-    op.accept = [result, crc, key, &dialect = ctx_->dialect](const http::Response& r) {
-      Status s = CheckUploadCrc(r, dialect, crc, "PUT '" + key + "'");
-      if (!s.ok()) return s;
-      result->etag = HeaderOr(r, "etag");
-      result->crc64 = ResponseCrc64(r.headers, dialect);
-      return Status::Ok();
-    };
-    Run(std::move(op), [handler = std::move(handler), result](Status s) {
-      if (!s.ok()) return handler(std::move(s));
-      handler(std::move(*result));
-    });
+           const WriteOptions& options, PutHandler handler) override {
+    StartPut(ctx_, key, std::move(body), options, std::move(handler));
   }
 
   void InitiateMultipart(const std::string& key, InitiateHandler handler) override {
-    if (key.empty()) {
-      return Fail(handler, Status(ErrorCode::kInvalidArgument, "multipart: empty key"));
-    }
-    auto body = std::make_shared<std::vector<char>>();
-    auto upload_id = std::make_shared<std::string>();
-    Operation op;
-    op.spec = InitiateMultipartSpec(key);
-    op.error_context.operation = "InitiateMultipartUpload";
-    op.error_context.key = key;
-    op.prepare_target = [body] {
-      body->clear();
-      return GetTarget::Growable(body.get(), kMaxXmlResponseBytes);
-    };
-    op.accept = [body, upload_id](const http::Response&) {
-      auto id = ParseInitiateMultipartXml(std::string_view(body->data(), body->size()));
-      if (!id.ok()) return id.status();
-      *upload_id = std::move(id.value());
-      return Status::Ok();
-    };
-    Run(std::move(op), [handler = std::move(handler), upload_id](Status s) {
-      if (!s.ok()) return handler(std::move(s));
-      handler(std::move(*upload_id));
-    });
+    StartInitiateMultipart(ctx_, key, std::move(handler));
   }
 
   void UploadPart(const std::string& key, const std::string& upload_id, int part_number,
                   std::shared_ptr<const std::string> body, PartHandler handler) override {
-    if (part_number < 1 || part_number > 10000) {
-      return Fail(handler,
-                  Status(ErrorCode::kInvalidArgument, "UploadPart: part numbers are 1..10000"));
-    }
-    uint64_t crc = body ? Crc64(0, body->data(), body->size()) : 0;
-    auto part = std::make_shared<PartInfo>();
-    part->part_number = part_number;
-    Operation op;
-    op.spec = UploadPartSpec(key, upload_id, part_number, std::move(body));
-    op.error_context.operation = "UploadPart " + std::to_string(part_number);
-    op.error_context.key = key;
-    op.error_context.upload_id = upload_id;
-    op.accept = [part, crc, key, &dialect = ctx_->dialect](const http::Response& r) {
-      Status s = CheckUploadCrc(r, dialect, crc, "UploadPart of '" + key + "'");
-      if (!s.ok()) return s;
-      part->etag = HeaderOr(r, "etag");
-      if (part->etag.empty()) {
-        return Status(ErrorCode::kProtocol, "UploadPart response has no ETag");
-      }
-      return Status::Ok();
-    };
-    Run(std::move(op), [handler = std::move(handler), part](Status s) {
-      if (!s.ok()) return handler(std::move(s));
-      handler(std::move(*part));
-    });
+    StartUploadPart(ctx_, key, upload_id, part_number, std::move(body), std::move(handler));
+  }
+
+  void UploadPartCopy(const std::string& key, const std::string& upload_id, int part_number,
+                      const std::string& source_key, const std::string& source_etag,
+                      uint64_t offset, uint64_t length, PartHandler handler) override {
+    StartUploadPartCopy(ctx_, key, upload_id, part_number, source_key, source_etag, offset, length,
+                        std::move(handler));
   }
 
   void CompleteMultipart(const std::string& key, const std::string& upload_id,
-                         std::vector<PartInfo> parts, PutHandler handler) override {
-    if (parts.empty()) {
-      return Fail(handler, Status(ErrorCode::kInvalidArgument, "CompleteMultipart: no parts"));
-    }
-    for (size_t i = 1; i < parts.size(); ++i) {
-      if (parts[i].part_number <= parts[i - 1].part_number) {
-        return Fail(handler, Status(ErrorCode::kInvalidArgument,
-                                    "CompleteMultipart: parts must be in ascending order"));
-      }
-    }
-    auto body = std::make_shared<std::vector<char>>();
-    auto result = std::make_shared<PutResult>();
-    Operation op;
-    op.spec = CompleteMultipartSpec(key, upload_id, parts);
-    op.error_context.operation = "CompleteMultipartUpload";
-    op.error_context.key = key;
-    op.error_context.upload_id = upload_id;
-    op.prepare_target = [body] {
-      body->clear();
-      return GetTarget::Growable(body.get(), kMaxXmlResponseBytes);
-    };
-    op.accept = [body, result, &dialect = ctx_->dialect](const http::Response& r) {
-      auto etag = ParseCompleteMultipartXml(std::string_view(body->data(), body->size()));
-      if (!etag.ok()) return etag.status();
-      result->etag = etag.value();
-      if (result->etag.empty()) result->etag = HeaderOr(r, "etag");
-      result->crc64 = ResponseCrc64(r.headers, dialect);
-      return Status::Ok();
-    };
-    Run(std::move(op), [handler = std::move(handler), result](Status s) {
-      if (!s.ok()) return handler(std::move(s));
-      handler(std::move(*result));
-    });
+                         std::vector<PartInfo> parts, const WriteOptions& options,
+                         PutHandler handler) override {
+    StartCompleteMultipart(ctx_, key, upload_id, std::move(parts), options, std::move(handler));
   }
 
   void AbortMultipart(const std::string& key, const std::string& upload_id,
                       StatusHandler handler) override {
-    Operation op;
-    op.spec = AbortMultipartSpec(key, upload_id);
-    op.error_context.operation = "AbortMultipartUpload";
-    op.error_context.key = key;
-    op.error_context.upload_id = upload_id;
-    Run(std::move(op), std::move(handler));
+    StartAbortMultipart(ctx_, key, upload_id, std::move(handler));
+  }
+
+  void ListMultipartUploads(const std::string& prefix, UploadsHandler handler) override {
+    StartListMultipartUploads(ctx_, prefix, std::move(handler));
+  }
+
+  void CopyObject(const std::string& source_key, const std::string& source_etag,
+                  const std::string& dest_key, const WriteOptions& options,
+                  PutHandler handler) override {
+    StartCopyObject(ctx_, source_key, source_etag, dest_key, options, std::move(handler));
   }
 
   void Delete(const std::string& key, StatusHandler handler) override {
-    if (key.empty()) {
-      return Fail(handler, Status(ErrorCode::kInvalidArgument, "DELETE: empty key"));
-    }
-    Operation op;
-    op.spec = DeleteSpec(key);
-    op.error_context.operation = "DELETE";
-    op.error_context.key = key;
-    op.error_is_success = [](const MappedError& e) {
-      return e.status.code() == ErrorCode::kNotFound;  // deleting a missing key succeeds
-    };
-    Run(std::move(op), std::move(handler));
+    StartDelete(ctx_, key, std::move(handler));
+  }
+
+  void DeleteMultiple(std::vector<std::string> keys, StatusHandler handler) override {
+    StartDeleteMultiple(ctx_, std::move(keys), std::move(handler));
   }
 
  private:

@@ -1,6 +1,7 @@
 #include "object/request_builder.h"
 
 #include "common/url.h"
+#include "object/content_md5.h"
 #include "object/headers.h"
 
 namespace ossmount::object {
@@ -16,6 +17,7 @@ WireRequest BuildWireRequest(const RequestSpec& spec, const Endpoint& endpoint,
   s.key = spec.key;
   s.query = spec.query;
   s.headers = spec.headers;
+  s.additional_headers = spec.signed_headers;
 
   std::string host;
   std::string encoded_path;
@@ -77,13 +79,38 @@ RequestSpec HeadSpec(const std::string& key) {
   return spec;
 }
 
-RequestSpec PutSpec(const std::string& key, std::shared_ptr<const std::string> body) {
+namespace {
+
+void AddForbidOverwrite(RequestSpec& spec, const WriteOptions& options, const Dialect& dialect) {
+  if (!options.forbid_overwrite) return;
+  spec.headers.emplace_back(dialect.forbid_overwrite_header, dialect.forbid_overwrite_value);
+  // x-oss-* headers are signed anyway; S3's If-None-Match only when named. A proxy that
+  // dropped it would silently turn a no-replace write into a replacing one.
+  if (dialect.protocol == Protocol::kS3) spec.signed_headers.push_back("if-none-match");
+}
+
+void AddBody(RequestSpec& spec, std::shared_ptr<const std::string> body, const Dialect& dialect) {
+  spec.body = body ? std::move(body) : std::make_shared<const std::string>();
+  if (dialect.send_content_md5) spec.headers.emplace_back("Content-MD5", ContentMd5(*spec.body));
+}
+
+void AddCopySource(RequestSpec& spec, const CopySource& source, const Dialect& dialect) {
+  const std::string header = dialect.copy_source_header;
+  spec.headers.emplace_back(header, CopySourceValue(source.bucket, source.key));
+  if (!source.etag.empty()) spec.headers.emplace_back(header + "-if-match", source.etag);
+}
+
+}  // namespace
+
+RequestSpec PutSpec(const std::string& key, std::shared_ptr<const std::string> body,
+                    const WriteOptions& options, const Dialect& dialect) {
   RequestSpec spec;
   spec.method = "PUT";
   spec.key = key;
   // Set explicitly: OSS V1 signs Content-Type, so the transport must not add its own.
   spec.headers.emplace_back("Content-Type", "application/octet-stream");
-  spec.body = body ? std::move(body) : std::make_shared<const std::string>();
+  AddBody(spec, std::move(body), dialect);
+  AddForbidOverwrite(spec, options, dialect);
   return spec;
 }
 
@@ -98,24 +125,45 @@ RequestSpec InitiateMultipartSpec(const std::string& key) {
 }
 
 RequestSpec UploadPartSpec(const std::string& key, const std::string& upload_id, int part_number,
-                           std::shared_ptr<const std::string> body) {
+                           std::shared_ptr<const std::string> body, const Dialect& dialect) {
   RequestSpec spec;
   spec.method = "PUT";
   spec.key = key;
   spec.query.emplace_back("partNumber", std::to_string(part_number));
   spec.query.emplace_back("uploadId", upload_id);
   spec.headers.emplace_back("Content-Type", "application/octet-stream");
-  spec.body = body ? std::move(body) : std::make_shared<const std::string>();
+  AddBody(spec, std::move(body), dialect);
+  return spec;
+}
+
+std::string CopySourceValue(const std::string& bucket, const std::string& key) {
+  return "/" + bucket + "/" + PercentEncode(key, /*keep_slash=*/true);
+}
+
+RequestSpec UploadPartCopySpec(const std::string& key, const std::string& upload_id,
+                               int part_number, const CopySource& source, uint64_t offset,
+                               uint64_t length, const Dialect& dialect) {
+  RequestSpec spec;
+  spec.method = "PUT";
+  spec.key = key;
+  spec.query.emplace_back("partNumber", std::to_string(part_number));
+  spec.query.emplace_back("uploadId", upload_id);
+  AddCopySource(spec, source, dialect);
+  spec.headers.emplace_back(std::string(dialect.copy_source_header) + "-range",
+                            RangeHeaderValue(offset, length));
+  spec.body = std::make_shared<const std::string>();
   return spec;
 }
 
 RequestSpec CompleteMultipartSpec(const std::string& key, const std::string& upload_id,
-                                  const std::vector<PartInfo>& parts) {
+                                  const std::vector<PartInfo>& parts, const WriteOptions& options,
+                                  const Dialect& dialect) {
   RequestSpec spec;
   spec.method = "POST";
   spec.key = key;
   spec.query.emplace_back("uploadId", upload_id);
   spec.headers.emplace_back("Content-Type", "application/xml");
+  AddForbidOverwrite(spec, options, dialect);
   std::string xml = "<CompleteMultipartUpload>";
   for (const PartInfo& part : parts) {
     xml += "<Part><PartNumber>" + std::to_string(part.part_number) + "</PartNumber><ETag>" +
@@ -134,10 +182,47 @@ RequestSpec AbortMultipartSpec(const std::string& key, const std::string& upload
   return spec;
 }
 
+RequestSpec ListMultipartUploadsSpec(const std::string& prefix, const std::string& key_marker,
+                                     const std::string& upload_id_marker) {
+  RequestSpec spec;
+  spec.method = "GET";
+  spec.query.emplace_back("uploads", "");
+  if (!prefix.empty()) spec.query.emplace_back("prefix", prefix);
+  if (!key_marker.empty()) spec.query.emplace_back("key-marker", key_marker);
+  if (!upload_id_marker.empty()) spec.query.emplace_back("upload-id-marker", upload_id_marker);
+  spec.query.emplace_back("max-uploads", "1000");
+  spec.query.emplace_back("encoding-type", "url");
+  return spec;
+}
+
+RequestSpec CopyObjectSpec(const CopySource& source, const std::string& dest_key,
+                           const WriteOptions& options, const Dialect& dialect) {
+  RequestSpec spec;
+  spec.method = "PUT";
+  spec.key = dest_key;
+  AddCopySource(spec, source, dialect);
+  AddForbidOverwrite(spec, options, dialect);
+  spec.body = std::make_shared<const std::string>();
+  return spec;
+}
+
 RequestSpec DeleteSpec(const std::string& key) {
   RequestSpec spec;
   spec.method = "DELETE";
   spec.key = key;
+  return spec;
+}
+
+RequestSpec DeleteMultipleSpec(const std::vector<std::string>& keys) {
+  RequestSpec spec;
+  spec.method = "POST";
+  spec.query.emplace_back("delete", "");
+  spec.headers.emplace_back("Content-Type", "application/xml");
+  std::string xml = "<Delete><Quiet>true</Quiet>";
+  for (const std::string& key : keys) xml += "<Object><Key>" + XmlEscape(key) + "</Key></Object>";
+  xml += "</Delete>";
+  spec.headers.emplace_back("Content-MD5", ContentMd5(xml));
+  spec.body = std::make_shared<const std::string>(std::move(xml));
   return spec;
 }
 

@@ -30,6 +30,9 @@ struct RequestSpec {
   auth::Params query;  // decoded; a "" value sends the bare name ("?uploads")
   http::HeaderList headers;
   std::shared_ptr<const std::string> body;  // PUT/POST body, or null
+  // Headers to sign beyond the ones each scheme signs anyway (x-oss-*, x-amz-*, Content-MD5,
+  // Content-Type): lowercase names, passed as SignableRequest::additional_headers.
+  std::vector<std::string> signed_headers;
 };
 
 struct WireRequest {
@@ -53,14 +56,41 @@ RequestSpec GetSpec(const GetRequest& request, const Dialect& dialect);
 // The Range header value GetSpec sends, or "" for a whole-object GET.
 std::string RangeHeaderValue(uint64_t offset, std::optional<uint64_t> length);
 RequestSpec HeadSpec(const std::string& key);
-RequestSpec PutSpec(const std::string& key, std::shared_ptr<const std::string> body);
+// Content-MD5 on dialects that send it (S3); the forbid-overwrite header when asked
+// (x-oss-forbid-overwrite: true; S3 If-None-Match: *, signed so no proxy can drop it).
+RequestSpec PutSpec(const std::string& key, std::shared_ptr<const std::string> body,
+                    const WriteOptions& options, const Dialect& dialect);
 RequestSpec InitiateMultipartSpec(const std::string& key);
 RequestSpec UploadPartSpec(const std::string& key, const std::string& upload_id, int part_number,
-                           std::shared_ptr<const std::string> body);
+                           std::shared_ptr<const std::string> body, const Dialect& dialect);
+
+// The source of a server-side copy: /bucket/key (the key percent-encoded, '/' kept) in the
+// dialect's copy-source header, plus <header>-if-match when etag is set.
+struct CopySource {
+  std::string bucket;
+  std::string key;
+  std::string etag;  // quoted; "" = any version
+};
+// The copy-source header value: "/bucket/percent-encoded-key".
+std::string CopySourceValue(const std::string& bucket, const std::string& key);
+// UploadPartCopy of bytes [offset, offset + length). REQUIRES: length > 0.
+RequestSpec UploadPartCopySpec(const std::string& key, const std::string& upload_id,
+                               int part_number, const CopySource& source, uint64_t offset,
+                               uint64_t length, const Dialect& dialect);
 // The body lists the parts in the order given (callers pass ascending part numbers).
 RequestSpec CompleteMultipartSpec(const std::string& key, const std::string& upload_id,
-                                  const std::vector<PartInfo>& parts);
+                                  const std::vector<PartInfo>& parts, const WriteOptions& options,
+                                  const Dialect& dialect);
 RequestSpec AbortMultipartSpec(const std::string& key, const std::string& upload_id);
+// GET /?uploads with prefix, key-marker and upload-id-marker (each only when non-empty),
+// max-uploads=1000 and encoding-type=url.
+RequestSpec ListMultipartUploadsSpec(const std::string& prefix, const std::string& key_marker,
+                                     const std::string& upload_id_marker);
+RequestSpec CopyObjectSpec(const CopySource& source, const std::string& dest_key,
+                           const WriteOptions& options, const Dialect& dialect);
 RequestSpec DeleteSpec(const std::string& key);
+// POST /?delete with <Delete><Quiet>true</Quiet><Object><Key>..</Key></Object>..</Delete>
+// (keys XML-escaped) and Content-MD5, which both services require here.
+RequestSpec DeleteMultipleSpec(const std::vector<std::string>& keys);
 
 }  // namespace ossmount::object

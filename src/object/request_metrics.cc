@@ -3,11 +3,12 @@
 #include <array>
 
 #include "common/metrics.h"
+#include "common/strings.h"
 
 namespace ossmount::object {
 namespace {
 
-constexpr int kTypes = 5;
+constexpr int kTypes = kRequestTypeCount;
 
 struct TypeMetrics {
   metrics::Counter* ok;
@@ -50,16 +51,50 @@ const TypeMetrics& For(RequestType type) { return All()[static_cast<std::size_t>
 
 }  // namespace
 
+namespace {
+
+bool HasParam(const RequestSpec& spec, std::string_view name) {
+  for (const auto& [n, v] : spec.query) {
+    if (n == name) return true;
+  }
+  return false;
+}
+
+bool HasHeader(const RequestSpec& spec, std::string_view name) {
+  for (const auto& [n, v] : spec.headers) {
+    if (EqualsIgnoreCase(n, name)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 RequestType ClassifyRequest(const RequestSpec& spec) {
-  if (spec.method == "HEAD") return RequestType::kHead;
-  if (spec.method != "GET") return RequestType::kOther;
-  for (const auto& [name, value] : spec.query) {
-    if (name == "list-type") return RequestType::kList;
+  const std::string& m = spec.method;
+  if (m == "HEAD") return RequestType::kHead;
+  if (m == "GET") {
+    if (HasParam(spec, "list-type")) return RequestType::kList;
+    if (HasParam(spec, "uploads")) return RequestType::kListUploads;
+    if (HasHeader(spec, "Range")) return RequestType::kGetRange;
+    return spec.key.empty() ? RequestType::kOther : RequestType::kGet;
   }
-  for (const auto& [name, value] : spec.headers) {
-    if (name == "Range") return RequestType::kGetRange;
+  if (m == "PUT") {
+    const bool copy = HasHeader(spec, "x-oss-copy-source") || HasHeader(spec, "x-amz-copy-source");
+    if (HasParam(spec, "partNumber")) {
+      return copy ? RequestType::kUploadPartCopy : RequestType::kUploadPart;
+    }
+    return copy ? RequestType::kCopyObject : RequestType::kPut;
   }
-  return spec.key.empty() ? RequestType::kOther : RequestType::kGet;
+  if (m == "POST") {
+    if (HasParam(spec, "uploads")) return RequestType::kInitiateMultipart;
+    if (HasParam(spec, "uploadId")) return RequestType::kCompleteMultipart;
+    if (HasParam(spec, "delete")) return RequestType::kDeleteMultiple;
+    return RequestType::kOther;
+  }
+  if (m == "DELETE") {
+    return HasParam(spec, "uploadId") ? RequestType::kAbortMultipart : RequestType::kDelete;
+  }
+  return RequestType::kOther;
 }
 
 const char* RequestTypeName(RequestType type) {
@@ -74,6 +109,26 @@ const char* RequestTypeName(RequestType type) {
       return "GET-range";
     case RequestType::kOther:
       break;
+    case RequestType::kPut:
+      return "PUT";
+    case RequestType::kInitiateMultipart:
+      return "InitiateMultipart";
+    case RequestType::kUploadPart:
+      return "UploadPart";
+    case RequestType::kUploadPartCopy:
+      return "UploadPartCopy";
+    case RequestType::kCompleteMultipart:
+      return "CompleteMultipart";
+    case RequestType::kAbortMultipart:
+      return "AbortMultipart";
+    case RequestType::kListUploads:
+      return "ListMultipartUploads";
+    case RequestType::kCopyObject:
+      return "CopyObject";
+    case RequestType::kDelete:
+      return "DELETE";
+    case RequestType::kDeleteMultiple:
+      return "DeleteMultiple";
   }
   return "other";
 }

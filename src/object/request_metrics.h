@@ -1,6 +1,8 @@
 // What the object client reports to the metrics registry (common/metrics.h), per logical
 // request (all attempts of one operation):
-//   ossmount_requests_total{type, outcome}          type LIST, HEAD, GET, GET-range, other;
+//   ossmount_requests_total{type, outcome}          type LIST, HEAD, GET, GET-range, other,
+//                                                    and one per write operation (PUT,
+//                                                    UploadPart, CompleteMultipart, ...);
 //                                                    outcome "ok" or an ErrorCodeName
 //   ossmount_request_duration_seconds{type}         start to finish, retries included
 //   ossmount_request_retries_total{type}            retries (attempts after a failure; the
@@ -19,7 +21,27 @@
 
 namespace ossmount::object {
 
-enum class RequestType { kList, kHead, kGet, kGetRange, kOther };
+// The first five keep their values (and names) from before the write path existed.
+enum class RequestType {
+  kList,
+  kHead,
+  kGet,
+  kGetRange,
+  kOther,
+  kPut,
+  kInitiateMultipart,
+  kUploadPart,
+  kUploadPartCopy,
+  kCompleteMultipart,
+  kAbortMultipart,
+  kListUploads,
+  kCopyObject,
+  kDelete,
+  kDeleteMultiple,
+};
+inline constexpr int kRequestTypeCount = 15;
+
+// From the method, the sub-resources in the query and the copy-source header.
 
 RequestType ClassifyRequest(const RequestSpec& spec);
 const char* RequestTypeName(RequestType type);

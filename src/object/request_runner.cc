@@ -127,7 +127,9 @@ class RunningOperation : public std::enable_shared_from_this<RunningOperation> {
     }
     MappedError mapped =
         MapErrorResponse(r.status, r.headers, r.error_body, ctx_->dialect, op_.error_context);
-    if (op_.error_is_success && op_.error_is_success(mapped)) return Finish(Status::Ok());
+    if (op_.error_is_success && op_.error_is_success(mapped, attempts_)) {
+      return Finish(Status::Ok());
+    }
     Status status = mapped.status;
     switch (mapped.recovery) {
       case Recovery::kCorrectClock: {

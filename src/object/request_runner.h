@@ -42,8 +42,10 @@ struct Operation {
   // Called for a 2xx response: checks and parses it, storing the result in the caller's
   // state. OK ends the operation; a retryable error retries; any other error ends it.
   std::function<Status(const http::Response&)> accept;
-  // Called for a mapped non-2xx error; true turns it into success (DELETE of a missing key).
-  std::function<bool(const MappedError&)> error_is_success;
+  // Called for a mapped non-2xx error with the attempt's number (1 = the first); true turns
+  // it into success (DELETE of a missing key; a retried Complete answered NoSuchUpload,
+  // which the caller then checks with a HEAD).
+  std::function<bool(const MappedError&, int attempt)> error_is_success;
   // Called when a 2xx body did not fit a fixed target; a non-OK status replaces the generic
   // kIntegrity error (a pinned whole GET knows the object changed). Never retried.
   std::function<Status(const http::Response&)> explain_overflow;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "http/fetch_engine.h"
 #include "object/dialect.h"
@@ -45,5 +46,32 @@ Result<std::string> ParseInitiateMultipartXml(std::string_view xml);
 // code, retryable for InternalError/SlowDown-type codes. kProtocol for other bodies,
 // including a CompleteMultipartUploadResult without an ETag (or with an empty one).
 Result<std::string> ParseCompleteMultipartXml(std::string_view xml);
+
+// <CopyObjectResult><ETag> (CopyObject) or <CopyPartResult><ETag> (UploadPartCopy), `root`
+// naming which. A 200 carrying an <Error> document (a copy can fail after S3 has started
+// answering) is handled as ParseCompleteMultipartXml does; kProtocol for other bodies or a
+// missing ETag.
+Result<std::string> ParseCopyResultXml(std::string_view xml, const char* root);
+
+// One page of ListMultipartUploads. Keys and markers are url-decoded when the reply says
+// <EncodingType>url</EncodingType>. kProtocol for malformed XML, an upload without Key or
+// UploadId, or IsTruncated=true without a NextKeyMarker (the caller would loop forever).
+struct UploadsPage {
+  std::vector<OpenUpload> uploads;
+  bool truncated = false;
+  std::string next_key_marker;
+  std::string next_upload_id_marker;
+};
+Result<UploadsPage> ParseListMultipartUploadsXml(std::string_view xml);
+
+// The keys a DeleteMultipleObjects reply lists under <Error>, except NoSuchKey (deleting a
+// missing key succeeds). An empty body is a quiet reply with nothing to report. A 200
+// carrying an <Error> document is handled as ParseCompleteMultipartXml does.
+struct DeleteFailure {
+  std::string key;
+  std::string code;
+  std::string message;
+};
+Result<std::vector<DeleteFailure>> ParseDeleteResultXml(std::string_view xml);
 
 }  // namespace ossmount::object

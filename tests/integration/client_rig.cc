@@ -142,7 +142,8 @@ Result<std::string> ClientRig::GetFixed(const std::string& key, uint64_t offset,
 
 Result<PutResult> ClientRig::Put(const std::string& key, const std::string& data) {
   auto body = std::make_shared<const std::string>(data);
-  return Await<Result<PutResult>>([&](auto h) { client_->Put(key, body, std::move(h)); });
+  return Await<Result<PutResult>>(
+      [&](auto h) { client_->Put(key, body, WriteOptions{}, std::move(h)); });
 }
 
 Status ClientRig::PutMany(const std::vector<std::pair<std::string, std::string>>& objects,
@@ -159,7 +160,7 @@ Status ClientRig::PutMany(const std::vector<std::pair<std::string, std::string>>
       ++in_flight;
       auto body = std::make_shared<const std::string>(data);
       lock.unlock();
-      client_->Put(key, body, [&](Result<PutResult> r) {
+      client_->Put(key, body, WriteOptions{}, [&](Result<PutResult> r) {
         std::lock_guard<std::mutex> l(mu);
         if (!r.ok() && first_error.ok()) first_error = r.status();
         --in_flight;
@@ -192,8 +193,9 @@ Result<PartInfo> ClientRig::UploadPart(const std::string& key, const std::string
 
 Result<PutResult> ClientRig::Complete(const std::string& key, const std::string& id,
                                       std::vector<PartInfo> parts) {
-  return Await<Result<PutResult>>(
-      [&](auto h) { client_->CompleteMultipart(key, id, std::move(parts), std::move(h)); });
+  return Await<Result<PutResult>>([&](auto h) {
+    client_->CompleteMultipart(key, id, std::move(parts), WriteOptions{}, std::move(h));
+  });
 }
 
 Status ClientRig::Abort(const std::string& key, const std::string& id) {

@@ -31,11 +31,28 @@ void FailingObjectClient::ClearFailures() {
   nth_op_.reset();
   fail_keys_.clear();
   fail_prefixes_.clear();
+  write_faults_.clear();
 }
 
 void FailingObjectClient::set_error(Status error) {
   std::lock_guard lock(mu_);
   error_ = std::move(error);
+}
+
+void FailingObjectClient::RefuseNext(Op op, int times, std::optional<Status> error,
+                                     std::optional<int> part_number) {
+  std::lock_guard lock(mu_);
+  write_faults_[op] = WriteFault{Fault::kRefuse, times, std::move(error), part_number};
+}
+
+void FailingObjectClient::LoseAnswerOfNext(Op op, int times) {
+  std::lock_guard lock(mu_);
+  write_faults_[op] = WriteFault{Fault::kLoseAnswer, times, std::nullopt, std::nullopt};
+}
+
+void FailingObjectClient::CutBodyOfNext(Op op, int times) {
+  std::lock_guard lock(mu_);
+  write_faults_[op] = WriteFault{Fault::kCutBody, times, std::nullopt, std::nullopt};
 }
 
 uint64_t FailingObjectClient::calls() const {
@@ -88,39 +105,136 @@ void FailingObjectClient::Get(const GetRequest& request, GetTarget target, GetHa
   inner_->Get(request, target, std::move(handler));
 }
 
+FailingObjectClient::Fault FailingObjectClient::NextFault(Op op, const std::string& key,
+                                                          int part_number, Status* error) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = write_faults_.find(op);
+    if (it != write_faults_.end() && it->second.remaining > 0 &&
+        (!it->second.part_number || *it->second.part_number == part_number)) {
+      WriteFault& f = it->second;
+      --f.remaining;
+      ++failures_;
+      if (f.fault == Fault::kRefuse) *error = f.error ? *f.error : error_;
+      return f.fault;
+    }
+  }
+  if (!ShouldFail(op, key)) return Fault::kNone;
+  std::lock_guard lock(mu_);
+  *error = error_;
+  return Fault::kRefuse;
+}
+
+namespace {
+
+Status CutBody() {
+  return Status(ErrorCode::kNetwork, "injected: connection reset while the body was sent", true);
+}
+
+Status LostAnswer() {
+  return Status(ErrorCode::kNetwork, "injected: connection reset before the answer arrived", true);
+}
+
+}  // namespace
+
+template <typename Handler>
+void FailingObjectClient::PostStatus(Handler handler, Status status) {
+  boost::asio::post(
+      io_, [handler = std::move(handler), status = std::move(status)]() { handler(status); });
+}
+
+template <typename Result>
+std::function<void(Result)> FailingObjectClient::LoseAnswer(std::function<void(Result)> handler) {
+  // The wrapped client has acted; only its answer goes missing.
+  return [handler = std::move(handler)](Result) { handler(LostAnswer()); };
+}
+
+template <typename Result>
+void FailingObjectClient::Dispatch(
+    Op op, const std::string& key, int part_number, std::function<void(Result)> handler,
+    const std::function<void(std::function<void(Result)>)>& forward) {
+  Status error;
+  switch (NextFault(op, key, part_number, &error)) {
+    case Fault::kNone:
+      return forward(std::move(handler));
+    case Fault::kRefuse:
+      return PostStatus(std::move(handler), std::move(error));
+    case Fault::kCutBody:
+      return PostStatus(std::move(handler), CutBody());
+    case Fault::kLoseAnswer:
+      return forward(LoseAnswer<Result>(std::move(handler)));
+  }
+}
+
 void FailingObjectClient::Put(const std::string& key, std::shared_ptr<const std::string> body,
-                              PutHandler handler) {
-  if (ShouldFail(Op::kPut, key)) return PostError(std::move(handler));
-  inner_->Put(key, std::move(body), std::move(handler));
+                              const WriteOptions& options, PutHandler handler) {
+  Dispatch<Result<PutResult>>(Op::kPut, key, 0, std::move(handler), [&](PutHandler h) {
+    inner_->Put(key, std::move(body), options, std::move(h));
+  });
 }
 
 void FailingObjectClient::InitiateMultipart(const std::string& key, InitiateHandler handler) {
-  if (ShouldFail(Op::kInitiate, key)) return PostError(std::move(handler));
-  inner_->InitiateMultipart(key, std::move(handler));
+  Dispatch<Result<std::string>>(Op::kInitiate, key, 0, std::move(handler),
+                                [&](InitiateHandler h) { inner_->InitiateMultipart(key, h); });
 }
 
 void FailingObjectClient::UploadPart(const std::string& key, const std::string& upload_id,
                                      int part_number, std::shared_ptr<const std::string> body,
                                      PartHandler handler) {
-  if (ShouldFail(Op::kUploadPart, key)) return PostError(std::move(handler));
-  inner_->UploadPart(key, upload_id, part_number, std::move(body), std::move(handler));
+  Dispatch<Result<PartInfo>>(
+      Op::kUploadPart, key, part_number, std::move(handler), [&](PartHandler h) {
+        inner_->UploadPart(key, upload_id, part_number, std::move(body), std::move(h));
+      });
+}
+
+void FailingObjectClient::UploadPartCopy(const std::string& key, const std::string& upload_id,
+                                         int part_number, const std::string& source_key,
+                                         const std::string& source_etag, uint64_t offset,
+                                         uint64_t length, PartHandler handler) {
+  Dispatch<Result<PartInfo>>(Op::kUploadPartCopy, key, part_number, std::move(handler),
+                             [&](PartHandler h) {
+                               inner_->UploadPartCopy(key, upload_id, part_number, source_key,
+                                                      source_etag, offset, length, std::move(h));
+                             });
 }
 
 void FailingObjectClient::CompleteMultipart(const std::string& key, const std::string& upload_id,
-                                            std::vector<PartInfo> parts, PutHandler handler) {
-  if (ShouldFail(Op::kComplete, key)) return PostError(std::move(handler));
-  inner_->CompleteMultipart(key, upload_id, std::move(parts), std::move(handler));
+                                            std::vector<PartInfo> parts,
+                                            const WriteOptions& options, PutHandler handler) {
+  Dispatch<Result<PutResult>>(Op::kComplete, key, 0, std::move(handler), [&](PutHandler h) {
+    inner_->CompleteMultipart(key, upload_id, std::move(parts), options, std::move(h));
+  });
 }
 
 void FailingObjectClient::AbortMultipart(const std::string& key, const std::string& upload_id,
                                          StatusHandler handler) {
-  if (ShouldFail(Op::kAbort, key)) return PostError(std::move(handler));
-  inner_->AbortMultipart(key, upload_id, std::move(handler));
+  Dispatch<Status>(Op::kAbort, key, 0, std::move(handler),
+                   [&](StatusHandler h) { inner_->AbortMultipart(key, upload_id, std::move(h)); });
+}
+
+void FailingObjectClient::ListMultipartUploads(const std::string& prefix, UploadsHandler handler) {
+  Dispatch<Result<std::vector<OpenUpload>>>(
+      Op::kListUploads, prefix, 0, std::move(handler),
+      [&](UploadsHandler h) { inner_->ListMultipartUploads(prefix, std::move(h)); });
+}
+
+void FailingObjectClient::CopyObject(const std::string& source_key, const std::string& source_etag,
+                                     const std::string& dest_key, const WriteOptions& options,
+                                     PutHandler handler) {
+  Dispatch<Result<PutResult>>(Op::kCopy, dest_key, 0, std::move(handler), [&](PutHandler h) {
+    inner_->CopyObject(source_key, source_etag, dest_key, options, std::move(h));
+  });
 }
 
 void FailingObjectClient::Delete(const std::string& key, StatusHandler handler) {
-  if (ShouldFail(Op::kDelete, key)) return PostError(std::move(handler));
-  inner_->Delete(key, std::move(handler));
+  Dispatch<Status>(Op::kDelete, key, 0, std::move(handler),
+                   [&](StatusHandler h) { inner_->Delete(key, std::move(h)); });
+}
+
+void FailingObjectClient::DeleteMultiple(std::vector<std::string> keys, StatusHandler handler) {
+  const std::string first = keys.empty() ? std::string() : keys.front();
+  Dispatch<Status>(Op::kDeleteMultiple, first, 0, std::move(handler),
+                   [&](StatusHandler h) { inner_->DeleteMultiple(std::move(keys), std::move(h)); });
 }
 
 }  // namespace ossmount::testing

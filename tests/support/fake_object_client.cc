@@ -29,6 +29,14 @@ const char* OpName(Op op) {
       return "AbortMultipart";
     case Op::kDelete:
       return "Delete";
+    case Op::kUploadPartCopy:
+      return "UploadPartCopy";
+    case Op::kListUploads:
+      return "ListMultipartUploads";
+    case Op::kCopy:
+      return "CopyObject";
+    case Op::kDeleteMultiple:
+      return "DeleteMultiple";
   }
   return "?";
 }
@@ -123,6 +131,25 @@ void FakeObjectClient::set_report_crc64(bool report) {
 void FakeObjectClient::set_honour_if_match(bool honour) {
   std::lock_guard lock(mu_);
   honour_if_match_ = honour;
+}
+
+void FakeObjectClient::set_min_part_size(uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  min_part_size_ = bytes;
+}
+
+size_t FakeObjectClient::OpenUploadCount() const {
+  std::lock_guard lock(mu_);
+  return uploads_.size();
+}
+
+std::vector<int> FakeObjectClient::UploadedParts(const std::string& upload_id) const {
+  std::lock_guard lock(mu_);
+  std::vector<int> numbers;
+  auto it = uploads_.find(upload_id);
+  if (it == uploads_.end()) return numbers;
+  for (const auto& [n, part] : it->second.parts) numbers.push_back(n);
+  return numbers;
 }
 
 void FakeObjectClient::Pause() {
@@ -249,8 +276,10 @@ void FakeObjectClient::List(const ListRequest& request, ListHandler handler) {
   ListPage page;
   {
     std::lock_guard lock(mu_);
-    RecordLocked(
-        {Op::kList, request.prefix, 0, std::nullopt, "", request.delimiter, request.max_keys});
+    RequestRecord record = Simple(Op::kList, request.prefix);
+    record.delimiter = request.delimiter;
+    record.max_keys = request.max_keys;
+    RecordLocked(std::move(record));
     int max_keys = request.max_keys > 0 ? request.max_keys : 1000;
     if (max_keys > page_limit_) max_keys = page_limit_;
     const std::string& prefix = request.prefix;
@@ -413,103 +442,6 @@ void FakeObjectClient::set_early_bytes(uint64_t bytes, bool then_fail) {
   std::lock_guard lock(mu_);
   early_bytes_ = bytes;
   fail_after_early_ = then_fail;
-}
-
-void FakeObjectClient::Put(const std::string& key, std::shared_ptr<const std::string> body,
-                           PutHandler handler) {
-  PutResult result;
-  {
-    std::lock_guard lock(mu_);
-    RecordLocked(Simple(Op::kPut, key));
-    Object obj;
-    obj.data = *body;
-    obj.crc64 = Crc64(0, obj.data.data(), obj.data.size());
-    obj.etag = NewEtagLocked();
-    obj.mtime_sec = next_mtime_++;
-    result.etag = obj.etag;
-    result.crc64 = obj.crc64;
-    objects_[key] = std::move(obj);
-  }
-  Finish([handler = std::move(handler), result]() { handler(result); });
-}
-
-void FakeObjectClient::InitiateMultipart(const std::string& key, InitiateHandler handler) {
-  std::string id;
-  {
-    std::lock_guard lock(mu_);
-    RecordLocked(Simple(Op::kInitiate, key));
-    id = "upload-" + std::to_string(next_etag_++);
-    uploads_[id] = Upload{key, {}};
-  }
-  Finish([handler = std::move(handler), id]() { handler(id); });
-}
-
-void FakeObjectClient::UploadPart(const std::string& key, const std::string& upload_id,
-                                  int part_number, std::shared_ptr<const std::string> body,
-                                  PartHandler handler) {
-  Result<PartInfo> result = Status(ErrorCode::kNotFound, "NoSuchUpload");
-  {
-    std::lock_guard lock(mu_);
-    RecordLocked(Simple(Op::kUploadPart, key));
-    auto it = uploads_.find(upload_id);
-    if (it != uploads_.end() && it->second.key == key) {
-      it->second.parts[part_number] = *body;
-      result = PartInfo{part_number, NewEtagLocked()};
-    }
-  }
-  Finish([handler = std::move(handler), result]() { handler(result); });
-}
-
-void FakeObjectClient::CompleteMultipart(const std::string& key, const std::string& upload_id,
-                                         std::vector<PartInfo> parts, PutHandler handler) {
-  Result<PutResult> result = Status(ErrorCode::kNotFound, "NoSuchUpload");
-  {
-    std::lock_guard lock(mu_);
-    RecordLocked(Simple(Op::kComplete, key));
-    auto it = uploads_.find(upload_id);
-    if (it != uploads_.end() && it->second.key == key) {
-      Object obj;
-      bool ok = true;
-      for (const auto& p : parts) {
-        auto part = it->second.parts.find(p.part_number);
-        if (part == it->second.parts.end()) {
-          ok = false;
-          break;
-        }
-        obj.data += part->second;
-      }
-      if (ok) {
-        obj.crc64 = Crc64(0, obj.data.data(), obj.data.size());
-        obj.etag = NewEtagLocked();
-        obj.mtime_sec = next_mtime_++;
-        result = PutResult{obj.etag, obj.crc64};
-        objects_[key] = std::move(obj);
-        uploads_.erase(it);
-      } else {
-        result = Status(ErrorCode::kInvalidArgument, "InvalidPart");
-      }
-    }
-  }
-  Finish([handler = std::move(handler), result]() { handler(result); });
-}
-
-void FakeObjectClient::AbortMultipart(const std::string& key, const std::string& upload_id,
-                                      StatusHandler handler) {
-  {
-    std::lock_guard lock(mu_);
-    RecordLocked(Simple(Op::kAbort, key));
-    uploads_.erase(upload_id);
-  }
-  Finish([handler = std::move(handler)]() { handler(Status::Ok()); });
-}
-
-void FakeObjectClient::Delete(const std::string& key, StatusHandler handler) {
-  {
-    std::lock_guard lock(mu_);
-    RecordLocked(Simple(Op::kDelete, key));
-    objects_.erase(key);
-  }
-  Finish([handler = std::move(handler)]() { handler(Status::Ok()); });
 }
 
 }  // namespace ossmount::testing

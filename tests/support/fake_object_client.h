@@ -5,7 +5,16 @@
 //   - Head: kNotFound for a missing key.
 //   - Get: ranges (kInvalidRange at or past the end, short at the end), If-Match
 //     (kPreconditionFailed), fixed targets that are too small (kIntegrity).
-//   - Put / multipart / Delete change the bucket; every write gets a new etag.
+//   - Put / multipart / copies / deletes change the bucket; every write gets a new etag.
+//     Writes with WriteOptions::forbid_overwrite onto an existing key fail kAlreadyExists
+//     (409 FileAlreadyExists). UploadPart reports the part's size and CRC-64; UploadPartCopy
+//     copies a range of an object (If-Match honoured; a range not inside it kInvalidRange).
+//     Complete checks, as OSS does: the upload exists (else kNotFound, NoSuchUpload), part
+//     numbers ascend (InvalidPartOrder), every part was uploaded with that ETag
+//     (InvalidPart), and every part but the last is at least min_part_size (EntityTooSmall);
+//     those three are kInvalidArgument. A completed or aborted upload is gone: a second
+//     Complete is NoSuchUpload (the fake does not settle lost answers; the real client does).
+//     Abort of an unknown upload succeeds. DeleteMultiple takes at most 1000 keys.
 //   - Get honours CancelFlag: a request whose flag is set by the time it completes is
 //     answered kCancelled without touching the target (counted by cancelled_count()).
 //   - Get reports a body's first bytes early when asked (set_early_bytes).
@@ -33,14 +42,28 @@
 
 namespace ossmount::testing {
 
-enum class Op { kList, kHead, kGet, kPut, kInitiate, kUploadPart, kComplete, kAbort, kDelete };
-constexpr int kOpCount = 9;
+enum class Op {
+  kList,
+  kHead,
+  kGet,
+  kPut,
+  kInitiate,
+  kUploadPart,
+  kComplete,
+  kAbort,
+  kDelete,
+  kUploadPartCopy,
+  kListUploads,
+  kCopy,
+  kDeleteMultiple,
+};
+constexpr int kOpCount = 13;
 const char* OpName(Op op);
 
 // One request as the fake saw it, for assertions on what was asked.
 struct RequestRecord {
   Op op;
-  std::string key;  // key, or the prefix for List
+  std::string key;  // key, or the prefix for List and ListUploads, the destination of copies
   uint64_t offset = 0;
   std::optional<uint64_t> length;
   std::string if_match;
@@ -48,6 +71,11 @@ struct RequestRecord {
   int max_keys = 0;
   Priority priority = Priority::kForeground;  // Get only
   bool cancellable = false;                   // Get only: a CancelFlag was attached
+  std::string upload_id;                      // multipart operations
+  int part_number = 0;                        // UploadPart, UploadPartCopy
+  std::string source_key;                     // copies (offset/length/if_match: the source's)
+  bool forbid_overwrite = false;              // Put, Complete, Copy
+  std::vector<std::string> keys;              // DeleteMultiple
 };
 
 class FakeObjectClient : public ObjectClient,
@@ -87,6 +115,8 @@ class FakeObjectClient : public ObjectClient,
   // With `then_fail`, such GETs then fail (kNetwork, retryable: the connection was reset
   // after those bytes). 0 = off (the default): bytes only at completion.
   void set_early_bytes(uint64_t bytes, bool then_fail = false);
+  // The smallest part Complete accepts before the last (default 100 KiB, as OSS).
+  void set_min_part_size(uint64_t bytes);
   // Holds every completion (including ones already scheduled) until Resume().
   void Pause();
   void Resume();
@@ -101,21 +131,34 @@ class FakeObjectClient : public ObjectClient,
   int max_in_flight() const;
   // GETs answered kCancelled because their CancelFlag was set.
   uint64_t cancelled_count() const;
+  // Multipart uploads initiated and neither completed nor aborted.
+  size_t OpenUploadCount() const;
+  // The part numbers an open upload holds so far (empty for an unknown upload).
+  std::vector<int> UploadedParts(const std::string& upload_id) const;
 
   // --- ObjectClient. ---
   void List(const ListRequest& request, ListHandler handler) override;
   void Head(const std::string& key, HeadHandler handler) override;
   void Get(const GetRequest& request, GetTarget target, GetHandler handler) override;
   void Put(const std::string& key, std::shared_ptr<const std::string> body,
-           PutHandler handler) override;
+           const WriteOptions& options, PutHandler handler) override;
   void InitiateMultipart(const std::string& key, InitiateHandler handler) override;
   void UploadPart(const std::string& key, const std::string& upload_id, int part_number,
                   std::shared_ptr<const std::string> body, PartHandler handler) override;
+  void UploadPartCopy(const std::string& key, const std::string& upload_id, int part_number,
+                      const std::string& source_key, const std::string& source_etag,
+                      uint64_t offset, uint64_t length, PartHandler handler) override;
   void CompleteMultipart(const std::string& key, const std::string& upload_id,
-                         std::vector<PartInfo> parts, PutHandler handler) override;
+                         std::vector<PartInfo> parts, const WriteOptions& options,
+                         PutHandler handler) override;
   void AbortMultipart(const std::string& key, const std::string& upload_id,
                       StatusHandler handler) override;
+  void ListMultipartUploads(const std::string& prefix, UploadsHandler handler) override;
+  void CopyObject(const std::string& source_key, const std::string& source_etag,
+                  const std::string& dest_key, const WriteOptions& options,
+                  PutHandler handler) override;
   void Delete(const std::string& key, StatusHandler handler) override;
+  void DeleteMultiple(std::vector<std::string> keys, StatusHandler handler) override;
 
  private:
   struct Object {
@@ -124,9 +167,14 @@ class FakeObjectClient : public ObjectClient,
     int64_t mtime_sec = 0;
     uint64_t crc64 = 0;
   };
+  struct Part {
+    std::string data;
+    std::string etag;
+  };
   struct Upload {
     std::string key;
-    std::map<int, std::string> parts;
+    std::map<int, Part> parts;
+    int64_t initiated_sec = 0;
   };
 
   // Counts and logs the request; REQUIRES mu_ held.
@@ -138,6 +186,12 @@ class FakeObjectClient : public ObjectClient,
   void Dispatch(std::function<void()> complete);
   std::string NewEtagLocked();
   ObjectInfo InfoLocked(const std::string& key, const Object& obj, bool with_type) const;
+  // Stores a new object at key (new etag and mtime); returns what a PUT reports.
+  PutResult StoreLocked(const std::string& key, std::string data);
+  // kAlreadyExists (409 FileAlreadyExists) when forbid_overwrite and key exists; else OK.
+  Status CheckOverwriteLocked(const std::string& key, const WriteOptions& options) const;
+  // The source of a copy: kNotFound, or kPreconditionFailed when if_match differs.
+  Result<const Object*> CopySourceLocked(const std::string& key, const std::string& if_match) const;
 
   boost::asio::io_context& io_;
   // mu_ guards everything below; it is never held while a handler runs.
@@ -157,6 +211,7 @@ class FakeObjectClient : public ObjectClient,
   int in_flight_ = 0;
   int max_in_flight_ = 0;
   uint64_t cancelled_ = 0;
+  uint64_t min_part_size_ = 100 * 1024;
   uint64_t next_etag_ = 1;
   int64_t next_mtime_ = 1700000000;
 };

@@ -70,6 +70,14 @@ struct Harness {
   std::shared_ptr<ObjectClient> client;
 };
 
+// A part as CompleteMultipart takes it, for tests that need only its number and ETag.
+inline PartInfo NumberedPart(int part_number, std::string etag) {
+  PartInfo part;
+  part.part_number = part_number;
+  part.etag = std::move(etag);
+  return part;
+}
+
 // The body of a good GET, its CRC-64 as OSS reports it, and a 200 carrying it.
 inline const std::string kGoodBody = "The quick brown fox jumps over the lazy dog";
 

@@ -124,7 +124,7 @@ TEST_CASE("GET headers: Range forms, If-Match, range behaviour only on OSS") {
 
 TEST_CASE("Multipart and write requests") {
   auto body = std::make_shared<const std::string>("data");
-  RequestSpec put = PutSpec("k", body);
+  RequestSpec put = PutSpec("k", body, {}, Dialect::For(Protocol::kOss));
   CHECK(put.method == "PUT");
   CHECK(*FindHeader(put.headers, "content-type") == "application/octet-stream");
   CHECK(put.body == body);
@@ -133,10 +133,12 @@ TEST_CASE("Multipart and write requests") {
   CHECK(init.method == "POST");
   CHECK(EncodeQuery(init.query) == "uploads");
 
-  RequestSpec part = UploadPartSpec("k", "id/1+", 3, body);
+  RequestSpec part = UploadPartSpec("k", "id/1+", 3, body, Dialect::For(Protocol::kOss));
   CHECK(EncodeQuery(part.query) == "partNumber=3&uploadId=id%2F1%2B");
 
-  RequestSpec complete = CompleteMultipartSpec("k", "U", {{1, "\"e1\""}, {2, "\"e2\""}});
+  RequestSpec complete =
+      CompleteMultipartSpec("k", "U", {NumberedPart(1, "\"e1\""), NumberedPart(2, "\"e2\"")}, {},
+                            Dialect::For(Protocol::kOss));
   CHECK(complete.method == "POST");
   CHECK(*complete.body ==
         "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>&quot;e1&quot;</ETag>"

@@ -338,7 +338,7 @@ TEST_CASE("Retries of writes and listings go through the same loop") {
     return FakeReply::Ok("<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>");
   };
   auto body = std::make_shared<const std::string>("abc");
-  auto put = h.Call<Result<PutResult>>([&](auto cb) { h.Client().Put("k", body, cb); });
+  auto put = h.Call<Result<PutResult>>([&](auto cb) { h.Client().Put("k", body, {}, cb); });
   REQUIRE(put.ok());
   CHECK(put->etag == "\"p\"");
   CHECK(h.executor->count() == 3);

@@ -1,0 +1,160 @@
+// PUT, CopyObject, DELETE and DeleteMultipleObjects (write_operations.h).
+#include "object/write_operations.h"
+
+#include "common/crc64.h"
+#include "object/content_md5.h"
+#include "object/response_parsers.h"
+#include "object/write_support.h"
+
+namespace ossmount::object {
+namespace {
+
+// The Status for the first key a DeleteMultipleObjects reply says it could not delete.
+Status DeleteFailureStatus(const DeleteFailure& f, size_t total) {
+  const std::string message =
+      "DeleteMultipleObjects could not delete '" + f.key + "' (" + f.code +
+      (f.message.empty() ? "" : ": " + f.message) + ")" +
+      (total > 1 ? " and " + std::to_string(total - 1) + " other keys" : std::string());
+  ErrorCode code = ErrorCode::kServerError;
+  bool retryable = false;
+  if (f.code == "AccessDenied") {
+    code = ErrorCode::kAccessDenied;
+  } else if (f.code == "InternalError" || f.code == "ServiceUnavailable" ||
+             IsThrottlingCode(f.code)) {
+    retryable = true;  // deleting again is harmless
+  }
+  Status status(code, message, retryable);
+  ServiceErrorDetails details;
+  details.http_status = 200;
+  details.code = f.code;
+  details.server_message = f.message;
+  status.WithService(details);
+  return status;
+}
+
+}  // namespace
+
+void StartPut(std::shared_ptr<ClientContext> ctx, const std::string& key,
+              std::shared_ptr<const std::string> body, const WriteOptions& options,
+              PutHandler handler) {
+  if (key.empty()) {
+    return PostFailure(*ctx, std::move(handler),
+                       Status(ErrorCode::kInvalidArgument, "PUT: empty key"));
+  }
+  if (!body) body = std::make_shared<const std::string>();
+  const uint64_t crc = Crc64(0, body->data(), body->size());
+  auto result = std::make_shared<PutResult>();
+  auto lost = std::make_shared<std::optional<Status>>();  // the refusal of a retry, if any
+  const Dialect& dialect = ctx->dialect;
+  Operation op;
+  op.spec = PutSpec(key, body, options, dialect);
+  op.error_context.operation = "PUT";
+  op.error_context.key = key;
+  op.error_context.forbid_overwrite = options.forbid_overwrite;
+  op.accept = [result, crc, key, &dialect](const http::Response& r) {
+    Status s = CheckUploadCrc(r, dialect, crc, "PUT '" + key + "'");
+    if (!s.ok()) return s;
+    result->etag = HeaderOr(r, "etag");
+    result->crc64 = ResponseCrc64(r.headers, dialect);
+    return Status::Ok();
+  };
+  if (options.forbid_overwrite) {
+    op.error_is_success = [lost](const MappedError& e, int attempt) {
+      if (!MayBeOwnEarlierAttempt(e, attempt, /*completing=*/false, true)) return false;
+      *lost = e.status;
+      return true;
+    };
+  }
+  RunOperation(ctx, std::move(op),
+               [ctx, key, body, crc, result, lost, handler = std::move(handler)](Status s) {
+                 if (!s.ok()) return handler(std::move(s));
+                 if (!lost->has_value()) return handler(std::move(*result));
+                 ExpectedObject expected;
+                 expected.size = body->size();
+                 expected.crc64 = crc;
+                 if (ctx->dialect.protocol == Protocol::kS3) {
+                   expected.etag = "\"" + HexLower(Md5(*body)) + "\"";
+                 }
+                 SettleLostAnswer(ctx, key, std::move(expected), **lost, "PUT '" + key + "'",
+                                  std::move(handler));
+               });
+}
+
+void StartCopyObject(std::shared_ptr<ClientContext> ctx, const std::string& source_key,
+                     const std::string& source_etag, const std::string& dest_key,
+                     const WriteOptions& options, PutHandler handler) {
+  if (source_key.empty() || dest_key.empty()) {
+    return PostFailure(*ctx, std::move(handler),
+                       Status(ErrorCode::kInvalidArgument, "CopyObject: empty key"));
+  }
+  auto body = std::make_shared<std::vector<char>>();
+  auto result = std::make_shared<PutResult>();
+  Operation op;
+  op.spec = CopyObjectSpec({ctx->options.bucket, source_key, source_etag}, dest_key, options,
+                           ctx->dialect);
+  op.error_context.operation = "CopyObject";
+  op.error_context.key = dest_key;
+  op.error_context.source_key = source_key;
+  op.error_context.if_match = source_etag;
+  op.error_context.forbid_overwrite = options.forbid_overwrite;
+  op.prepare_target = XmlReplyTarget(body);
+  op.accept = [body, result, &dialect = ctx->dialect](const http::Response& r) {
+    auto etag = ParseCopyResultXml(View(*body), "CopyObjectResult");
+    if (!etag.ok()) return etag.status();
+    result->etag = std::move(etag.value());
+    // Copies may carry no CRC-64 (OSS_PROTOCOL §5.8); nullopt then.
+    result->crc64 = ResponseCrc64(r.headers, dialect);
+    return Status::Ok();
+  };
+  RunOperation(ctx, std::move(op), [result, handler = std::move(handler)](Status s) {
+    if (!s.ok()) return handler(std::move(s));
+    handler(std::move(*result));
+  });
+}
+
+void StartDelete(std::shared_ptr<ClientContext> ctx, const std::string& key,
+                 StatusHandler handler) {
+  if (key.empty()) {
+    return PostFailure(*ctx, std::move(handler),
+                       Status(ErrorCode::kInvalidArgument, "DELETE: empty key"));
+  }
+  Operation op;
+  op.spec = DeleteSpec(key);
+  op.error_context.operation = "DELETE";
+  op.error_context.key = key;
+  op.error_is_success = [](const MappedError& e, int) {
+    return e.status.code() == ErrorCode::kNotFound;  // deleting a missing key succeeds
+  };
+  RunOperation(ctx, std::move(op), std::move(handler));
+}
+
+void StartDeleteMultiple(std::shared_ptr<ClientContext> ctx, std::vector<std::string> keys,
+                         StatusHandler handler) {
+  if (keys.size() > 1000) {
+    return PostFailure(*ctx, std::move(handler),
+                       Status(ErrorCode::kInvalidArgument,
+                              "DeleteMultipleObjects: at most 1000 keys per request, got " +
+                                  std::to_string(keys.size())));
+  }
+  for (const std::string& key : keys) {
+    if (key.empty()) {
+      return PostFailure(*ctx, std::move(handler),
+                         Status(ErrorCode::kInvalidArgument, "DeleteMultipleObjects: empty key"));
+    }
+  }
+  if (keys.empty()) return PostFailure(*ctx, std::move(handler), Status::Ok());
+  auto body = std::make_shared<std::vector<char>>();
+  Operation op;
+  op.spec = DeleteMultipleSpec(keys);
+  op.error_context.operation = "DeleteMultipleObjects";
+  op.prepare_target = XmlReplyTarget(body);
+  op.accept = [body](const http::Response&) {
+    auto failures = ParseDeleteResultXml(View(*body));
+    if (!failures.ok()) return failures.status();
+    if (failures->empty()) return Status::Ok();
+    return DeleteFailureStatus(failures->front(), failures->size());
+  };
+  RunOperation(ctx, std::move(op), std::move(handler));
+}
+
+}  // namespace ossmount::object

@@ -1,0 +1,77 @@
+#include "object/write_support.h"
+
+#include "object/headers.h"
+#include "object/response_parsers.h"
+
+namespace ossmount::object {
+
+std::function<GetTarget()> XmlReplyTarget(std::shared_ptr<std::vector<char>> body) {
+  return [body = std::move(body)] {
+    body->clear();
+    return GetTarget::Growable(body.get(), kMaxXmlResponseBytes);
+  };
+}
+
+std::string HeaderOr(const http::Response& r, std::string_view name) {
+  const std::string* v = FindHeader(r.headers, name);
+  return v ? *v : std::string();
+}
+
+Status CheckUploadCrc(const http::Response& r, const Dialect& dialect, uint64_t local_crc,
+                      const std::string& what) {
+  auto server = ResponseCrc64(r.headers, dialect);
+  if (server && *server != local_crc) {
+    return Status(ErrorCode::kIntegrity,
+                  what + ": the server stored different bytes (CRC-64 " + std::to_string(*server) +
+                      ", sent " + std::to_string(local_crc) + ")",
+                  true);
+  }
+  return Status::Ok();
+}
+
+bool MayBeOwnEarlierAttempt(const MappedError& e, int attempt, bool completing,
+                            bool forbid_overwrite) {
+  if (attempt < 2) return false;  // the first attempt's refusal is the truth
+  if (completing && e.status.service().code == "NoSuchUpload") return true;
+  return forbid_overwrite && e.status.code() == ErrorCode::kAlreadyExists;
+}
+
+void SettleLostAnswer(std::shared_ptr<ClientContext> ctx, const std::string& key,
+                      ExpectedObject expected, Status refusal, const std::string& what,
+                      PutHandler handler) {
+  auto found = std::make_shared<ObjectInfo>();
+  Operation op;
+  op.spec = HeadSpec(key);
+  op.data_path = false;
+  op.error_context.operation = "HEAD";
+  op.error_context.key = key;
+  op.accept = [found, key, &dialect = ctx->dialect](const http::Response& r) {
+    auto parsed = ParseHeadResponse(key, r.headers, dialect);
+    if (!parsed.ok()) return parsed.status();
+    *found = std::move(parsed.value());
+    return Status::Ok();
+  };
+  RunOperation(ctx, std::move(op),
+               [found, expected = std::move(expected), refusal = std::move(refusal), what, key,
+                handler = std::move(handler)](Status s) {
+                 if (!s.ok()) {
+                   const std::string why =
+                       s.code() == ErrorCode::kNotFound
+                           ? "there is no object at '" + key + "'"
+                           : "checking the object at '" + key + "' failed: " + s.message();
+                   return handler(Status(ErrorCode::kIntegrity,
+                                         what +
+                                             ": the answer was lost and the outcome of the "
+                                             "upload is unknown: " +
+                                             why,
+                                         false));
+                 }
+                 Status check = CheckFoundObject(*found, expected, what);
+                 if (check.ok()) return handler(PutResult{found->etag, found->crc64});
+                 // "Already exists", and the object there is not ours: the refusal stands.
+                 if (refusal.code() == ErrorCode::kAlreadyExists) return handler(refusal);
+                 handler(check);
+               });
+}
+
+}  // namespace ossmount::object
