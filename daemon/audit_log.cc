@@ -136,7 +136,7 @@ std::string AuditLog::Format(const fs::AuditRecord& r,
   w.Key("time");
   w.String(time.c_str());
   w.Key("event");
-  w.String(r.at_unmount ? "unmount" : "close");
+  w.String(r.write ? "write" : r.at_unmount ? "unmount" : "close");
   w.Key("path");
   w.String(r.path.data(), static_cast<rapidjson::SizeType>(r.path.size()));
   w.Key("pid");
@@ -145,8 +145,15 @@ std::string AuditLog::Format(const fs::AuditRecord& r,
   w.Uint(r.caller.uid);
   w.Key("gid");
   w.Uint(r.caller.gid);
-  w.Key("bytes_read");
-  w.Uint64(r.bytes_read);
+  if (r.write) {
+    w.Key("bytes_written");
+    w.Uint64(r.bytes_written);
+    w.Key("result");
+    w.String(r.result.c_str());
+  } else {
+    w.Key("bytes_read");
+    w.Uint64(r.bytes_read);
+  }
   w.Key("size");
   w.Uint64(r.size);
   std::string opened = IsoTime(r.opened);

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -32,6 +33,8 @@
 #include "object/client_factory.h"
 #include "prefetch_control.h"
 #include "stats_command.h"
+#include "upload/upload_journal.h"
+#include "upload/upload_metrics.h"
 
 namespace ossmount::daemon {
 namespace {
@@ -109,6 +112,61 @@ void LogRetryStats(const RetryStats& s) {
       "other {}); Retry-After waits {}; gave up {}; resumed {} ({} bytes not fetched again)",
       s.retries, s.throttled, s.server_errors, s.network, s.timeouts, s.integrity, s.other,
       s.retry_after, s.gave_up, s.resumed, s.resumed_bytes);
+}
+
+// Writes on: opens the record of this mount's multipart uploads and aborts those an earlier
+// run of the same bucket and prefix left open (a crash mid-write), before the mount appears.
+Status SetUpUploads(fs::ObjectFilesystem& filesystem, const std::shared_ptr<ObjectClient>& client,
+                    const config::MountConfig& config, std::chrono::seconds timeout) {
+  const std::string& base = config.fs.writes.upload.journal_dir;
+  if (base.empty()) {
+    spdlog::warn(
+        "writes are on without an upload journal (--upload-journal ''): a crash "
+        "mid-write leaves its multipart upload to the bucket's lifecycle rule");
+    return Status::Ok();
+  }
+  const std::string dir = upload::UploadJournal::DirectoryFor(
+      base, config.client.endpoint, config.client.bucket, config.fs.prefix);
+  auto journal = upload::UploadJournal::Open(dir);
+  if (!journal.ok()) {
+    return Status(ErrorCode::kInvalidArgument,
+                  journal.status().message() + " (set --upload-journal to a writable directory)");
+  }
+  auto aborted = std::make_shared<std::promise<std::pair<size_t, Status>>>();
+  auto answer = aborted->get_future();
+  (*journal)->AbortLeftovers(client, [aborted](size_t n, Status first_error) {
+    aborted->set_value({n, first_error});
+  });
+  if (answer.wait_for(timeout) != std::future_status::ready) {
+    spdlog::warn("aborting the uploads an earlier run left open is taking long; going on");
+  } else {
+    auto [n, first_error] = answer.get();
+    if (n > 0) spdlog::info("aborted {} multipart upload(s) an earlier run left open", n);
+    if (!first_error.ok()) {
+      spdlog::warn(
+          "could not abort every upload an earlier run left open: {} (they stay "
+          "recorded in {})",
+          first_error.ToString(), dir);
+    }
+  }
+  filesystem.SetUploadJournal(*journal);
+  return Status::Ok();
+}
+
+// Lets the uploads of files still being completed at unmount finish (each close already
+// waited for its own; these are the files whose last release or unmount completes them).
+void WaitForUploads(std::chrono::seconds timeout) {
+  auto& in_flight = upload::Uploads().files_in_flight;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (in_flight.Value() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (in_flight.Value() > 0) {
+    spdlog::error(
+        "{} file(s) were still uploading at exit; they are not saved, and their "
+        "multipart uploads will be aborted at the next mount",
+        in_flight.Value());
+  }
 }
 
 }  // namespace
@@ -204,6 +262,12 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   auto prefetcher = fs::MakeDatasetPrefetcher(filesystem);
   filesystem->SetReadObserver(
       std::make_shared<fs::PrefetchObserver>(prefetcher, filesystem->options()));
+  if (config.fs.writes.enabled) {
+    if (Status st = SetUpUploads(*filesystem, *client, config, probe_timeout); !st.ok()) {
+      Fail(reporter, st.message());
+      return 1;
+    }
+  }
   // Cache the root listing before the mount appears, so the first lookups under the root
   // (ImageFolder's stat of MOUNT/train) are answered without probing requests.
   WarmRootListing(*filesystem, std::chrono::seconds(10));
@@ -226,6 +290,7 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   fuse_options.fsname = "ossmount:" + config.client.bucket;
   fuse_options.allow_other = config.daemon.allow_other;
   fuse_options.allow_root = config.daemon.allow_root;
+  fuse_options.read_only = !config.fs.writes.enabled;
   fuse_options.debug = config.daemon.fuse_debug;
   fuse_options.cache_readdir = !config.fs.metadata_ttl.has_value();
   if (!config.daemon.passthrough) {
@@ -306,6 +371,7 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   // Files still open (a process held one across the unmount, or the kernel dropped its
   // queued release) are released now, so each still gets its audit line.
   filesystem->EndSession();
+  WaitForUploads(probe_timeout);
   if (audit) audit->Stop();  // the files released until now are written
   LogRetryStats((*client)->retry_stats());
 

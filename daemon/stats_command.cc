@@ -240,6 +240,20 @@ std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* bef
               FormatBytes(Get(s, "ossmount_metadata_listing_bytes")).c_str());
   out += Line("Open files     %.0f (%.0f opened in all)", Get(s, "ossmount_open_handles"),
               Get(s, "ossmount_opens_total"));
+  const double files_written = Get(s, "ossmount_upload_files_total");
+  const double write_failures = Get(s, "ossmount_upload_failures_total");
+  const double writing = Get(s, "ossmount_upload_files_in_flight");
+  if (files_written + write_failures + writing > 0) {
+    out += Line("Uploads        %.0f file(s) being written, %.0f part(s) in flight, %s buffered",
+                writing, Get(s, "ossmount_upload_parts_in_flight"),
+                FormatBytes(Get(s, "ossmount_upload_buffered_bytes")).c_str());
+    out += Line(
+        "               %s/s now (%s in all), %.0f file(s) saved, %.0f failed (the close "
+        "or fsync said so; the log says why), %.0f write(s) waited for memory",
+        FormatBytes(rate("ossmount_upload_bytes_total")).c_str(),
+        FormatBytes(Get(s, "ossmount_upload_bytes_total")).c_str(), files_written, write_failures,
+        Get(s, "ossmount_upload_writer_waits_total"));
+  }
   const double ring_queues = Get(s, "ossmount_fuse_ring_queues");
   if (ring_queues > 0) {
     out += Line("FUSE requests  through io_uring, %.0f queue(s) of %.0f entries (%.0f so far)",

@@ -1,6 +1,9 @@
 // CheckAcrossGroups: every rule that involves options of more than one group, in one place.
 // The groups have validated and stored their own values; this caps, derives and copies.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "config/option_group.h"
@@ -23,6 +26,38 @@ Status CapAtMaxInFlight(const OptionContext& ctx, const char* option, int max_in
   return Status::Ok();
 }
 
+// The protocol's part limits, and where the upload journal lives by default.
+Status CheckWrites(const OptionContext& ctx, MountConfig& c) {
+  fs::WritePolicy& w = c.fs.writes;
+  if (!w.enabled) return Status::Ok();
+  // Writable modes by default, so that default_permissions lets the owner write.
+  if (!ctx.given("--file-mode")) c.fs.file_mode = 0644;
+  if (!ctx.given("--dir-mode")) c.fs.dir_mode = 0755;
+  if (c.client.protocol == Protocol::kS3) {
+    // S3 refuses parts under 5 MiB but the last, and copies single objects up to 5 GiB.
+    w.upload.min_part_size = 5ull << 20;
+    w.upload.copy_object_limit = 5ull << 30;
+    if (w.upload.part_size < w.upload.min_part_size) {
+      if (ctx.given("--upload-part-size")) {
+        return InvalidOption("--upload-part-size: S3 needs parts of at least 5MiB");
+      }
+      w.upload.part_size = w.upload.min_part_size;
+    }
+  }
+  if (!ctx.given("--upload-journal")) {
+    if (!c.cache.dir.empty()) {
+      w.upload.journal_dir = c.cache.dir + "/uploads";
+    } else if (geteuid() == 0) {
+      w.upload.journal_dir = "/var/lib/ossmount/uploads";
+    } else if (const char* state = getenv("XDG_STATE_HOME"); state && *state) {
+      w.upload.journal_dir = std::string(state) + "/ossmount/uploads";
+    } else if (const char* home = getenv("HOME"); home && *home) {
+      w.upload.journal_dir = std::string(home) + "/.local/state/ossmount/uploads";
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status CheckAcrossGroups(const OptionContext& ctx, MountConfig& c) {
@@ -38,6 +73,9 @@ Status CheckAcrossGroups(const OptionContext& ctx, MountConfig& c) {
   if (!st.ok()) return st;
   st = CapAtMaxInFlight(ctx, "--hint-concurrency", max_in_flight,
                         c.fs.dataset_prefetch.hint_concurrency);
+  if (!st.ok()) return st;
+
+  st = CheckWrites(ctx, c);
   if (!st.ok()) return st;
 
   if (!ctx.given("--kernel-readahead")) {

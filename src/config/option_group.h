@@ -31,6 +31,7 @@ inline constexpr const char* kCredentialsHeading =
 inline constexpr const char* kFilesystemHeading = "Filesystem";
 inline constexpr const char* kDataPathHeading = "Data path";
 inline constexpr const char* kMountHeading = "Mount and daemon";
+inline constexpr const char* kWritesHeading = "Writing (checkpoints)";
 
 // Defines options on the parser, under the current --help heading, and remembers which take
 // no value (-o lists and the other layers need to know). Options are listed in --help in the
@@ -78,6 +79,7 @@ std::unique_ptr<OptionGroup> MakeCredentialsGroup();  // options_credentials.cc
 std::unique_ptr<OptionGroup> MakeFilesystemGroup();   // options_filesystem.cc
 std::unique_ptr<OptionGroup> MakeDataPathGroup();     // options_data_path.cc
 std::unique_ptr<OptionGroup> MakePrefetchGroup();     // options_prefetch.cc
+std::unique_ptr<OptionGroup> MakeWritesGroup();       // options_writes.cc
 std::unique_ptr<OptionGroup> MakeMountGroup();        // options_mount.cc
 std::unique_ptr<OptionGroup> MakeDaemonGroup();       // options_daemon.cc
 

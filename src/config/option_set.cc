@@ -37,6 +37,7 @@ OptionSet::OptionSet(CLI::App& app) : app_(app), definer_(app) {
   groups_.push_back(MakeFilesystemGroup());
   groups_.push_back(MakeDataPathGroup());
   groups_.push_back(MakePrefetchGroup());
+  groups_.push_back(MakeWritesGroup());
   groups_.push_back(MakeMountGroup());
   groups_.push_back(MakeDaemonGroup());
   for (auto& group : groups_) group->Define(definer_);

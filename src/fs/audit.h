@@ -1,4 +1,5 @@
-// The audit hook: one record per opened file, handed over when the file is released, or,
+// The audit hook: one record per opened file, handed over when the file is released (a
+// written file: when its upload ended), or,
 // for a file still open when the mount ends (the kernel drops releases still queued then,
 // and a process may hold a file open across the unmount), at SessionHooks::EndSession.
 //
@@ -24,6 +25,10 @@ struct AuditRecord {
   uint64_t bytes_read = 0;               // bytes replied to reads through this handle
   uint64_t size = 0;                     // the object's size at open
   bool at_unmount = false;               // the mount ended with the file open: no release came
+  // A file written through the mount: recorded once its upload ended (completed or failed).
+  bool write = false;
+  uint64_t bytes_written = 0;
+  std::string result;  // "ok", or the error's ErrorCodeName
 };
 
 class AuditSink {

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,21 @@ struct StatFs {
 
 template <typename T>
 using Callback = std::function<void(Result<T>)>;
+using StatusCallback = std::function<void(Status)>;
+
+struct CreateReply {
+  Entry entry;
+  uint64_t fh = 0;
+};
+
+// What a setattr asks to change; unset fields stay.
+struct SetAttrRequest {
+  std::optional<uint64_t> size;
+  std::optional<uint32_t> mode;
+  std::optional<uint32_t> uid;
+  std::optional<uint32_t> gid;
+  bool times = false;  // atime or mtime
+};
 
 class Filesystem {
  public:
@@ -125,7 +141,8 @@ class Filesystem {
                        Callback<std::vector<DirEntry>> done) = 0;
   virtual void ReleaseDir(InodeId ino, uint64_t dir_handle) = 0;
 
-  // flags: the open(2) flags. Any write access is EROFS. `caller`: who opens the file.
+  // flags: the open(2) flags. Write access is EROFS unless writes are on (see Create).
+  // `caller`: who opens the file.
   virtual void Open(InodeId ino, int flags, const Caller& caller, Callback<OpenReply> done) = 0;
   // Open by an unknown caller (zeros).
   void Open(InodeId ino, int flags, Callback<OpenReply> done) {
@@ -137,6 +154,62 @@ class Filesystem {
   virtual void Release(InodeId ino, uint64_t fh) = 0;
 
   virtual StatFs GetStatFs() = 0;
+
+  // --- Writes (docs/SEMANTICS.md, "Writing"). A read-only filesystem answers kReadOnly. ---
+
+  // Creates `name` in `parent` and opens it for writing (open(2) `flags`).
+  virtual void Create(InodeId parent, std::string name, int flags, const Caller& caller,
+                      Callback<CreateReply> done) {
+    (void)parent, (void)name, (void)flags, (void)caller;
+    done(ReadOnly());
+  }
+  // Writes `size` bytes at `offset` through a handle open for writing. `data` is copied
+  // before the call returns; `done` may run later (backpressure) with the bytes taken.
+  virtual void Write(InodeId ino, uint64_t fh, off_t offset, const char* data, size_t size,
+                     Callback<size_t> done) {
+    (void)ino, (void)fh, (void)offset, (void)data, (void)size;
+    done(ReadOnly());
+  }
+  // A close(2) of a descriptor of the handle: for a file being written by `caller`'s
+  // process, completes it and answers with the upload's result.
+  virtual void Flush(InodeId ino, uint64_t fh, const Caller& caller, StatusCallback done) {
+    (void)ino, (void)fh, (void)caller;
+    done(Status::Ok());
+  }
+  // fsync(2): completes a file being written and answers with the upload's result.
+  virtual void Fsync(InodeId ino, uint64_t fh, StatusCallback done) {
+    (void)ino, (void)fh;
+    done(Status::Ok());
+  }
+  // `fh` is the handle when the caller gave one (ftruncate), else 0.
+  virtual void SetAttr(InodeId ino, uint64_t fh, const SetAttrRequest& request,
+                       Callback<AttrReply> done) {
+    (void)ino, (void)fh, (void)request;
+    done(ReadOnly());
+  }
+  virtual void MakeDir(InodeId parent, std::string name, Callback<Entry> done) {
+    (void)parent, (void)name;
+    done(ReadOnly());
+  }
+  virtual void RemoveDir(InodeId parent, std::string name, StatusCallback done) {
+    (void)parent, (void)name;
+    done(ReadOnly());
+  }
+  virtual void Unlink(InodeId parent, std::string name, StatusCallback done) {
+    (void)parent, (void)name;
+    done(ReadOnly());
+  }
+  // flags: RENAME_NOREPLACE (fails with EEXIST when new_name exists) or 0.
+  virtual void Rename(InodeId parent, std::string name, InodeId new_parent, std::string new_name,
+                      unsigned flags, StatusCallback done) {
+    (void)parent, (void)name, (void)new_parent, (void)new_name, (void)flags;
+    done(ReadOnly());
+  }
+
+ protected:
+  static Status ReadOnly() {
+    return Status(ErrorCode::kReadOnly, "the mount is read-only (mount with --allow-writes)");
+  }
 };
 
 }  // namespace ossmount::fs

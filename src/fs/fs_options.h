@@ -13,6 +13,7 @@
 #include <string>
 
 #include "prefetch/prefetch_options.h"
+#include "upload/upload_options.h"
 
 namespace ossmount::data {
 class DiskBlockCache;
@@ -40,6 +41,16 @@ struct ReadaheadOptions {
   // over this span: a reader still counts as sequential up to this far behind its furthest
   // read, and parts are kept that long after the reader passed them.
   uint64_t kernel_readahead = 0;
+};
+
+// Writing to the mount (docs/SEMANTICS.md, "Writing"). Off by default: a dataset mount is
+// read-only.
+struct WritePolicy {
+  bool enabled = false;            // --allow-writes
+  bool allow_delete = true;        // false (--no-delete): unlink, rmdir and rename are EPERM
+  bool allow_overwrite = true;     // false (--no-overwrite): replacing an object is EPERM
+  size_t rename_dir_limit = 1000;  // a directory rename moves at most this many objects
+  upload::UploadOptions upload;
 };
 
 struct FsOptions {
@@ -78,6 +89,7 @@ struct FsOptions {
   // (MetadataCache::ClaimListingForLookups). Off for a manifest mount, whose probes cost no
   // request.
   bool list_for_lookups = true;
+  WritePolicy writes;
   // Receives one record per released file (--audit-log); null = no audit.
   std::shared_ptr<AuditSink> audit;
   // The steady clock TTLs are measured with; empty = std::chrono::steady_clock::now. Tests

@@ -52,7 +52,9 @@ ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
       options_(std::move(options)),
       mount_time_sec_(NowUnixSeconds()),
       listings_(std::make_shared<ListingService>(client, options_)),
-      data_(io, std::move(client), options_) {}
+      data_(io, std::move(client), options_),
+      upload_gate_(std::make_shared<upload::UploadGate>(
+          data_.budget(), options_.writes.upload.max_parts_in_flight)) {}
 
 void ObjectFilesystem::SetReadObserver(std::shared_ptr<ReadObserver> observer) {
   observer_ = observer;
@@ -108,6 +110,16 @@ void ObjectFilesystem::Lookup(InodeId parent, std::string name, Callback<Entry> 
     return done(Status(ErrorCode::kNotFound, "not a directory"));
   }
   std::string path = meta::JoinPath(node->path, name);
+  if (auto writer = WriterOf(path)) {
+    // Being written by this mount: its size so far (the object is not on the server yet).
+    InodeId ino = inodes_.Ensure(path, false, 1);
+    Entry e;
+    e.attr = WritingAttributes(*writer);
+    e.attr.ino = ino;
+    e.entry_timeout = listings_->cache().ttl().KernelTimeout();
+    e.attr_timeout = 0;
+    return done(e);
+  }
   listings_->Resolve(path, [self = shared_from_this(), path,
                             done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) {
     if (!r.ok()) return done(r.status());
@@ -128,6 +140,11 @@ void ObjectFilesystem::GetAttr(InodeId ino, Callback<AttrReply> done) {
   if (ino == kRootInode) {
     AttrReply reply{MakeAttributes(ino, meta::DirAttr()), listings_->cache().ttl().KernelTimeout()};
     return done(reply);
+  }
+  if (auto writer = WriterOf(node->path)) {
+    Attributes a = WritingAttributes(*writer);
+    a.ino = ino;
+    return done(AttrReply{a, 0});
   }
   listings_->Resolve(node->path, [self = shared_from_this(), ino, is_dir = node->is_dir,
                                   path = node->path,
@@ -223,13 +240,18 @@ std::optional<std::string> ObjectFilesystem::DirectoryPath(InodeId ino) {
 
 void ObjectFilesystem::Open(InodeId ino, int flags, const Caller& caller,
                             Callback<OpenReply> done) {
-  if ((flags & O_ACCMODE) != O_RDONLY || (flags & (O_TRUNC | O_CREAT)) != 0) {
-    return done(Status(ErrorCode::kReadOnly, "the mount is read-only"));
-  }
+  const bool writing = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
+  if (writing && !options_.writes.enabled) return done(ReadOnly());
   auto node = inodes_.Get(ino);
   if (!node) return done(NoSuchInode(ino));
   if (node->is_dir) {
-    return done(Status(ErrorCode::kInvalidArgument, "is a directory"));
+    return done(Status(ErrorCode::kIsDirectory, "is a directory"));
+  }
+  if (writing) return OpenForWriting(ino, *node, flags, caller, std::move(done));
+  if (auto writer = WriterOf(node->path)) {
+    return done(Status(ErrorCode::kBusy, "'" + node->path +
+                                             "' is being written by this mount; it can be read "
+                                             "once it is closed"));
   }
   OpenForReading(ino, *node, caller, std::move(done));
 }
@@ -362,6 +384,12 @@ void ObjectFilesystem::ReadSmall(const std::shared_ptr<ReadHandle>& handle, uint
 }
 
 void ObjectFilesystem::Release(InodeId /*ino*/, uint64_t fh) {
+  if (std::shared_ptr<WriteHandle> writer = write_handles_.Take(fh)) {
+    // The last close: what the opener's close and fsync did not complete is completed now,
+    // and its outcome logged (nobody is left to return it to).
+    FinishWrite(writer, [](Status) {});
+    return;
+  }
   // Destroyed after the map's lock: it may free a buffer.
   std::shared_ptr<ReadHandle> handle = read_handles_.Take(fh);
   if (handle) Released(handle, /*at_unmount=*/false);
@@ -369,6 +397,9 @@ void ObjectFilesystem::Release(InodeId /*ino*/, uint64_t fh) {
 
 void ObjectFilesystem::EndSession() {
   for (auto& [fh, handle] : read_handles_.TakeAll()) Released(handle, /*at_unmount=*/true);
+  // Files still open for writing when the mount ends are completed (the kernel drops the
+  // releases still queued at unmount).
+  for (auto& [fh, writer] : write_handles_.TakeAll()) FinishWrite(writer, [](Status) {});
 }
 
 void ObjectFilesystem::Released(const std::shared_ptr<ReadHandle>& handle, bool at_unmount) {
@@ -390,9 +421,11 @@ StatFs ObjectFilesystem::GetStatFs() {
   StatFs s;
   s.block_size = 4096;
   s.blocks = 1ull << 40;  // 4 PiB: object stores have no meaningful capacity
-  s.blocks_free = 0;      // read-only
+  // A read-only mount has no room; a writable one reports room, or `df` and tools that
+  // check free space first (rsync, some checkpoint savers) refuse to write.
+  s.blocks_free = options_.writes.enabled ? s.blocks : 0;
   s.files = 1ull << 32;
-  s.files_free = 0;
+  s.files_free = options_.writes.enabled ? s.files : 0;
   s.name_max = meta::kNameMax;
   return s;
 }
@@ -403,6 +436,7 @@ ObjectFilesystem::Stats ObjectFilesystem::stats() const {
   s.inodes = inodes_.size();
   s.dir_handles = dir_handles_.size();
   s.file_handles = read_handles_.size();
+  s.write_handles = write_handles_.size();
   s.whole_objects = data_.whole_objects().entry_count();
   s.cached_entries = cache.entry_count();
   s.cached_listings = cache.listing_count();

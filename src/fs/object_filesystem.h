@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "fs/dir_handle.h"
@@ -26,8 +27,11 @@
 #include "fs/read_handle.h"
 #include "fs/read_observer.h"
 #include "fs/session_hooks.h"
+#include "fs/write_handle.h"
 #include "meta/inode_table.h"
 #include "ossmount/object_client.h"
+#include "upload/upload_gate.h"
+#include "upload/upload_journal.h"
 
 namespace ossmount::fs {
 
@@ -56,6 +60,27 @@ class ObjectFilesystem : public Filesystem,
   void Release(InodeId ino, uint64_t fh) override;
   StatFs GetStatFs() override;
 
+  // Writes (FsOptions::writes; object_writes.cc and namespace_changes.cc).
+  void Create(InodeId parent, std::string name, int flags, const Caller& caller,
+              Callback<CreateReply> done) override;
+  void Write(InodeId ino, uint64_t fh, off_t offset, const char* data, size_t size,
+             Callback<size_t> done) override;
+  void Flush(InodeId ino, uint64_t fh, const Caller& caller, StatusCallback done) override;
+  void Fsync(InodeId ino, uint64_t fh, StatusCallback done) override;
+  void SetAttr(InodeId ino, uint64_t fh, const SetAttrRequest& request,
+               Callback<AttrReply> done) override;
+  void MakeDir(InodeId parent, std::string name, Callback<Entry> done) override;
+  void RemoveDir(InodeId parent, std::string name, StatusCallback done) override;
+  void Unlink(InodeId parent, std::string name, StatusCallback done) override;
+  void Rename(InodeId parent, std::string name, InodeId new_parent, std::string new_name,
+              unsigned flags, StatusCallback done) override;
+  // Where uploads are recorded for crash cleanup; set once, before the first write (none =
+  // no record).
+  void SetUploadJournal(std::shared_ptr<upload::UploadJournal> journal) {
+    journal_ = std::move(journal);
+  }
+  const std::shared_ptr<upload::UploadGate>& upload_gate() const { return upload_gate_; }
+
   void SetBackingFilesWanted(bool wanted) override {
     backing_files_wanted_.store(wanted, std::memory_order_relaxed);
   }
@@ -79,6 +104,7 @@ class ObjectFilesystem : public Filesystem,
     size_t inodes = 0;
     size_t dir_handles = 0;
     size_t file_handles = 0;
+    size_t write_handles = 0;
     size_t whole_objects = 0;  // small-file buffers alive or being fetched
     size_t cached_entries = 0;
     size_t cached_listings = 0;
@@ -105,6 +131,31 @@ class ObjectFilesystem : public Filesystem,
   void Released(const std::shared_ptr<ReadHandle>& handle, bool at_unmount);
   void NotifyRead(const std::string& path);
 
+  // --- Writes (object_writes.cc, namespace_changes.cc). ---
+  // OK when writes are on (and `also` holds: delete or overwrite allowed), else why not.
+  Status CheckWrites() const;
+  // The path of `name` in directory `parent`, checked for a write: the parent is a known
+  // directory and the name valid.
+  Result<std::string> ChildPath(InodeId parent, const std::string& name) const;
+  void OpenForWriting(InodeId ino, const meta::InodeTable::Node& node, int flags,
+                      const Caller& caller, Callback<OpenReply> done);
+  // A handle for `path`, registered as its writer; null with *refused set when another
+  // handle of this mount is writing it.
+  std::shared_ptr<WriteHandle> NewWriteHandle(InodeId ino, const std::string& path,
+                                              const Caller& caller, bool may_write, bool replaces,
+                                              bool created, Status* refused);
+  // Completes the handle's upload (if it has one to complete) and records the outcome.
+  void FinishWrite(const std::shared_ptr<WriteHandle>& handle, StatusCallback done);
+  void RecordWriteOutcome(const std::shared_ptr<WriteHandle>& handle,
+                          const Result<upload::UploadedObject>& outcome);
+  // The handle writing `path` now, if any.
+  std::shared_ptr<WriteHandle> WriterOf(const std::string& path) const;
+  // Attributes of a file being written: its size so far.
+  Attributes WritingAttributes(const WriteHandle& handle) const;
+  void RenameFile(const std::string& from, const std::string& to, const meta::NodeAttr& attr,
+                  bool no_replace, StatusCallback done);
+  void RenameDir(const std::string& from, const std::string& to, StatusCallback done);
+
   boost::asio::io_context& io_;
   const FsOptions options_;
   const int64_t mount_time_sec_;
@@ -117,6 +168,12 @@ class ObjectFilesystem : public Filesystem,
   std::atomic<uint64_t> next_fh_{1};
   HandleMap<DirHandle> dir_handles_;
   HandleMap<ReadHandle> read_handles_;
+  HandleMap<WriteHandle> write_handles_;
+  const std::shared_ptr<upload::UploadGate> upload_gate_;
+  std::shared_ptr<upload::UploadJournal> journal_;
+  // writers_mu_ (a leaf lock) guards writers_: the handle writing each path.
+  mutable std::mutex writers_mu_;
+  std::unordered_map<std::string, std::weak_ptr<WriteHandle>> writers_;
 };
 
 // `io` runs the filesystem's work and the client's completions. The prefix is normalised

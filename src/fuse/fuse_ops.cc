@@ -37,6 +37,16 @@ std::shared_ptr<ReplyOnce> StartInterruptible(fuse_req_t req, const char* op) {
   return reply;
 }
 
+fs::Caller CallerOf(fuse_req_t req) {
+  fs::Caller caller;
+  if (const fuse_ctx* c = fuse_req_ctx(req)) {
+    caller.pid = static_cast<uint32_t>(c->pid);
+    caller.uid = c->uid;
+    caller.gid = c->gid;
+  }
+  return caller;
+}
+
 int ErrnoOf(const Status& st) {
   int e = st.ToErrno();
   return e > 0 ? e : EIO;
@@ -68,6 +78,11 @@ void OpInit(void* userdata, fuse_conn_info* conn) {
   // No splice: replies come from memory we already own (fuse_reply_buf writes them with one
   // writev and no copy), so moving pages through a pipe would only add work.
   conn->want &= ~(FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE);
+  // O_TRUNC arrives with the open instead of as a truncate before it, so a file opened for
+  // rewriting is one upload. No writeback cache: every write reaches the Filesystem before
+  // write(2) returns, so close and fsync answer for all of them.
+  if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+  conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
   conn->max_write = ctx->max_write;
   conn->max_background = ctx->max_background;
   conn->congestion_threshold = ctx->congestion_threshold;
@@ -223,19 +238,10 @@ void DropKernelAttributes(fuse_session* session, fuse_ino_t ino) {
 
 void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   auto reply = StartInterruptible(req, "open");
-  if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & (O_TRUNC | O_CREAT)) != 0) {
-    reply->Err(EROFS);
-    return;
-  }
   AdapterContext* ctx = Ctx(req);
   std::shared_ptr<fs::Filesystem> fs = ctx->fs;
   fuse_file_info info = *fi;
-  fs::Caller caller;  // for the audit log
-  if (const fuse_ctx* c = fuse_req_ctx(req)) {
-    caller.pid = static_cast<uint32_t>(c->pid);
-    caller.uid = c->uid;
-    caller.gid = c->gid;
-  }
+  const fs::Caller caller = CallerOf(req);  // for the audit log, and flush's opener check
   fs->Open(ino, fi->flags, caller, [reply, fs, ino, info, ctx](Result<fs::OpenReply> r) mutable {
     if (!r.ok()) {
       LogFailure("open", ino, r.status());
@@ -376,25 +382,111 @@ void OpListXattr(fuse_req_t req, fuse_ino_t, size_t size) {
   }
 }
 
-// ---- everything that would modify the tree: EROFS ----------------------------------------
+// ---- writes (EROFS unless the mount has writes on) -----------------------------------------
+// Not interruptible: a write's bytes are taken once it is answered, and a close or fsync
+// waiting for its upload must return the upload's result, not EINTR.
 
-void OpSetAttr(fuse_req_t req, fuse_ino_t, struct stat*, int, fuse_file_info*) {
-  fuse_reply_err(req, EROFS);
+// Answers a request whose Filesystem call reports only a status.
+fs::StatusCallback AnswerStatus(std::shared_ptr<ReplyOnce> reply, const char* op, uint64_t ino) {
+  return [reply = std::move(reply), op, ino](Status s) {
+    if (!s.ok()) LogFailure(op, ino, s);
+    reply->Err(s.ok() ? 0 : ErrnoOf(s));
+  };
+}
+
+void AnswerEntry(const std::shared_ptr<ReplyOnce>& reply, fs::Filesystem& fs, const char* op,
+                 uint64_t parent, const Result<fs::Entry>& r) {
+  if (!r.ok()) {
+    LogFailure(op, parent, r.status());
+    reply->Err(ErrnoOf(r.status()));
+    return;
+  }
+  fuse_entry_param e = ToEntryParam(*r);
+  if (reply->Entry(e) != 0) fs.Forget(e.ino, 1);
+}
+
+void OpSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info* fi) {
+  auto reply = Start(req, "setattr");
+  fs::SetAttrRequest request;
+  if (to_set & FUSE_SET_ATTR_SIZE) request.size = static_cast<uint64_t>(attr->st_size);
+  if (to_set & FUSE_SET_ATTR_MODE) request.mode = attr->st_mode;
+  if (to_set & FUSE_SET_ATTR_UID) request.uid = attr->st_uid;
+  if (to_set & FUSE_SET_ATTR_GID) request.gid = attr->st_gid;
+  request.times = (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
+                             FUSE_SET_ATTR_MTIME_NOW)) != 0;
+  Ctx(req)->fs->SetAttr(ino, fi ? fi->fh : 0, request, [reply, ino](Result<fs::AttrReply> r) {
+    if (!r.ok()) {
+      LogFailure("setattr", ino, r.status());
+      reply->Err(ErrnoOf(r.status()));
+      return;
+    }
+    reply->Attr(ToStat(r->attr), r->attr_timeout);
+  });
 }
 void OpMknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) { fuse_reply_err(req, EROFS); }
-void OpMkdir(fuse_req_t req, fuse_ino_t, const char*, mode_t) { fuse_reply_err(req, EROFS); }
-void OpUnlink(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
-void OpRmdir(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+void OpMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t) {
+  auto reply = Start(req, "mkdir");
+  std::shared_ptr<fs::Filesystem> fs = Ctx(req)->fs;
+  fs->MakeDir(parent, name, [reply, fs, parent](Result<fs::Entry> r) {
+    AnswerEntry(reply, *fs, "mkdir", parent, r);
+  });
+}
+void OpUnlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  auto reply = Start(req, "unlink");
+  Ctx(req)->fs->Unlink(parent, name, AnswerStatus(reply, "unlink", parent));
+}
+void OpRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  auto reply = Start(req, "rmdir");
+  Ctx(req)->fs->RemoveDir(parent, name, AnswerStatus(reply, "rmdir", parent));
+}
 void OpSymlink(fuse_req_t req, const char*, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
-void OpRename(fuse_req_t req, fuse_ino_t, const char*, fuse_ino_t, const char*, unsigned int) {
-  fuse_reply_err(req, EROFS);
+void OpRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent,
+              const char* new_name, unsigned int flags) {
+  auto reply = Start(req, "rename");
+  Ctx(req)->fs->Rename(parent, name, new_parent, new_name, flags,
+                       AnswerStatus(reply, "rename", parent));
 }
 void OpLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
-void OpWrite(fuse_req_t req, fuse_ino_t, const char*, size_t, off_t, fuse_file_info*) {
-  fuse_reply_err(req, EROFS);
+void OpWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
+             fuse_file_info* fi) {
+  auto reply = Start(req, "write");
+  // The Filesystem copies `buf` before returning: the transport reuses it after this call.
+  Ctx(req)->fs->Write(ino, fi->fh, off, buf, size, [reply, ino](Result<size_t> r) {
+    if (!r.ok()) {
+      LogFailure("write", ino, r.status());
+      reply->Err(ErrnoOf(r.status()));
+      return;
+    }
+    reply->Write(*r);
+  });
 }
-void OpCreate(fuse_req_t req, fuse_ino_t, const char*, mode_t, fuse_file_info*) {
-  fuse_reply_err(req, EROFS);
+void OpCreate(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t, fuse_file_info* fi) {
+  auto reply = Start(req, "create");
+  std::shared_ptr<fs::Filesystem> fs = Ctx(req)->fs;
+  fuse_file_info info = *fi;
+  fs->Create(parent, name, fi->flags, CallerOf(req),
+             [reply, fs, parent, info](Result<fs::CreateReply> r) mutable {
+               if (!r.ok()) {
+                 LogFailure("create", parent, r.status());
+                 reply->Err(ErrnoOf(r.status()));
+                 return;
+               }
+               fuse_entry_param e = ToEntryParam(r->entry);
+               info.fh = r->fh;
+               info.keep_cache = 0;
+               if (reply->Create(e, info) != 0) {  // nobody will release it or forget it
+                 fs->Release(e.ino, info.fh);
+                 fs->Forget(e.ino, 1);
+               }
+             });
+}
+void OpFlush(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
+  auto reply = Start(req, "flush");
+  Ctx(req)->fs->Flush(ino, fi->fh, CallerOf(req), AnswerStatus(reply, "flush", ino));
+}
+void OpFsync(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info* fi) {
+  auto reply = Start(req, "fsync");
+  Ctx(req)->fs->Fsync(ino, fi->fh, AnswerStatus(reply, "fsync", ino));
 }
 void OpFallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, fuse_file_info*) {
   fuse_reply_err(req, EROFS);
@@ -431,6 +523,8 @@ fuse_lowlevel_ops MakeOps() {
   ops.link = OpLink;
   ops.write = OpWrite;
   ops.create = OpCreate;
+  ops.flush = OpFlush;
+  ops.fsync = OpFsync;
   ops.fallocate = OpFallocate;
   ops.setxattr = OpSetXattr;
   ops.removexattr = OpRemoveXattr;

@@ -209,7 +209,8 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(std::shared_ptr<fs::Filesy
         options.control, control::kMaxControlRequestBytes, control::kControlPendingBytes);
   }
 
-  std::string opts = "ro,default_permissions,fsname=" + options.fsname + ",subtype=ossmount";
+  std::string opts = std::string(options.read_only ? "ro" : "rw") +
+                     ",default_permissions,fsname=" + options.fsname + ",subtype=ossmount";
   if (options.allow_other) opts += ",allow_other";
   if (options.allow_root) opts += ",allow_root";
   fuse_args args = FUSE_ARGS_INIT(0, nullptr);

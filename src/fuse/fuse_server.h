@@ -59,6 +59,7 @@ struct FuseServerOptions {
   std::string fsname = "ossmount";  // shown in mount(8) and /proc/mounts
   bool allow_other = false;
   bool allow_root = false;
+  bool read_only = true;       // mounted "ro" (the kernel refuses writes itself); false: "rw"
   bool debug = false;          // libfuse prints every request to stderr
   bool cache_readdir = false;  // the kernel may cache listings (metadata TTL indefinite)
   unsigned max_idle_threads = 16;

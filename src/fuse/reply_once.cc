@@ -146,6 +146,10 @@ int ReplyOnce::Attr(const struct stat& st, double timeout) {
   OSSMOUNT_REPLY(fuse_reply_attr(req, &st, timeout));
 }
 int ReplyOnce::Open(const fuse_file_info& fi) { OSSMOUNT_REPLY(fuse_reply_open(req, &fi)); }
+int ReplyOnce::Create(const fuse_entry_param& e, const fuse_file_info& fi) {
+  OSSMOUNT_REPLY(fuse_reply_create(req, &e, &fi));
+}
+int ReplyOnce::Write(size_t count) { OSSMOUNT_REPLY(fuse_reply_write(req, count)); }
 int ReplyOnce::OpenPassthrough(const fuse_file_info& fi, int32_t backing_id) {
   // struct fuse_open_out of protocol 7.40; libfuse 3.14's fuse_reply_open cannot say it.
   struct {

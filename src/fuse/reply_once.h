@@ -89,6 +89,8 @@ class ReplyOnce {
   int Entry(const fuse_entry_param& e);
   int Attr(const struct stat& st, double timeout);
   int Open(const fuse_file_info& fi);
+  int Create(const fuse_entry_param& e, const fuse_file_info& fi);
+  int Write(size_t count);
   // An OPEN answered with FOPEN_PASSTHROUGH: the kernel reads the file registered as
   // `backing_id` (fuse/passthrough.h) instead of sending READs. Only fi.fh is used.
   int OpenPassthrough(const fuse_file_info& fi, int32_t backing_id);

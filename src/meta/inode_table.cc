@@ -1,5 +1,7 @@
 #include "meta/inode_table.h"
 
+#include <vector>
+
 namespace ossmount::meta {
 
 InodeTable::InodeTable() {
@@ -47,6 +49,35 @@ InodeId InodeTable::EnsureLocked(const std::string& path, bool is_dir, uint64_t 
   node.shown_version = shown_version;
   by_path_[node.path] = ino;
   return ino;
+}
+
+void InodeTable::Move(const std::string& from, const std::string& to) {
+  auto under = [](const std::string& path, const std::string& dir) {
+    return path == dir || (path.size() > dir.size() && path[dir.size()] == '/' &&
+                           path.compare(0, dir.size(), dir) == 0);
+  };
+  std::lock_guard lock(mu_);
+  std::vector<InodeId> moving, replaced;
+  for (const auto& [path, ino] : by_path_) {
+    if (ino == kRootInodeId) continue;
+    if (under(std::string(path), from))
+      moving.push_back(ino);
+    else if (under(std::string(path), to))
+      replaced.push_back(ino);
+  }
+  for (InodeId ino : replaced) {
+    by_path_.erase(by_ino_.at(ino).path);
+    DropIfUnusedLocked(ino);
+  }
+  for (InodeId ino : moving) {
+    Node& node = by_ino_.at(ino);
+    by_path_.erase(node.path);  // before the string its key views changes
+    node.path = to + node.path.substr(from.size());
+  }
+  for (InodeId ino : moving) {
+    Node& node = by_ino_.at(ino);
+    by_path_[node.path] = ino;
+  }
 }
 
 bool InodeTable::DropIfUnusedLocked(InodeId ino) {

@@ -71,6 +71,10 @@ class InodeTable {
   bool ShowVersion(InodeId ino, uint64_t version);
   // The page_cached of the current inode of `path` (false when it has none).
   bool PageCached(const std::string& path) const;
+  // A rename: the inode of `from`, and of every path under it, now has the path `to` (or the
+  // same path under `to`), keeping its number, as the kernel expects. Inodes that had those
+  // paths before are detached (they live on until the kernel forgets them).
+  void Move(const std::string& from, const std::string& to);
   // The current inode of a path, if any (for tests and diagnostics).
   std::optional<InodeId> Find(const std::string& path) const;
   size_t size() const;

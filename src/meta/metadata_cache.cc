@@ -119,6 +119,66 @@ void MetadataCache::PutListing(const std::string& dir_path,
   lookup_demand_.erase(dir_path);
 }
 
+void MetadataCache::RecordChange(const std::string& path, std::optional<NodeAttr> attr) {
+  const TimePoint now = ttl_.Now();
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash);
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::lock_guard lock(mu_);
+  if (attr) {
+    entries_[path] = Entry{Entry::kPresent, *attr, ttl_.PositiveExpiry(now), ++seq_};
+  } else {
+    entries_[path] = Entry{Entry::kAbsent, NodeAttr(), ttl_.PositiveExpiry(now), ++seq_};
+  }
+  auto l = listings_.find(dir);
+  if (l == listings_.end() || !l->second.snapshot) return;
+  const DirSnapshot& old = *l->second.snapshot;
+  std::vector<DirChild> children;
+  children.reserve(old.size() + 1);
+  bool placed = false;
+  for (size_t i = 0; i < old.size(); ++i) {
+    DirSnapshot::Child c = old.child(i);
+    if (!placed && c.name >= name) {
+      placed = true;
+      if (attr) children.push_back(DirChild{name, *attr});
+      if (c.name == name) continue;
+    }
+    children.push_back(DirChild{std::string(c.name), c.attr()});
+  }
+  if (!placed && attr) children.push_back(DirChild{name, *attr});
+  auto patched = std::make_shared<const DirSnapshot>(children, old.hidden());
+  listed_names_ += patched->size();
+  listed_names_ -= old.size();
+  listing_bytes_ += patched->MemoryBytes();
+  listing_bytes_ -= old.MemoryBytes();
+  l->second.snapshot = std::move(patched);
+  l->second.seq = ++seq_;
+}
+
+void MetadataCache::ForgetTree(const std::string& path) {
+  const std::string below = path + "/";
+  auto under = [&](const std::string& p) {
+    return p == path || p.compare(0, below.size(), below) == 0;
+  };
+  std::lock_guard lock(mu_);
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    it = under(it->first) ? entries_.erase(it) : std::next(it);
+  }
+  for (auto it = listings_.begin(); it != listings_.end();) {
+    if (!under(it->first)) {
+      ++it;
+      continue;
+    }
+    if (it->second.snapshot) {
+      listed_names_ -= it->second.snapshot->size();
+      listing_bytes_ -= it->second.snapshot->MemoryBytes();
+    }
+    it = listings_.erase(it);
+  }
+  // Ancestors' answers must not speak for the tree either: its names are unknown now.
+  entries_[path] = Entry{Entry::kInvalid, NodeAttr(), TimePoint::max(), ++seq_};
+}
+
 std::shared_ptr<const DirSnapshot> MetadataCache::FreshListing(const std::string& dir_path) const {
   const TimePoint now = ttl_.Now();
   std::lock_guard lock(mu_);

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -52,6 +53,15 @@ class MetadataCache {
   void Invalidate(const std::string& path);
 
   void PutListing(const std::string& dir_path, std::shared_ptr<const DirSnapshot> listing);
+  // This mount changed a name (it wrote, made, removed or renamed it): `path` is present with
+  // `attr`, or absent when attr is nullopt, as a newer per-path entry that never expires
+  // before the TTL would, and in the cached listing of its directory (replaced by a patched
+  // copy that keeps its expiry), so that lookups and listings show the change at once even
+  // under an indefinite TTL.
+  void RecordChange(const std::string& path, std::optional<NodeAttr> attr);
+  // Forgets everything cached under directory `path` (entries and listings of its
+  // descendants, and its own listing): a directory rename moved them.
+  void ForgetTree(const std::string& path);
   // The cached listing of dir_path if still fresh, else null.
   std::shared_ptr<const DirSnapshot> FreshListing(const std::string& dir_path) const;
 

@@ -1,0 +1,78 @@
+// Writing options: --allow-writes and its restrictions, upload part size and concurrency,
+// the directory-rename cap and the upload journal -> MountConfig::fs.writes (the journal's
+// default and the protocol's part limits: CheckAcrossGroups).
+#include <string>
+
+#include "config/option_group.h"
+
+namespace ossmount::config {
+namespace {
+
+class WritesGroup final : public OptionGroup {
+ public:
+  void Define(OptionDefiner& d) override {
+    d.SetHeading(kWritesHeading);
+    d.Flag("--allow-writes", allow_writes_,
+           "Let programs write files (uploaded while written, complete at close or fsync), make "
+           "and remove directories, delete and rename (default: read-only)");
+    d.Flag("--no-delete", no_delete_,
+           "With --allow-writes: refuse unlink, rmdir and rename (EACCES)");
+    d.Flag("--no-overwrite", no_overwrite_,
+           "With --allow-writes: refuse to replace an existing object (EACCES at open, EEXIST at "
+           "close if another client created it meanwhile)");
+    d.Value("--upload-part-size", part_size_,
+            "Part size of the multipart upload of a written file; it doubles every 1,000 parts "
+            "(default 8MiB)");
+    d.Value("--upload-concurrency", concurrency_,
+            "Parts uploaded at once across all files being written (default 64)");
+    d.Value("--rename-dir-limit", rename_dir_limit_,
+            "A directory rename copies at most this many objects; beyond it, it fails with "
+            "EXDEV (mv then copies) (default 1000)");
+    d.Value("--upload-journal", journal_,
+            "Directory where open multipart uploads are recorded, so that the next mount aborts "
+            "those a crash left (default: CACHE/uploads with --cache, /var/lib/ossmount/uploads "
+            "as root, else ~/.local/state/ossmount/uploads; '' = no record)");
+  }
+
+  Status Validate(const OptionContext& ctx, MountConfig& c) const override {
+    fs::WritePolicy& w = c.fs.writes;
+    w.enabled = allow_writes_;
+    if (!allow_writes_) {
+      for (const char* option :
+           {"--no-delete", "--no-overwrite", "--upload-part-size", "--upload-concurrency",
+            "--rename-dir-limit", "--upload-journal"}) {
+        if (ctx.given(option)) {
+          return InvalidOption(std::string(option) + " applies to writes: add --allow-writes");
+        }
+      }
+    }
+    w.allow_delete = !no_delete_;
+    w.allow_overwrite = !no_overwrite_;
+    auto part = ParseSize("--upload-part-size", part_size_);
+    if (!part.ok()) return part.status();
+    if (*part < (100ull << 10) || *part > (5ull << 30)) {
+      return InvalidOption("--upload-part-size " + part_size_ +
+                           ": give a size from 100KiB to 5GiB (the service's part limits)");
+    }
+    w.upload.part_size = *part;
+    auto concurrency = ParseInteger("--upload-concurrency", concurrency_, 1, 1024);
+    if (!concurrency.ok()) return concurrency.status();
+    w.upload.max_parts_in_flight = static_cast<int>(*concurrency);
+    auto limit = ParseInteger("--rename-dir-limit", rename_dir_limit_, 0, 1000000);
+    if (!limit.ok()) return limit.status();
+    w.rename_dir_limit = static_cast<size_t>(*limit);
+    w.upload.journal_dir = journal_;
+    return Status::Ok();
+  }
+
+ private:
+  bool allow_writes_ = false, no_delete_ = false, no_overwrite_ = false;
+  std::string part_size_ = "8MiB", concurrency_ = "64", rename_dir_limit_ = "1000";
+  std::string journal_;
+};
+
+}  // namespace
+
+std::unique_ptr<OptionGroup> MakeWritesGroup() { return std::make_unique<WritesGroup>(); }
+
+}  // namespace ossmount::config

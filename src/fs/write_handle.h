@@ -1,0 +1,46 @@
+// WriteHandle: one file opened for writing. Its bytes go up while they are written
+// (upload::ObjectUpload); close (from the opener's process) and fsync complete the upload
+// and answer with its result, and the last release completes what nobody completed.
+//
+// States: open -> writing -> completing -> done | failed, held by the upload; the first
+// error sticks to the handle and every later call returns it.
+//
+// Thread-safety: the fields are set before the handle is shared and constant after, except
+// next_offset (under mu, which also orders the appends) and settled (atomic).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "fs/filesystem.h"
+#include "upload/object_upload.h"
+
+namespace ossmount::fs {
+
+struct WriteHandle {
+  InodeId ino = 0;
+  std::string path;
+  std::string key;
+  Caller opener;
+  // Writes are refused: an existing object opened for writing without O_TRUNC (ossmount
+  // writes whole objects; it cannot change one in place).
+  bool may_write = true;
+  // The object is (re)written at completion even if nothing was written: a new file, or
+  // O_TRUNC. Otherwise a handle with no writes leaves the object as it was.
+  bool replaces = true;
+  // A name that did not exist before this handle created it.
+  bool created = false;
+  std::shared_ptr<upload::ObjectUpload> upload;  // null when !may_write
+  std::chrono::system_clock::time_point opened = std::chrono::system_clock::now();
+
+  std::mutex mu;  // orders the appends; guards next_offset
+  uint64_t next_offset = 0;
+  // The upload's end was recorded (metadata, audit, log): once per handle.
+  std::atomic<bool> settled{false};
+};
+
+}  // namespace ossmount::fs

@@ -1,0 +1,127 @@
+// ObjectUpload: one file written to the mount, going up while it is written. Bytes are
+// copied into part buffers (accounted in the UploadGate's budget); each full part is sent at
+// once as an UploadPart of a multipart upload, many in flight; Finish sends the rest and
+// completes the object. A file that ends within its first part goes up with one PutObject,
+// and an empty one as an empty object.
+//
+// States: writing -> finishing -> done | failed. The first error sticks: every later Write
+// and Finish gets it, and the multipart upload is aborted, so nothing partial ever appears
+// under the key. Integrity is the client's: each part's CRC-64 is checked against the
+// service's, and the object's, combined from the parts, against Complete's answer.
+//
+// Ownership: create with Make; operations in flight hold a reference.
+// Thread-safety: thread-safe; mu_ is a leaf lock (never held while calling the client, the
+// gate, the journal or a callback).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ossmount/object_client.h"
+#include "upload/upload_gate.h"
+#include "upload/upload_journal.h"
+#include "upload/upload_options.h"
+
+namespace ossmount::upload {
+
+// What a completed upload made.
+struct UploadedObject {
+  uint64_t size = 0;
+  std::string etag;
+  std::optional<uint64_t> crc64;
+  int parts = 0;  // 0 for a single PutObject
+};
+
+class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
+ public:
+  // `journal` may be null (no crash record).
+  static std::shared_ptr<ObjectUpload> Make(std::shared_ptr<ObjectClient> client,
+                                            std::shared_ptr<UploadGate> gate,
+                                            std::shared_ptr<UploadJournal> journal, std::string key,
+                                            const UploadOptions& options,
+                                            WriteOptions write_options);
+  ~ObjectUpload();
+
+  // Appends `size` bytes, copied before this returns; the sticky error when the upload failed,
+  // or kInvalidArgument after Finish. Callers serialise their Appends (the order is the file's).
+  Status Append(const char* data, size_t size);
+  // Runs `resume` once the writer may write more: at once, or when memory frees
+  // (backpressure, UploadGate::WaitForRoom).
+  void WhenWritable(std::function<void()> resume);
+  // Sends what is left and completes the object; `done` gets the object or the error. A
+  // later call gets the same answer (after the first one's, when it is still running).
+  void Finish(std::function<void(Result<UploadedObject>)> done);
+  // Fails the upload with `why` (if it has not ended): aborts the multipart upload.
+  void Abort(Status why);
+
+  // Bytes written so far.
+  uint64_t size() const;
+  // The sticky error, OK while none.
+  Status error() const;
+  const std::string& key() const { return key_; }
+
+ private:
+  enum class State { kWriting, kFinishing, kDone, kFailed };
+  using FinishCallback = std::function<void(Result<UploadedObject>)>;
+  struct Part {
+    int number = 0;
+    std::shared_ptr<std::string> data;
+  };
+
+  ObjectUpload(std::shared_ptr<ObjectClient> client, std::shared_ptr<UploadGate> gate,
+               std::shared_ptr<UploadJournal> journal, std::string key,
+               const UploadOptions& options, WriteOptions write_options);
+
+  // Copies bytes into the current part, sealing each part that fills. REQUIRES mu_.
+  void AppendLocked(const char* data, size_t size, std::vector<Part>& sealed);
+  // Ends the current part (if it holds bytes) as the next part. REQUIRES mu_.
+  void SealLocked(std::vector<Part>& sealed);
+  // Sends sealed parts, starting the multipart upload first if needed.
+  void SendParts(std::vector<Part> parts);
+  void StartMultipart();
+  void OnInitiated(Result<std::string> id);
+  void SendPart(Part part);
+  void OnPartDone(int number, uint64_t bytes, Result<PartInfo> r);
+  void PutWhole(std::shared_ptr<std::string> body);
+  void CompleteIfReady();
+  void OnCompleted(Result<PutResult> r, int parts);
+  void Fail(Status why);
+  // Hands the final answer to every waiting Finish.
+  void Settle();
+
+  const std::shared_ptr<ObjectClient> client_;
+  const std::shared_ptr<UploadGate> gate_;
+  const std::shared_ptr<UploadJournal> journal_;
+  const std::string key_;
+  const UploadOptions options_;
+  const WriteOptions write_options_;
+  const std::chrono::steady_clock::time_point started_;
+
+  // mu_ guards every member below.
+  mutable std::mutex mu_;
+  State state_ = State::kWriting;
+  Status error_;
+  uint64_t size_ = 0;
+  std::shared_ptr<std::string> current_;  // the part being filled
+  uint64_t current_limit_ = 0;            // its size when full
+  int next_part_ = 1;
+  bool multipart_ = false;    // parts were sealed: this is a multipart upload
+  bool initiating_ = false;   // InitiateMultipart in flight
+  std::string upload_id_;     // once initiated
+  std::vector<Part> unsent_;  // sealed before the upload id was known
+  int parts_out_ = 0;         // parts sent and not yet answered
+  uint64_t bytes_out_ = 0;    // their bytes
+  std::map<int, PartInfo> done_parts_;
+  bool completing_ = false;  // Complete or the single PUT was sent
+  std::optional<UploadedObject> result_;
+  std::vector<FinishCallback> finish_waiters_;
+};
+
+}  // namespace ossmount::upload
