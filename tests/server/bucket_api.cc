@@ -2,6 +2,7 @@
 // bucket and DeleteMultipleObjects.
 #include <pugixml.hpp>
 
+#include "api_util.h"
 #include "common/time_util.h"
 #include "common/url.h"
 #include "listing.h"
@@ -9,23 +10,6 @@
 #include "xml_writer.h"
 
 namespace ossmount::testserver {
-
-namespace {
-
-constexpr const char* kXmlDecl = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-
-std::string IsoMillis(SystemTime t) {
-  std::string s = FormatIso8601(t);  // "2023-12-16T16:20:57Z"
-  if (!s.empty() && s.back() == 'Z') s.insert(s.size() - 1, ".000");
-  return s;
-}
-
-std::string QueryOr(const RequestInfo& info, std::string_view name, std::string fallback = "") {
-  const std::string* v = info.Query(name);
-  return v ? *v : fallback;
-}
-
-}  // namespace
 
 Response ObjectApi::ListObjects(const RequestInfo& info, bool v2) {
   ListQuery q;
@@ -187,18 +171,24 @@ Response ObjectApi::DeleteMultiple(const RequestInfo& info, const HttpRequest& r
   if (!store_.BucketExists(info.bucket)) {
     return Error(info, 404, "NoSuchBucket", "The specified bucket does not exist.");
   }
+  // OSS and S3 both require the body's digest here (a truncated key list must not delete).
+  if (auto bad = CheckContentDigest(info, req, true)) return *bad;
   pugi::xml_document doc;
   if (!doc.load_buffer(req.body().data(), req.body().size())) {
     return Error(info, 400, "MalformedXML", "The XML you provided was not well-formed.");
   }
   auto del = doc.child("Delete");
+  if (!del) return Error(info, 400, "MalformedXML", "The XML you provided was not well-formed.");
   const bool quiet = std::string(del.child("Quiet").text().get()) == "true";
   const bool url = QueryOr(info, "encoding-type") == "url";
   std::string body = kXmlDecl;
   body += "<DeleteResult>";
-  int count = 0;
+  // Counted before any key is deleted: an over-long list deletes nothing.
+  const auto objects = del.children("Object");
+  const auto count = std::distance(objects.begin(), objects.end());
+  if (count > 1000) return Error(info, 400, "MalformedXML", "More than 1000 keys.");
+  if (stats_) stats_->AddDeletedKeys(static_cast<uint64_t>(count));
   for (auto o : del.children("Object")) {
-    if (++count > 1000) return Error(info, 400, "MalformedXML", "More than 1000 keys.");
     std::string key = o.child("Key").text().get();
     if (url) {
       auto d = PercentDecode(key);

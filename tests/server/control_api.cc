@@ -26,7 +26,22 @@ std::string JsonString(const std::string& s) {
 
 Response HandleControl(const RequestInfo& info, ServerContext& ctx) {
   const std::string what = info.path.substr(std::string("/_ossmount/").size());
-  if (what == "stats" && info.method == "GET") return Json(200, ctx.stats.ToJson());
+  if (what == "stats" && info.method == "GET") {
+    return Json(200, ctx.stats.ToJson({{"open_multipart_uploads", ctx.uploads.open_count()}}));
+  }
+  if (what == "uploads" && info.method == "GET") {
+    // Every open multipart upload: what a test names when one was left behind.
+    auto all = ctx.uploads.All();
+    std::string body = "{\"open\":" + std::to_string(all.size()) + ",\"uploads\":[";
+    for (size_t i = 0; i < all.size(); ++i) {
+      body += (i ? ",{" : "{");
+      body += "\"bucket\":" + JsonString(all[i].bucket) + ",\"key\":" + JsonString(all[i].key) +
+              ",\"upload_id\":" + JsonString(all[i].upload_id) +
+              ",\"parts\":" + std::to_string(all[i].parts) +
+              ",\"bytes\":" + std::to_string(all[i].bytes) + "}";
+    }
+    return Json(200, body + "]}");
+  }
   if (what == "health" && info.method == "GET") return Json(200, "{\"ok\":true}");
   if (what == "reset" && info.method == "POST") {
     ctx.stats.Reset();

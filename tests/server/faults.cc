@@ -98,6 +98,24 @@ Status FaultSettings::Set(std::string_view name, std::string_view value) {
     if (s.ok()) field = static_cast<int>(d);
     return s;
   };
+  if (name == "write-error-rate") return rate(write_error_rate);
+  if (name == "write-reset-rate") return rate(write_reset_rate);
+  if (name == "write-truncate-rate") return rate(write_truncate_rate);
+  if (name == "lost-complete-rate") return rate(lost_complete_rate);
+  if (name == "write-fault-prefix") {
+    write_fault_prefix = std::string(value);
+    return Status::Ok();
+  }
+  if (name == "write-error-kinds") {
+    auto kinds = SplitComma(value);
+    for (const auto& k : kinds) {
+      auto parsed = ParseErrorKind(k);
+      if (!parsed.ok()) return parsed.status();
+    }
+    if (kinds.empty()) return Status(ErrorCode::kInvalidArgument, "write-error-kinds is empty");
+    write_error_kinds = kinds;
+    return Status::Ok();
+  }
   if (name == "list-loop-prefix") {
     list_loop_prefix = std::string(value);
     return Status::Ok();
@@ -183,7 +201,14 @@ std::string FaultSettings::ToJson() const {
     << ",\"malformed\":[";
   for (size_t i = 0; i < malformed_kinds.size(); ++i)
     o << (i ? "," : "") << '"' << malformed_kinds[i] << '"';
-  o << "],\"malformed-rate\":" << malformed_rate << ",\"list-loop-prefix\":\"" << list_loop_prefix
+  o << "],\"write-error-rate\":" << write_error_rate << ",\"write-error-kinds\":[";
+  for (size_t i = 0; i < write_error_kinds.size(); ++i)
+    o << (i ? "," : "") << '"' << write_error_kinds[i] << '"';
+  o << "],\"write-reset-rate\":" << write_reset_rate
+    << ",\"write-truncate-rate\":" << write_truncate_rate
+    << ",\"lost-complete-rate\":" << lost_complete_rate << ",\"write-fault-prefix\":\""
+    << write_fault_prefix << "\"";
+  o << ",\"malformed-rate\":" << malformed_rate << ",\"list-loop-prefix\":\"" << list_loop_prefix
     << "\",\"fault-ops\":[";
   bool first = true;
   for (auto op : fault_ops) {
@@ -208,7 +233,7 @@ void FaultInjector::set_settings(FaultSettings settings) {
   settings_ = std::move(fresh);
 }
 
-FaultPlan FaultInjector::Plan(FaultOp op) {
+FaultPlan FaultInjector::Plan(FaultOp op, const WriteTarget* write) {
   std::shared_ptr<const FaultSettings> s;
   {
     std::lock_guard lock(mu_);
@@ -225,6 +250,8 @@ FaultPlan FaultInjector::Plan(FaultOp op) {
   double u_corrupt_at = Uniform(state), u_lat1 = Uniform(state), u_lat2 = Uniform(state);
   double u_malformed = Uniform(state), u_malformed_kind = Uniform(state);  // drawn last
   double u_retry_after = Uniform(state);
+  double u_werr = Uniform(state), u_wkind = Uniform(state), u_wreset = Uniform(state);
+  double u_wtrunc = Uniform(state), u_wcut = Uniform(state), u_lost = Uniform(state);
 
   if (s->ttfb_p50_ms > 0 && s->ttfb_p99_ms > 0) {
     double mu = std::log(s->ttfb_p50_ms);
@@ -236,6 +263,28 @@ FaultPlan FaultInjector::Plan(FaultOp op) {
     plan.delay = std::chrono::microseconds(static_cast<int64_t>(s->ttfb_ms * 1000));
   }
   if (op == FaultOp::kGet) plan.corrupt_key = s->corrupt_key;
+  if (write && write->key.substr(0, s->write_fault_prefix.size()) == s->write_fault_prefix) {
+    if (u_werr < s->write_error_rate && !s->write_error_kinds.empty()) {
+      size_t i =
+          std::min(s->write_error_kinds.size() - 1,
+                   static_cast<size_t>(u_wkind * static_cast<double>(s->write_error_kinds.size())));
+      auto kind = ParseErrorKind(s->write_error_kinds[i]);
+      if (kind.ok()) {
+        plan.error = plan.write_error = true;
+        plan.error_kind = kind.value();
+        plan.retry_after_s = u_retry_after < s->retry_after_rate ? s->retry_after_s : 0;
+        return plan;
+      }
+    }
+    if (u_wreset < s->write_reset_rate) {
+      plan.body_cut = FaultPlan::BodyCut::kReset;
+    } else if (u_wtrunc < s->write_truncate_rate) {
+      plan.body_cut = FaultPlan::BodyCut::kTruncate;
+    } else if (write->complete && u_lost < s->lost_complete_rate) {
+      plan.lose_answer = true;
+    }
+    plan.body_cut_fraction = u_wcut;
+  }
   if (!s->fault_ops.count(op)) return plan;
 
   if (s->bandwidth_mbps > 0) plan.bytes_per_second = s->bandwidth_mbps * 1e6 / 8;

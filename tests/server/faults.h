@@ -5,7 +5,13 @@
 // Each fault is a probability per request, drawn from a generator seeded with --seed and the
 // request's sequence number, so a single-connection run is reproducible. Latency applies to
 // every object-API request (OSS latency lives in time to first byte for every operation);
-// the other faults apply only to the operation classes in fault_ops (default: get).
+// the other faults apply only to the operation classes in fault_ops (default: get), and
+// bandwidth pacing to both the request body and the response body of those classes.
+//
+// Write faults (write_*, lost_complete_rate) are separate: they apply to every write request
+// (request_info.h IsWriteOp) whose key starts with write_fault_prefix, whatever fault_ops
+// says, and never change a request's effect except as stated: an injected write error, a
+// reset or a cut body means the request was not executed; a lost Complete was executed.
 //
 // Thread-safety: FaultInjector may be used from any thread; settings can be replaced at run
 // time (control API) and take effect for requests planned afterwards.
@@ -58,6 +64,21 @@ struct FaultSettings {
   std::vector<std::string> malformed_kinds;
   double malformed_rate = 1;
   std::set<FaultOp> fault_ops{FaultOp::kGet};
+  // Write faults. write_error_rate: the request is answered with one of write_error_kinds
+  // (default 503 ServiceUnavailable) without being executed. write_reset_rate: the connection
+  // is reset after part of the request body was read (not executed). write_truncate_rate:
+  // part of the body is read, then 400 IncompleteBody and the connection is closed (not
+  // executed; only requests with a body). lost_complete_rate: a CompleteMultipartUpload that
+  // succeeded has its response dropped (the connection is reset), so the object exists, the
+  // upload is gone, and the client's retry gets 404 NoSuchUpload. write_fault_prefix limits all
+  // of these to keys starting with it ("" = every key; bucket-level writes such as
+  // DeleteMultipleObjects have the key "").
+  double write_error_rate = 0;
+  std::vector<std::string> write_error_kinds{"503"};
+  double write_reset_rate = 0;
+  double write_truncate_rate = 0;
+  double lost_complete_rate = 0;
+  std::string write_fault_prefix;
   // A hostile listing: every page of a listing whose prefix starts with this is truncated, and
   // its continuation tokens alternate between two values, so the listing never ends unless the
   // client notices the repeat. "" = off. Applies whatever fault_ops says.
@@ -86,15 +107,26 @@ struct FaultPlan {
   std::string corrupt_key;      // GETs: FaultSettings::corrupt_key (applied to 206 replies)
   std::string malformed;        // a malformed.h kind, or ""
   double bytes_per_second = 0;  // 0 = unlimited
+  // Write faults (FaultSettings::write_*): error is set for write_error too.
+  bool write_error = false;
+  enum class BodyCut { kNone, kReset, kTruncate } body_cut = BodyCut::kNone;
+  double body_cut_fraction = 0;  // the part of the request body read before the cut, [0, 1)
+  bool lose_answer = false;      // execute, then reset instead of answering
+};
+
+// What the write faults need to know of a write request.
+struct WriteTarget {
+  std::string_view key;
+  bool complete = false;  // CompleteMultipartUpload (lost_complete_rate)
 };
 
 class FaultInjector {
  public:
   FaultInjector(FaultSettings settings, uint64_t seed);
 
-  // Decides the faults for the next request of class `op`. `latency_only` requests (control
-  // API) get an empty plan.
-  FaultPlan Plan(FaultOp op);
+  // Decides the faults for the next request of class `op`; `write` is set for write requests
+  // (the only ones write faults apply to).
+  FaultPlan Plan(FaultOp op, const WriteTarget* write = nullptr);
 
   FaultSettings settings() const;
   void set_settings(FaultSettings settings);

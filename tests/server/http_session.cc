@@ -7,9 +7,12 @@
 #include <unistd.h>
 
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 #include <cstdio>
 #include <iostream>
+
+#include "common/crc64.h"
 
 namespace ossmount::testserver {
 
@@ -20,6 +23,15 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 constexpr uint64_t kFileChunk = 256 * 1024;
+// Direct body reads ask for up to this much at once (a read returns what has arrived).
+constexpr uint64_t kBodyRead = 2 * 1024 * 1024;
+// Body bytes are handed to the digests in pieces of at least this much (and the rest at the
+// end), and digested in slices of kDigestSlice (MD5 then CRC-64 while the slice is in cache).
+constexpr uint64_t kDigestPiece = 1024 * 1024;
+constexpr uint64_t kDigestSlice = 128 * 1024;
+// The parser's read buffer (chunked bodies): Beast reads at most the free capacity (at least
+// 512 bytes) at a time, so an unreserved buffer reads a body 512 bytes per system call.
+constexpr size_t kParserBuffer = 64 * 1024;
 
 // The request target for the access log, with signature and token query values replaced:
 // presigned URLs carry them, and they never reach a log line.
@@ -51,9 +63,15 @@ std::string RedactTarget(std::string_view target) {
 }  // namespace
 
 HttpSession::HttpSession(asio::ip::tcp::socket socket, ServerContext& ctx, asio::ssl::context* tls)
-    : stream_(std::move(socket), tls), timer_(stream_.get_executor()), ctx_(ctx) {}
+    : stream_(std::move(socket), tls), timer_(stream_.get_executor()), ctx_(ctx) {
+  // Digests run beside the body's reading only when the pool has another thread for them.
+  if (ctx_.io && ctx_.options.threads > 1) hash_strand_.emplace(asio::make_strand(*ctx_.io));
+}
 
-HttpSession::~HttpSession() { CloseFile(); }
+HttpSession::~HttpSession() {
+  CloseFile();
+  if (md5_) EVP_MD_CTX_free(md5_);
+}
 
 void HttpSession::Start() {
   ctx_.stats.CountConnection();
@@ -88,8 +106,10 @@ void HttpSession::OnReadHeader(error_code ec) {
     CloseGracefully();
     return;
   }
+  PlanRequest();
   auto& req = parser_->get();
   if (parser_->is_done()) {
+    if (plan_.body_cut == FaultPlan::BodyCut::kReset) return CutBody();
     Dispatch();
     return;
   }
@@ -106,7 +126,53 @@ void HttpSession::OnReadHeader(error_code ec) {
   DoReadBody();
 }
 
+void HttpSession::PlanRequest() {
+  const auto& req = parser_->get();
+  auto classified =
+      ClassifyRequest(req, [this](const std::string& b) { return ctx_.store.BucketExists(b); });
+  classify_status_ = classified.status();
+  if (classified.ok()) {
+    info_ = std::move(classified.value());
+  } else {
+    info_ = RequestInfo();
+    info_.method = std::string(req.method_string());
+    info_.op = Op::kUnsupported;
+  }
+  info_.request_id = NewRequestId();
+  // Counted when the head arrives: a request cut short in its body was still seen.
+  ctx_.stats.Count(StatOpFor(info_.op));
+  if (info_.op == Op::kGetObject && req.find(http::field::range) != req.end()) {
+    ctx_.stats.Count(StatOp::kGetRange);
+  }
+  plan_ = FaultPlan();
+  if (info_.op != Op::kControl) {
+    WriteTarget write{info_.key, info_.op == Op::kCompleteMultipart};
+    plan_ = ctx_.faults.Plan(FaultOpFor(info_.op), IsWriteOp(info_.op) ? &write : nullptr);
+  }
+  body_seen_ = 0;
+  linger_after_response_ = false;
+  const uint64_t length = parser_->content_length().value_or(0);
+  if (plan_.body_cut == FaultPlan::BodyCut::kTruncate && length == 0) {
+    plan_.body_cut = FaultPlan::BodyCut::kNone;  // nothing to cut short
+  }
+  body_cut_at_ =
+      length == 0
+          ? 0
+          : std::min<uint64_t>(length - 1, static_cast<uint64_t>(plan_.body_cut_fraction * length));
+  piecewise_body_ = plan_.body_cut != FaultPlan::BodyCut::kNone || plan_.bytes_per_second > 0;
+  pace_in_next_ = Clock::now();
+}
+
 void HttpSession::DoReadBody() {
+  if (piecewise_body_) {
+    ContinueBody();
+    return;
+  }
+  if (parser_->content_length() && !parser_->chunked()) {
+    StartDirectBody();
+    return;
+  }
+  if (buffer_.capacity() < kParserBuffer) buffer_.reserve(kParserBuffer);
   stream_.tcp().expires_after(std::chrono::seconds(ctx_.options.idle_timeout_s));
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](error_code ec, size_t) { self->OnReadBody(ec); });
@@ -120,43 +186,211 @@ void HttpSession::OnReadBody(error_code ec) {
   Dispatch();
 }
 
+void HttpSession::StartDirectBody() {
+  direct_body_ = true;
+  body_len_ = *parser_->content_length();
+  req_ = parser_->release();  // the header; the body holds what the parser took (normally none)
+  std::string& body = req_.body();
+  body_got_ = body.size();
+  body_hashed_ = 0;
+  body.reserve(body_len_);
+  // Body bytes that arrived with the header (anything after the body is the next request).
+  const uint64_t buffered = std::min<uint64_t>(buffer_.size(), body_len_ - body_got_);
+  if (buffered > 0) {
+    body.resize(body_got_ + buffered);
+    asio::buffer_copy(asio::buffer(body.data() + body_got_, buffered), buffer_.data());
+    buffer_.consume(buffered);
+    body_got_ += buffered;
+  }
+  body_base_ = body.data();
+  digest_body_ = classify_status_.ok() &&
+                 (info_.op == Op::kPutObject || info_.op == Op::kUploadPart) && body_len_ > 0;
+  if (digest_body_) {
+    if (!md5_) md5_ = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(md5_, EVP_md5(), nullptr);
+    crc_ = 0;
+  }
+  ReadDirectBody();
+}
+
+void HttpSession::ReadDirectBody() {
+  HashReady(false);
+  if (body_got_ >= body_len_) {
+    FinishDirectBody();
+    return;
+  }
+  std::string& body = req_.body();
+  const uint64_t end = std::min<uint64_t>(body_len_, body_got_ + kBodyRead);
+  // Grows only (each byte is zeroed once); never beyond the reserve, so body_base_ stays.
+  if (body.size() < end) body.resize(end);
+  stream_.tcp().expires_after(std::chrono::seconds(ctx_.options.idle_timeout_s));
+  stream_.async_read_some(
+      asio::buffer(body_base_ + body_got_, end - body_got_),
+      [self = shared_from_this()](error_code ec, size_t n) { self->OnReadDirectBody(ec, n); });
+}
+
+void HttpSession::OnReadDirectBody(error_code ec, size_t n) {
+  if (ec) {
+    CloseGracefully();
+    return;
+  }
+  body_got_ += n;
+  ReadDirectBody();
+}
+
+void HttpSession::HashReady(bool all) {
+  if (!digest_body_) return;
+  const uint64_t ready = body_got_ - body_hashed_;
+  if (ready == 0 || (ready < kDigestPiece && !all)) return;
+  const char* data = body_base_ + body_hashed_;
+  body_hashed_ = body_got_;
+  if (!hash_strand_) {
+    HashPiece(data, ready);
+    return;
+  }
+  asio::post(*hash_strand_,
+             [self = shared_from_this(), data, ready] { self->HashPiece(data, ready); });
+}
+
+void HttpSession::HashPiece(const char* data, size_t size) {
+  for (size_t done = 0; done < size; done += kDigestSlice) {
+    const size_t n = std::min<size_t>(kDigestSlice, size - done);
+    EVP_DigestUpdate(md5_, data + done, n);
+    crc_ = Crc64(crc_, data + done, n);
+  }
+}
+
+void HttpSession::FinishDirectBody() {
+  // The body string is complete; its size is exactly the Content-Length.
+  if (!digest_body_) {
+    Dispatch();
+    return;
+  }
+  HashReady(true);
+  auto finish = [this] {
+    Md5Digest md5{};
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(md5_, md5.data(), &len);
+    info_.body_digests.md5 = md5;
+    info_.body_digests.crc64 = crc_;
+  };
+  if (!hash_strand_) {
+    finish();
+    Dispatch();
+    return;
+  }
+  asio::post(*hash_strand_, [self = shared_from_this(), finish] {
+    finish();
+    asio::post(self->stream_.get_executor(), [self] { self->Dispatch(); });
+  });
+}
+
+void HttpSession::DoReadBodySome() {
+  stream_.tcp().expires_after(std::chrono::seconds(ctx_.options.idle_timeout_s));
+  http::async_read_some(
+      stream_, buffer_, *parser_,
+      [self = shared_from_this()](error_code ec, size_t) { self->OnReadBodySome(ec); });
+}
+
+void HttpSession::OnReadBodySome(error_code ec) {
+  if (ec) {
+    CloseGracefully();
+    return;
+  }
+  const uint64_t got = parser_->get().body().size();
+  if (plan_.bytes_per_second > 0 && got > body_seen_) {
+    // Reads come in pieces of up to 64 KiB; each is paid for before the next one (or the
+    // dispatch), so the body arrives at the planned rate on average.
+    auto cost = std::chrono::duration<double>(static_cast<double>(got - body_seen_) /
+                                              plan_.bytes_per_second);
+    pace_in_next_ =
+        std::max(pace_in_next_, Clock::now()) + std::chrono::duration_cast<Clock::duration>(cost);
+  }
+  body_seen_ = got;
+  auto now = Clock::now();
+  if (pace_in_next_ > now) {
+    WaitThen(pace_in_next_ - now, &HttpSession::ContinueBody);
+    return;
+  }
+  ContinueBody();
+}
+
+void HttpSession::ContinueBody() {
+  if (plan_.body_cut != FaultPlan::BodyCut::kNone &&
+      (body_seen_ >= body_cut_at_ || parser_->is_done())) {
+    CutBody();
+    return;
+  }
+  if (parser_->is_done()) {
+    Dispatch();
+    return;
+  }
+  DoReadBodySome();
+}
+
+void HttpSession::CutBody() {
+  ctx_.stats.AddBytesReceived(body_seen_);
+  const bool reset = plan_.body_cut == FaultPlan::BodyCut::kReset;
+  if (ctx_.options.access_log) {
+    log_line_ = info_.method + " " + RedactTarget(parser_->get().target()) +
+                (reset ? " reset" : " 400") + " after " + std::to_string(body_seen_) +
+                " body bytes";
+    if (reset) std::fprintf(stderr, "%s\n", log_line_.c_str());
+  }
+  if (reset) {
+    ctx_.stats.CountFault(StatFault::kBodyReset);
+    Reset();
+    return;
+  }
+  // What S3 answers when a body ends before its Content-Length; OSS uses the same code.
+  ctx_.stats.CountFault(StatFault::kBodyTruncate);
+  resp_ = ObjectApi::Error(info_, 400, "IncompleteBody",
+                           "You did not provide the number of bytes specified by the "
+                           "Content-Length HTTP header.");
+  resp_.close = true;
+  ObjectApi::AddCommonHeaders(info_, resp_);
+  ctx_.stats.CountStatus(resp_.status);
+  plan_.delay = {};
+  plan_.cut = FaultPlan::Cut::kNone;
+  linger_after_response_ = true;
+  BeginResponse();
+}
+
 void HttpSession::Dispatch() {
-  HttpRequest req = parser_->release();
+  HttpRequest req = direct_body_ ? std::move(req_) : parser_->release();
+  direct_body_ = false;
+  digest_body_ = false;
+  body_base_ = nullptr;
   keep_alive_ = req.keep_alive();
-  plan_ = FaultPlan();
   ctx_.stats.AddBytesReceived(req.body().size());
-  auto classified =
-      ClassifyRequest(req, [this](const std::string& b) { return ctx_.store.BucketExists(b); });
-  RequestInfo info;
-  if (classified.ok()) {
-    info = std::move(classified.value());
-  } else {
-    info.method = std::string(req.method_string());
-    info.op = Op::kUnsupported;
-  }
-  info.request_id = NewRequestId();
-  ctx_.stats.Count(StatOpFor(info.op));
-  if (info.op == Op::kGetObject && req.find(http::field::range) != req.end()) {
-    ctx_.stats.Count(StatOp::kGetRange);
-  }
+  RequestInfo& info = info_;
 
   if (info.op == Op::kControl) {
     resp_ = HandleControl(info, ctx_);
   } else {
-    plan_ = ctx_.faults.Plan(FaultOpFor(info.op));
     std::optional<AuthFailure> denied;
-    if (!classified.ok()) {
-      resp_ = ObjectApi::Error(info, 400, "InvalidURI", classified.status().message());
+    if (!classify_status_.ok()) {
+      resp_ = ObjectApi::Error(info, 400, "InvalidURI", classify_status_.message());
     } else if ((denied = ctx_.auth.Check(info, req))) {
       ctx_.stats.CountAuthFailure();
       resp_ = ObjectApi::Error(info, denied->status, denied->code, denied->message);
     } else if (plan_.error) {
-      ctx_.stats.CountFault(StatFault::kError);
+      ctx_.stats.CountFault(plan_.write_error ? StatFault::kWriteError : StatFault::kError);
       resp_ = ObjectApi::Error(info, plan_.error_kind.status, plan_.error_kind.code,
                                plan_.error_kind.message);
       if (plan_.retry_after_s > 0) resp_.Add("Retry-After", std::to_string(plan_.retry_after_s));
     } else {
       resp_ = ctx_.api.Handle(info, req);
+      if (plan_.lose_answer && resp_.status == 200) {
+        // Done, but the answer never arrives: the client's retry meets NoSuchUpload.
+        ctx_.stats.CountFault(StatFault::kLostComplete);
+        if (ctx_.options.access_log) {
+          std::fprintf(stderr, "%s %s 200 (answer dropped)\n", info.method.c_str(),
+                       RedactTarget(req.target()).c_str());
+        }
+        Reset();
+        return;
+      }
       // --corrupt-key: a range damaged inside, consistent with its length and headers.
       if (resp_.status == 206 && !plan_.corrupt_key.empty() &&
           info.key.find(plan_.corrupt_key) != std::string::npos) {
@@ -341,6 +575,10 @@ void HttpSession::FinishResponse() {
     }
     return;
   }
+  if (linger_after_response_) {
+    LingeringClose();
+    return;
+  }
   if (!keep_alive_ || resp_.close) {
     CloseGracefully();
     return;
@@ -359,6 +597,23 @@ void HttpSession::Reset() {
   error_code ec;
   stream_.tcp().socket().set_option(asio::socket_base::linger(true, 0), ec);
   stream_.tcp().socket().close(ec);
+}
+
+void HttpSession::LingeringClose() {
+  CloseFile();
+  error_code ec;
+  stream_.tcp().socket().shutdown(asio::ip::tcp::socket::shutdown_send, ec);
+  scratch_.resize(64 * 1024);
+  stream_.tcp().expires_after(std::chrono::seconds(5));
+  stream_.async_read_some(asio::buffer(scratch_),
+                          [self = shared_from_this()](error_code ec2, size_t) {
+                            if (ec2) {
+                              error_code ignored;
+                              self->stream_.tcp().socket().close(ignored);
+                              return;
+                            }
+                            self->LingeringClose();
+                          });
 }
 
 void HttpSession::CloseGracefully() {

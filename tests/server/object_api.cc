@@ -1,13 +1,9 @@
 #include "object_api.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <atomic>
-#include <pugixml.hpp>
 
+#include "api_util.h"
 #include "common/time_util.h"
-#include "common/url.h"
 #include "range.h"
 #include "xml_writer.h"
 
@@ -16,57 +12,6 @@ namespace ossmount::testserver {
 namespace http = boost::beast::http;
 
 namespace {
-
-constexpr const char* kXmlDecl = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-
-std::string HeaderValue(const HttpRequest& req, std::string_view name) {
-  auto it = req.find(name);
-  return it == req.end() ? std::string() : std::string(it->value());
-}
-
-bool HasHeader(const HttpRequest& req, std::string_view name) {
-  return req.find(name) != req.end();
-}
-
-std::string Quoted(const std::string& etag) { return "\"" + etag + "\""; }
-
-// If-Match / If-None-Match lists: "*" or comma-separated (quoted or bare) etags.
-bool EtagListMatches(std::string_view list, const std::string& etag) {
-  size_t start = 0;
-  while (start < list.size()) {
-    size_t comma = list.find(',', start);
-    if (comma == std::string_view::npos) comma = list.size();
-    std::string_view item = list.substr(start, comma - start);
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
-    if (item.substr(0, 2) == "W/") item.remove_prefix(2);
-    if (item.size() >= 2 && item.front() == '"' && item.back() == '"') {
-      item = item.substr(1, item.size() - 2);
-    }
-    if (item == "*" || (item.size() == etag.size() &&
-                        std::equal(item.begin(), item.end(), etag.begin(), [](char a, char b) {
-                          return std::toupper(static_cast<unsigned char>(a)) ==
-                                 std::toupper(static_cast<unsigned char>(b));
-                        }))) {
-      return true;
-    }
-    start = comma + 1;
-  }
-  return false;
-}
-
-MetaList CollectUserMeta(const HttpRequest& req) {
-  MetaList meta;
-  for (const auto& f : req) {
-    std::string name(f.name_string());
-    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    for (const char* prefix : {"x-oss-meta-", "x-amz-meta-"}) {
-      std::string_view p(prefix);
-      if (name.rfind(p, 0) == 0) meta.emplace_back(name.substr(p.size()), std::string(f.value()));
-    }
-  }
-  return meta;
-}
 
 void AddObjectHeaders(const RequestInfo& info, const ObjectInfo& obj, uint64_t crc, Response& r) {
   const bool s3 = info.dialect == Dialect::kS3;
@@ -156,7 +101,7 @@ Response ObjectApi::FromStatus(const RequestInfo& info, const Status& s) {
     case ErrorCode::kInvalidArgument:
       return Error(info, 400, code.empty() ? "InvalidArgument" : code, msg);
     case ErrorCode::kPreconditionFailed:
-      return Error(info, 409, "FileAlreadyExists", "The object you specified already exists.");
+      return OverwriteRefused(info);
     default:
       return Error(info, 500, "InternalError", msg);
   }
@@ -178,10 +123,16 @@ Response ObjectApi::Handle(const RequestInfo& info, HttpRequest& req) {
       return InitiateMultipart(info, req);
     case Op::kUploadPart:
       return UploadPart(info, req);
+    case Op::kUploadPartCopy:
+      return UploadPartCopy(info, req);
     case Op::kCompleteMultipart:
       return CompleteMultipart(info, req);
     case Op::kAbortMultipart:
       return AbortMultipart(info);
+    case Op::kListMultipartUploads:
+      return ListMultipartUploads(info);
+    case Op::kListParts:
+      return ListParts(info);
     case Op::kListObjectsV2:
       return ListObjects(info, true);
     case Op::kListObjectsV1:
@@ -304,13 +255,12 @@ Response ObjectApi::Put(const RequestInfo& info, HttpRequest& req) {
     return Error(info, 411, "MissingContentLength",
                  "You must provide the Content-Length HTTP header.");
   }
-  if (auto md5 = HeaderValue(req, "Content-MD5"); !md5.empty() && md5 != Md5Base64(req.body())) {
-    return Error(info, 400, "InvalidDigest", "The Content-MD5 you specified is not valid.");
-  }
+  if (auto bad = CheckContentDigest(info, req, false)) return *bad;
   PutOptions options;
   options.content_type = HeaderValue(req, "Content-Type");
   options.user_meta = CollectUserMeta(req);
-  options.forbid_overwrite = HeaderValue(req, "x-oss-forbid-overwrite") == "true";
+  options.forbid_overwrite = OverwriteForbidden(info, req, true);
+  options.digests = info.body_digests;
   auto put = store_.Put(info.bucket, info.key, std::move(req.body()), options);
   if (!put.ok()) return FromStatus(info, put.status());
   Response r;
@@ -320,144 +270,11 @@ Response ObjectApi::Put(const RequestInfo& info, HttpRequest& req) {
   return r;
 }
 
-// Reads a whole object into memory (copy source).
-static Result<std::string> ReadAll(ObjectStore& store, const ObjectPtr& obj) {
-  auto content = store.LoadContent(obj);
-  if (!content.ok()) return content.status();
-  if (content.value()) return std::string(*content.value());
-  std::string data(obj->size, '\0');
-  int fd = ::open(obj->disk_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status(ErrorCode::kNotFound, "NoSuchKey: The specified key does not exist.");
-  uint64_t done = 0;
-  while (done < obj->size) {
-    ssize_t n = ::pread(fd, data.data() + done, obj->size - done, static_cast<off_t>(done));
-    if (n <= 0) break;
-    done += static_cast<uint64_t>(n);
-  }
-  ::close(fd);
-  if (done != obj->size) return Status(ErrorCode::kInternal, "copy source changed while read");
-  return data;
-}
-
-Response ObjectApi::Copy(const RequestInfo& info, const HttpRequest& req) {
-  std::string source = HeaderValue(req, "x-oss-copy-source");
-  if (source.empty()) source = HeaderValue(req, "x-amz-copy-source");
-  auto decoded = PercentDecode(source.substr(0, source.find('?')));
-  if (!decoded.ok()) return Error(info, 400, "InvalidArgument", "Malformed copy source.");
-  std::string src = decoded.value();
-  if (!src.empty() && src[0] == '/') src = src.substr(1);
-  size_t slash = src.find('/');
-  if (slash == std::string::npos)
-    return Error(info, 400, "InvalidArgument", "Malformed copy source.");
-  std::string src_bucket = src.substr(0, slash), src_key = src.substr(slash + 1);
-  ObjectPtr obj = store_.Find(src_bucket, src_key);
-  if (!obj) return Error(info, 404, "NoSuchKey", "The specified key does not exist.", src_key);
-  auto data = ReadAll(store_, obj);
-  if (!data.ok()) return FromStatus(info, data.status());
-  PutOptions options;
-  std::string directive = HeaderValue(req, "x-oss-metadata-directive");
-  if (directive.empty()) directive = HeaderValue(req, "x-amz-metadata-directive");
-  if (directive == "REPLACE") {
-    options.content_type = HeaderValue(req, "Content-Type");
-    options.user_meta = CollectUserMeta(req);
-  } else {
-    options.content_type = obj->content_type;
-    options.user_meta = obj->user_meta;
-  }
-  auto put = store_.Put(info.bucket, info.key, std::move(data.value()), options);
-  if (!put.ok()) return FromStatus(info, put.status());
-  Response r;
-  std::string body = kXmlDecl;
-  body += "<CopyObjectResult>";
-  AppendElement(body, "LastModified", FormatIso8601(put.value()->mtime));
-  AppendElement(body, "ETag", Quoted(put.value()->etag));
-  body += "</CopyObjectResult>\n";
-  r.SetText(std::move(body), "application/xml");
-  r.Add("ETag", Quoted(put.value()->etag));
-  r.Add("x-oss-hash-crc64ecma", std::to_string(*put.value()->known_crc));
-  return r;
-}
-
 Response ObjectApi::DeleteObject(const RequestInfo& info) {
   if (!store_.BucketExists(info.bucket)) {
     return Error(info, 404, "NoSuchBucket", "The specified bucket does not exist.");
   }
   store_.Delete(info.bucket, info.key);
-  Response r;
-  r.status = 204;
-  return r;
-}
-
-Response ObjectApi::InitiateMultipart(const RequestInfo& info, const HttpRequest& req) {
-  if (!store_.BucketExists(info.bucket)) {
-    return Error(info, 404, "NoSuchBucket", "The specified bucket does not exist.");
-  }
-  PutOptions options;
-  options.content_type = HeaderValue(req, "Content-Type");
-  options.user_meta = CollectUserMeta(req);
-  std::string id = uploads_.Initiate(info.bucket, info.key, std::move(options));
-  std::string body = kXmlDecl;
-  body += "<InitiateMultipartUploadResult>";
-  AppendElement(body, "Bucket", info.bucket);
-  AppendElement(body, "Key", info.key);
-  AppendElement(body, "UploadId", id);
-  body += "</InitiateMultipartUploadResult>\n";
-  Response r;
-  r.SetText(std::move(body), "application/xml");
-  return r;
-}
-
-Response ObjectApi::UploadPart(const RequestInfo& info, HttpRequest& req) {
-  if (!HasHeader(req, "Content-Length")) {
-    return Error(info, 411, "MissingContentLength",
-                 "You must provide the Content-Length HTTP header.");
-  }
-  int part = 0;
-  try {
-    part = std::stoi(*info.Query("partNumber"));
-  } catch (...) {
-    part = 0;
-  }
-  auto result = uploads_.UploadPart(*info.Query("uploadId"), info.bucket, info.key, part,
-                                    std::move(req.body()));
-  if (!result.ok()) return FromStatus(info, result.status());
-  Response r;
-  r.Add("ETag", Quoted(result.value().first));
-  r.Add("x-oss-hash-crc64ecma", std::to_string(result.value().second));
-  return r;
-}
-
-Response ObjectApi::CompleteMultipart(const RequestInfo& info, const HttpRequest& req) {
-  pugi::xml_document doc;
-  if (!doc.load_buffer(req.body().data(), req.body().size())) {
-    return Error(info, 400, "MalformedXML", "The XML you provided was not well-formed.");
-  }
-  std::vector<std::pair<int, std::string>> parts;
-  for (auto p : doc.child("CompleteMultipartUpload").children("Part")) {
-    parts.emplace_back(p.child("PartNumber").text().as_int(), p.child("ETag").text().get());
-  }
-  auto done = uploads_.Complete(*info.Query("uploadId"), info.bucket, info.key, parts,
-                                options_.min_part_size);
-  if (!done.ok()) return FromStatus(info, done.status());
-  auto put = store_.Put(info.bucket, info.key, std::move(done.value().data), done.value().options);
-  if (!put.ok()) return FromStatus(info, put.status());
-  std::string body = kXmlDecl;
-  body += "<CompleteMultipartUploadResult>";
-  AppendElement(body, "Location", "http://" + info.host + "/" + info.bucket + "/" + info.key);
-  AppendElement(body, "Bucket", info.bucket);
-  AppendElement(body, "Key", info.key);
-  AppendElement(body, "ETag", Quoted(put.value()->etag));
-  body += "</CompleteMultipartUploadResult>\n";
-  Response r;
-  r.SetText(std::move(body), "application/xml");
-  r.Add("ETag", Quoted(put.value()->etag));
-  r.Add("x-oss-hash-crc64ecma", std::to_string(*put.value()->known_crc));
-  return r;
-}
-
-Response ObjectApi::AbortMultipart(const RequestInfo& info) {
-  Status s = uploads_.Abort(*info.Query("uploadId"), info.bucket, info.key);
-  if (!s.ok()) return FromStatus(info, s);
   Response r;
   r.status = 204;
   return r;

@@ -15,12 +15,16 @@
 #include "object_store.h"
 #include "request_info.h"
 #include "response.h"
+#include "stats.h"
 
 namespace ossmount::testserver {
 
 struct ApiOptions {
   uint64_t min_part_size = 100 * 1024;  // OSS: every part but the last >= 100 KB
-  std::string region = "cn-hangzhou";   // GetBucketLocation
+  // CopyObject refuses larger sources (400); such copies must use UploadPartCopy. OSS
+  // documents 1 GB for copies that must rewrite the data.
+  uint64_t copy_object_limit = 1ull << 30;
+  std::string region = "cn-hangzhou";  // GetBucketLocation
 };
 
 class ObjectApi {
@@ -31,6 +35,8 @@ class ObjectApi {
   Response Handle(const RequestInfo& info, HttpRequest& req);
   // Where listings read their faults (list_loop_prefix); null: none. Must outlive this.
   void set_faults(const FaultInjector* faults) { faults_ = faults; }
+  // Where DeleteMultipleObjects counts its keys; null: nowhere. Must outlive this.
+  void set_stats(ServerStats* stats) { stats_ = stats; }
 
   // The dialect's error response: OSS <Error> with Code, Message, RequestId, HostId, EC (and
   // Key when given); S3 the same without EC. HEAD requests get the status and no body.
@@ -42,12 +48,17 @@ class ObjectApi {
  private:
   Response GetOrHead(const RequestInfo& info, const HttpRequest& req, bool head);
   Response Put(const RequestInfo& info, HttpRequest& req);
-  Response Copy(const RequestInfo& info, const HttpRequest& req);
   Response DeleteObject(const RequestInfo& info);
+  // copy_api.cc
+  Response Copy(const RequestInfo& info, const HttpRequest& req);
+  Response UploadPartCopy(const RequestInfo& info, const HttpRequest& req);
+  // multipart_api.cc
   Response InitiateMultipart(const RequestInfo& info, const HttpRequest& req);
   Response UploadPart(const RequestInfo& info, HttpRequest& req);
   Response CompleteMultipart(const RequestInfo& info, const HttpRequest& req);
   Response AbortMultipart(const RequestInfo& info);
+  Response ListMultipartUploads(const RequestInfo& info);
+  Response ListParts(const RequestInfo& info);
   // bucket_api.cc
   Response ListObjects(const RequestInfo& info, bool v2);
   Response ListBuckets(const RequestInfo& info);
@@ -61,6 +72,7 @@ class ObjectApi {
   MultipartUploads& uploads_;
   const ApiOptions options_;
   const FaultInjector* faults_ = nullptr;
+  ServerStats* stats_ = nullptr;
 };
 
 // A fresh 24-hex-digit request id.

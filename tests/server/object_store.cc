@@ -78,24 +78,25 @@ std::string HexUpper(const unsigned char* data, size_t size) {
   return out;
 }
 
-static void Md5Raw(std::string_view data, unsigned char out[16]) {
+Md5Digest Md5Raw(std::string_view data) {
+  Md5Digest md{};
   unsigned int len = 0;
-  EVP_Digest(data.data(), data.size(), out, &len, EVP_md5(), nullptr);
+  EVP_Digest(data.data(), data.size(), md.data(), &len, EVP_md5(), nullptr);
+  return md;
 }
 
 std::string Md5Hex(std::string_view data) {
-  unsigned char md[16];
-  Md5Raw(data, md);
-  return HexUpper(md, 16);
+  Md5Digest md = Md5Raw(data);
+  return HexUpper(md.data(), md.size());
 }
 
-std::string Md5Base64(std::string_view data) {
-  unsigned char md[16];
-  Md5Raw(data, md);
+std::string Md5Base64(const Md5Digest& md5) {
   unsigned char b64[32];
-  int n = EVP_EncodeBlock(b64, md, 16);
+  int n = EVP_EncodeBlock(b64, md5.data(), static_cast<int>(md5.size()));
   return std::string(reinterpret_cast<char*>(b64), static_cast<size_t>(n));
 }
+
+std::string Md5Base64(std::string_view data) { return Md5Base64(Md5Raw(data)); }
 
 bool KeyIsSafePath(std::string_view key) {
   if (key.empty() || key.size() > 1023) return false;
@@ -306,22 +307,101 @@ Result<uint64_t> ObjectStore::Crc(const ObjectPtr& obj) {
   return crc;
 }
 
+std::mutex& ObjectStore::KeyLock(const std::string& bucket, const std::string& key) {
+  size_t h = std::hash<std::string>()(bucket) * 31 + std::hash<std::string>()(key);
+  return key_locks_[h % key_locks_.size()];
+}
+
+Result<std::string> ObjectStore::ReadRange(const ObjectPtr& obj, uint64_t offset, uint64_t length) {
+  if (offset > obj->size || length > obj->size - offset) {
+    return Status(ErrorCode::kInvalidArgument, "InvalidArgument: range outside the object");
+  }
+  auto content = LoadContent(obj);
+  if (!content.ok()) return content.status();
+  if (content.value()) return content.value()->substr(offset, length);
+  std::string data(length, '\0');
+  int fd = ::open(obj->disk_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status(ErrorCode::kNotFound, "NoSuchKey: The specified key does not exist.");
+  uint64_t done = 0;
+  while (done < length) {
+    ssize_t n = ::pread(fd, data.data() + done, length - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<uint64_t>(n);
+  }
+  ::close(fd);
+  if (done != length) return Status(ErrorCode::kInternal, "copy source changed while read");
+  return data;
+}
+
 Result<ObjectPtr> ObjectStore::Put(const std::string& bucket, const std::string& key,
                                    std::string data, const PutOptions& options) {
+  std::vector<std::string> pieces;
+  pieces.push_back(std::move(data));
+  return PutPieces(bucket, key, std::move(pieces), options);
+}
+
+namespace {
+
+// Writes every piece to `fd`, in order; false on any failure.
+bool WritePieces(int fd, const std::vector<std::string>& pieces) {
+  for (const auto& piece : pieces) {
+    size_t done = 0;
+    while (done < piece.size()) {
+      ssize_t n = ::write(fd, piece.data() + done, piece.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<ObjectPtr> ObjectStore::PutPieces(const std::string& bucket, const std::string& key,
+                                         std::vector<std::string> pieces,
+                                         const PutOptions& options) {
   if (!BucketExists(bucket)) return Status(ErrorCode::kNoSuchBucket, "no such bucket");
+  std::lock_guard key_lock(KeyLock(bucket, key));
   if (options.forbid_overwrite && Find(bucket, key)) {
     return Status(ErrorCode::kPreconditionFailed, "FileAlreadyExists");
   }
   auto obj = std::make_shared<ObjectInfo>();
   obj->key = key;
-  obj->size = data.size();
-  obj->etag = options.etag.empty() ? Md5Hex(data) : options.etag;
-  if (options.etag.empty()) obj->content_md5 = Md5Base64(data);
+  for (const auto& piece : pieces) obj->size += piece.size();
+  // Each digest is computed once, and only when not already known (the session computes
+  // both while a PUT body arrives; a multipart upload knows its CRC from the parts').
+  if (options.etag.empty()) {
+    Md5Digest md5{};
+    if (options.digests.md5) {
+      md5 = *options.digests.md5;
+    } else if (pieces.size() == 1) {
+      md5 = Md5Raw(pieces.front());
+    } else {
+      EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+      EVP_DigestInit_ex(ctx, EVP_md5(), nullptr);
+      for (const auto& piece : pieces) EVP_DigestUpdate(ctx, piece.data(), piece.size());
+      unsigned int len = 0;
+      EVP_DigestFinal_ex(ctx, md5.data(), &len);
+      EVP_MD_CTX_free(ctx);
+    }
+    obj->etag = HexUpper(md5.data(), md5.size());
+    obj->content_md5 = Md5Base64(md5);
+  } else {
+    obj->etag = options.etag;
+  }
   obj->object_type = options.object_type;
   obj->content_type =
       options.content_type.empty() ? "application/octet-stream" : options.content_type;
   obj->user_meta = options.user_meta;
-  obj->known_crc = Crc64(0, data.data(), data.size());
+  if (options.digests.crc64) {
+    obj->known_crc = *options.digests.crc64;
+  } else {
+    uint64_t crc = 0;
+    for (const auto& piece : pieces) crc = Crc64(crc, piece.data(), piece.size());
+    obj->known_crc = crc;
+  }
   obj->mtime = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
 
   bool on_disk = false;
@@ -335,14 +415,8 @@ Result<ObjectPtr> ObjectStore::Put(const std::string& bucket, const std::string&
                                            "-" + std::to_string(seq.fetch_add(1)));
       int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
       if (fd >= 0) {
-        size_t done = 0;
-        while (done < data.size()) {
-          ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-          if (n < 0 && errno == EINTR) continue;
-          if (n <= 0) break;
-          done += static_cast<size_t>(n);
-        }
-        bool ok = done == data.size() && ::close(fd) == 0;
+        const bool written = WritePieces(fd, pieces);
+        bool ok = ::close(fd) == 0 && written;
         struct stat st;
         if (ok && ::rename(tmp.c_str(), path.c_str()) == 0 && ::lstat(path.c_str(), &st) == 0) {
           on_disk = true;
@@ -356,19 +430,34 @@ Result<ObjectPtr> ObjectStore::Put(const std::string& bucket, const std::string&
       }
     }
   }
-  auto shared = std::make_shared<const std::string>(std::move(data));
-  if (on_disk) {
-    if (obj->size <= kCacheFileMax) {
-      uint64_t used = cache_used_.load();
-      while (used + obj->size <= cache_budget_) {
-        if (cache_used_.compare_exchange_weak(used, used + obj->size)) {
-          obj->cached = shared;
-          break;
-        }
+  // The bytes in memory: always for a memory-only object, within the budget for a small file.
+  bool cache = false;
+  if (on_disk && obj->size <= kCacheFileMax) {
+    uint64_t used = cache_used_.load();
+    while (used + obj->size <= cache_budget_) {
+      if (cache_used_.compare_exchange_weak(used, used + obj->size)) {
+        cache = true;
+        break;
       }
     }
-  } else {
-    obj->blob = shared;
+  }
+  if (!on_disk || cache) {
+    std::string joined;
+    if (pieces.size() == 1) {
+      joined = std::move(pieces.front());
+    } else {
+      joined.reserve(obj->size);
+      for (auto& piece : pieces) {
+        joined += piece;
+        std::string().swap(piece);
+      }
+    }
+    auto shared = std::make_shared<const std::string>(std::move(joined));
+    if (on_disk) {
+      obj->cached = std::move(shared);
+    } else {
+      obj->blob = std::move(shared);
+    }
   }
   ObjectPtr previous;
   {
@@ -385,6 +474,7 @@ Result<ObjectPtr> ObjectStore::Put(const std::string& bucket, const std::string&
 }
 
 bool ObjectStore::Delete(const std::string& bucket, const std::string& key) {
+  std::lock_guard key_lock(KeyLock(bucket, key));
   ObjectPtr previous = Find(bucket, key);
   if (!previous) return false;
   {

@@ -26,6 +26,7 @@
 // except their lazily filled cache fields, which are guarded by the object's own mutex.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
@@ -70,6 +71,14 @@ struct ObjectInfo {
 using ObjectPtr = std::shared_ptr<const ObjectInfo>;
 using ObjectIndex = std::map<std::string, ObjectPtr>;
 
+using Md5Digest = std::array<unsigned char, 16>;
+
+// Digests of a body already computed (e.g. while it arrived); absent ones are computed.
+struct KnownDigests {
+  std::optional<Md5Digest> md5;
+  std::optional<uint64_t> crc64;
+};
+
 // What a PUT carries besides the bytes.
 struct PutOptions {
   std::string content_type;  // empty: application/octet-stream
@@ -77,6 +86,7 @@ struct PutOptions {
   std::string etag;  // empty: MD5 of the content
   std::string object_type = "Normal";
   bool forbid_overwrite = false;
+  KnownDigests digests;  // of exactly the bytes stored; must be right when set
 };
 
 // True when `key` maps to a file strictly below the bucket directory.
@@ -105,10 +115,19 @@ class ObjectStore {
   Result<std::shared_ptr<const std::string>> LoadContent(const ObjectPtr& obj);
   Result<uint64_t> Crc(const ObjectPtr& obj);
 
+  // `length` bytes of the object from `offset` (which must lie within it): a copy source.
+  Result<std::string> ReadRange(const ObjectPtr& obj, uint64_t offset, uint64_t length);
+
   // Stores an object (replacing any previous one). kPreconditionFailed when
-  // forbid_overwrite and the key exists; kNoSuchBucket when the bucket is missing.
+  // forbid_overwrite and the key exists (checked atomically with the store: of two racing
+  // forbid-overwrite PUTs of one key, exactly one succeeds); kNoSuchBucket when the bucket
+  // is missing.
   Result<ObjectPtr> Put(const std::string& bucket, const std::string& key, std::string data,
                         const PutOptions& options);
+  // The same for an object made of the concatenation of `pieces` (a completed multipart
+  // upload): a disk-backed object is written piece by piece, never joined in memory.
+  Result<ObjectPtr> PutPieces(const std::string& bucket, const std::string& key,
+                              std::vector<std::string> pieces, const PutOptions& options);
   // Removes an object; false when it did not exist.
   bool Delete(const std::string& bucket, const std::string& key);
 
@@ -135,6 +154,11 @@ class ObjectStore {
   const uint64_t cache_budget_;
   std::atomic<uint64_t> cache_used_{0};
 
+  // Serialise Put/Delete per key (striped by hash), so a forbid-overwrite check and the store
+  // that follows it are one step. Taken before mu_, and held across the file write.
+  std::mutex& KeyLock(const std::string& bucket, const std::string& key);
+  std::array<std::mutex, 64> key_locks_;
+
   // Guards buckets_. Never held across file I/O except during Scan().
   mutable std::shared_mutex mu_;
   std::map<std::string, ObjectIndex> buckets_;
@@ -143,6 +167,8 @@ class ObjectStore {
 // Uppercase hex MD5 / base64 MD5 of bytes (OpenSSL).
 std::string Md5Hex(std::string_view data);
 std::string Md5Base64(std::string_view data);
+Md5Digest Md5Raw(std::string_view data);
+std::string Md5Base64(const Md5Digest& md5);
 std::string HexUpper(const unsigned char* data, size_t size);
 
 }  // namespace ossmount::testserver

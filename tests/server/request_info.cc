@@ -35,13 +35,15 @@ bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
 
 Op ObjectOp(const RequestInfo& r, const HttpRequest& req) {
   const std::string& m = r.method;
-  if (m == "GET") return Op::kGetObject;
+  const bool copy =
+      req.find("x-oss-copy-source") != req.end() || req.find("x-amz-copy-source") != req.end();
+  if (m == "GET") return r.HasQuery("uploadId") ? Op::kListParts : Op::kGetObject;
   if (m == "HEAD") return Op::kHeadObject;
   if (m == "PUT") {
-    if (r.HasQuery("partNumber") && r.HasQuery("uploadId")) return Op::kUploadPart;
-    if (req.find("x-oss-copy-source") != req.end() || req.find("x-amz-copy-source") != req.end())
-      return Op::kCopyObject;
-    return Op::kPutObject;
+    if (r.HasQuery("partNumber") && r.HasQuery("uploadId")) {
+      return copy ? Op::kUploadPartCopy : Op::kUploadPart;
+    }
+    return copy ? Op::kCopyObject : Op::kPutObject;
   }
   if (m == "POST") {
     if (r.HasQuery("uploads")) return Op::kInitiateMultipart;
@@ -56,7 +58,7 @@ Op BucketOp(const RequestInfo& r) {
   const std::string& m = r.method;
   if (m == "GET") {
     if (r.HasQuery("location")) return Op::kGetBucketLocation;
-    if (r.HasQuery("uploads")) return Op::kUnsupported;
+    if (r.HasQuery("uploads")) return Op::kListMultipartUploads;
     const std::string* lt = r.Query("list-type");
     if (lt && *lt == "2") return Op::kListObjectsV2;
     return Op::kListObjectsV1;
@@ -191,10 +193,16 @@ StatOp StatOpFor(Op op) {
       return StatOp::kInitiateMultipart;
     case Op::kUploadPart:
       return StatOp::kUploadPart;
+    case Op::kUploadPartCopy:
+      return StatOp::kUploadPartCopy;
     case Op::kCompleteMultipart:
       return StatOp::kCompleteMultipart;
     case Op::kAbortMultipart:
       return StatOp::kAbortMultipart;
+    case Op::kListMultipartUploads:
+      return StatOp::kListMultipartUploads;
+    case Op::kListParts:
+      return StatOp::kListParts;
     case Op::kUnsupported:
       return StatOp::kOther;
   }
@@ -210,11 +218,14 @@ FaultOp FaultOpFor(Op op) {
       return FaultOp::kHead;
     case Op::kListObjectsV1:
     case Op::kListObjectsV2:
+    case Op::kListMultipartUploads:
+    case Op::kListParts:
       return FaultOp::kList;
     case Op::kPutObject:
     case Op::kCopyObject:
     case Op::kInitiateMultipart:
     case Op::kUploadPart:
+    case Op::kUploadPartCopy:
     case Op::kCompleteMultipart:
     case Op::kAbortMultipart:
       return FaultOp::kPut;
@@ -223,6 +234,23 @@ FaultOp FaultOpFor(Op op) {
       return FaultOp::kDelete;
     default:
       return FaultOp::kOther;
+  }
+}
+
+bool IsWriteOp(Op op) {
+  switch (op) {
+    case Op::kPutObject:
+    case Op::kCopyObject:
+    case Op::kDeleteObject:
+    case Op::kDeleteMultiple:
+    case Op::kInitiateMultipart:
+    case Op::kUploadPart:
+    case Op::kUploadPartCopy:
+    case Op::kCompleteMultipart:
+    case Op::kAbortMultipart:
+      return true;
+    default:
+      return false;
   }
 }
 

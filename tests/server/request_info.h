@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "faults.h"
+#include "object_store.h"
 #include "ossmount/status.h"
 #include "stats.h"
 
@@ -43,8 +44,11 @@ enum class Op {
   kDeleteObject,
   kInitiateMultipart,
   kUploadPart,
+  kUploadPartCopy,
   kCompleteMultipart,
   kAbortMultipart,
+  kListMultipartUploads,
+  kListParts,
   kUnsupported,
 };
 
@@ -60,6 +64,9 @@ struct RequestInfo {
   std::string key;
   Op op = Op::kUnsupported;
   std::string request_id;
+  // Digests of the body, when the session computed them while it arrived (PutObject and
+  // UploadPart bodies with a Content-Length); absent ones are computed from the body.
+  KnownDigests body_digests;
 
   const std::string* Query(std::string_view name) const;
   bool HasQuery(std::string_view name) const { return Query(name) != nullptr; }
@@ -71,5 +78,7 @@ Result<RequestInfo> ClassifyRequest(const HttpRequest& req,
 
 StatOp StatOpFor(Op op);
 FaultOp FaultOpFor(Op op);
+// Operations that change the bucket (or an upload): the scope of the write faults.
+bool IsWriteOp(Op op);
 
 }  // namespace ossmount::testserver

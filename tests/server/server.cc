@@ -17,7 +17,9 @@ Server::Server(ServerOptions options)
       accept_strand_(asio::make_strand(ioc_)),
       acceptor_(accept_strand_),
       signals_(ioc_, SIGINT, SIGTERM),
-      ctx_(std::make_unique<ServerContext>(options_)) {}
+      ctx_(std::make_unique<ServerContext>(options_)) {
+  ctx_->io = &ioc_;
+}
 
 Server::~Server() = default;
 

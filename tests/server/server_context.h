@@ -2,6 +2,7 @@
 // reference) by all sessions. Each member is thread-safe on its own.
 #pragma once
 
+#include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -44,6 +45,7 @@ struct ServerContext {
         auth(o.auth),
         faults(o.faults, o.seed) {
     api.set_faults(&faults);
+    api.set_stats(&stats);
   }
 
   const ServerOptions options;
@@ -53,11 +55,16 @@ struct ServerContext {
   RequestAuthenticator auth;
   FaultInjector faults;
   ServerStats stats;
+  // The server's I/O pool (null when sessions run without a Server): request-body digests
+  // are computed on it, beside the thread reading the body.
+  boost::asio::io_context* io = nullptr;
 };
 
-// Handles /_ossmount/...: GET stats, POST reset, GET/POST faults (query = settings; "clear"
-// restores the start-up defaults of no faults first), POST rescan, GET health,
-// POST sts?token=T&expires_at=UNIX (accept another STS token: rotation).
+// Handles /_ossmount/...: GET stats (counters, plus the gauge open_multipart_uploads), GET
+// uploads (every open multipart upload), POST reset (counters only; open uploads stay),
+// GET/POST faults (query = settings; "clear" restores the start-up defaults of no faults
+// first), POST rescan, GET health, POST sts?token=T&expires_at=UNIX (accept another STS
+// token: rotation).
 Response HandleControl(const RequestInfo& info, ServerContext& ctx);
 
 }  // namespace ossmount::testserver

@@ -38,6 +38,9 @@ Result<ServerOptions> ParseServerOptions(int argc, char** argv, int* exit_code) 
   app.add_option("--min-part-size", o.api.min_part_size,
                  "Smallest multipart part (except the last) Complete accepts, bytes")
       ->capture_default_str();
+  app.add_option("--copy-object-limit", o.api.copy_object_limit,
+                 "Largest source CopyObject copies, bytes (above: 400; use UploadPartCopy)")
+      ->capture_default_str();
   app.add_option("--memory-cache-mb", o.memory_cache_mb,
                  "Budget for caching small file contents in memory")
       ->capture_default_str();
@@ -73,6 +76,15 @@ Result<ServerOptions> ParseServerOptions(int argc, char** argv, int* exit_code) 
        "short-content-length,long-content-length,missing-headers,wrong-crc"},
       {"malformed-rate", "Probability that a successful response is malformed (default 1)"},
       {"fault-ops", "Operations the faults apply to: get,head,list,put,delete,other,all"},
+      {"write-error-rate",
+       "Probability that a write request is refused with a --write-error-kinds error"},
+      {"write-error-kinds", "Comma list of error kinds for write errors (default 503)"},
+      {"write-reset-rate", "Probability of a connection reset in a write request's body"},
+      {"write-truncate-rate",
+       "Probability that a write request's body is read in part, then 400 IncompleteBody"},
+      {"lost-complete-rate",
+       "Probability that a successful CompleteMultipartUpload's answer is dropped (reset)"},
+      {"write-fault-prefix", "Write faults only for keys starting with this"},
       {"list-loop-prefix",
        "Listings under this prefix never end: continuation tokens alternate A, B, A, ..."},
   };

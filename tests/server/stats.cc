@@ -13,19 +13,23 @@ constexpr const char* kOpNames[] = {"GET",
                                     "DELETE_MULTIPLE",
                                     "INITIATE_MULTIPART",
                                     "UPLOAD_PART",
+                                    "UPLOAD_PART_COPY",
                                     "COMPLETE_MULTIPART",
                                     "ABORT_MULTIPART",
+                                    "LIST_MULTIPART_UPLOADS",
+                                    "LIST_PARTS",
                                     "BUCKET",
                                     "CONTROL",
                                     "OTHER"};
-constexpr const char* kFaultNames[] = {"error",   "reset",   "truncate", "stall",
-                                       "corrupt", "delayed", "malformed"};
+constexpr const char* kFaultNames[] = {"error",      "reset",         "truncate",     "stall",
+                                       "corrupt",    "delayed",       "malformed",    "write_error",
+                                       "body_reset", "body_truncate", "lost_complete"};
 static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == static_cast<size_t>(StatOp::kCount));
 static_assert(sizeof(kFaultNames) / sizeof(kFaultNames[0]) ==
               static_cast<size_t>(StatFault::kCount));
 }  // namespace
 
-std::string ServerStats::ToJson() const {
+std::string ServerStats::ToJson(const std::vector<std::pair<std::string, uint64_t>>& gauges) const {
   auto load = [](const std::atomic<uint64_t>& a) {
     return std::to_string(a.load(std::memory_order_relaxed));
   };
@@ -53,8 +57,9 @@ std::string ServerStats::ToJson() const {
   }
   out += "},\"bytes_sent\":" + load(bytes_sent_) + ",\"bytes_received\":" + load(bytes_received_) +
          ",\"connections\":" + load(connections_) + ",\"auth_failures\":" + load(auth_failures_) +
-         "}";
-  return out;
+         ",\"deleted_keys\":" + load(deleted_keys_);
+  for (const auto& [name, value] : gauges) out += ",\"" + name + "\":" + std::to_string(value);
+  return out + "}";
 }
 
 void ServerStats::Reset() {
@@ -65,6 +70,7 @@ void ServerStats::Reset() {
   bytes_sent_ = 0;
   bytes_received_ = 0;
   connections_ = 0;
+  deleted_keys_ = 0;
 }
 
 }  // namespace ossmount::testserver

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace ossmount::testserver {
 
@@ -20,19 +22,37 @@ enum class StatOp {
   kList,            // ListObjects V1/V2
   kPut,             // PutObject
   kCopy,            // CopyObject
-  kDelete,          // DeleteObject (and each key of DeleteMultipleObjects)
-  kDeleteMultiple,  // POST ?delete
+  kDelete,          // DeleteObject requests
+  kDeleteMultiple,  // POST ?delete (its keys are counted in "deleted_keys")
   kInitiateMultipart,
   kUploadPart,
+  kUploadPartCopy,
   kCompleteMultipart,
   kAbortMultipart,
-  kBucket,   // other bucket-level operations (ListBuckets, location, create, delete)
-  kControl,  // /_ossmount/ requests
-  kOther,    // unsupported or unparseable
+  kListMultipartUploads,  // GET /?uploads
+  kListParts,             // GET /key?uploadId=
+  kBucket,                // other bucket-level operations (ListBuckets, location, create, delete)
+  kControl,               // /_ossmount/ requests
+  kOther,                 // unsupported or unparseable
   kCount
 };
 
-enum class StatFault { kError, kReset, kTruncate, kStall, kCorrupt, kDelayed, kMalformed, kCount };
+// JSON names: error, reset, truncate, stall, corrupt, delayed, malformed, write_error,
+// body_reset, body_truncate, lost_complete.
+enum class StatFault {
+  kError,
+  kReset,
+  kTruncate,
+  kStall,
+  kCorrupt,
+  kDelayed,
+  kMalformed,
+  kWriteError,    // --write-error-rate
+  kBodyReset,     // --write-reset-rate: connection reset while reading the request body
+  kBodyTruncate,  // --write-truncate-rate: body read in part, then 400 IncompleteBody
+  kLostComplete,  // --lost-complete-rate: Complete done, its answer never sent
+  kCount
+};
 
 class ServerStats {
  public:
@@ -48,12 +68,15 @@ class ServerStats {
   void AddBytesSent(uint64_t n) { bytes_sent_.fetch_add(n, std::memory_order_relaxed); }
   void AddBytesReceived(uint64_t n) { bytes_received_.fetch_add(n, std::memory_order_relaxed); }
   void CountConnection() { connections_.fetch_add(1, std::memory_order_relaxed); }
+  void AddDeletedKeys(uint64_t n) { deleted_keys_.fetch_add(n, std::memory_order_relaxed); }
 
   // {"requests":n,"GET":n,...,"status":{"200":n,...},"faults":{"error":n,...},
-  //  "bytes_sent":n,"bytes_received":n,"connections":n,"auth_failures":n}
+  //  "bytes_sent":n,"bytes_received":n,"connections":n,"auth_failures":n,"deleted_keys":n}
+  // plus each of `gauges` as "name":value at the end (current values such as
+  // open_multipart_uploads, which Reset() does not touch).
   // "requests" and "status" count object-API requests only (control requests are not
   // included).
-  std::string ToJson() const;
+  std::string ToJson(const std::vector<std::pair<std::string, uint64_t>>& gauges = {}) const;
   void Reset();
 
  private:
@@ -61,6 +84,7 @@ class ServerStats {
   std::array<std::atomic<uint64_t>, static_cast<size_t>(StatFault::kCount)> faults_{};
   std::array<std::atomic<uint64_t>, 500> status_{};
   std::atomic<uint64_t> auth_failures_{0}, bytes_sent_{0}, bytes_received_{0}, connections_{0};
+  std::atomic<uint64_t> deleted_keys_{0};
 };
 
 }  // namespace ossmount::testserver

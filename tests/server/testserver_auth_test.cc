@@ -3,6 +3,7 @@
 
 #include "auth/signer.h"
 #include "common/url.h"
+#include "object_store.h"
 #include "testserver_fixture.h"
 
 using namespace ossmount::testserver;
@@ -21,7 +22,8 @@ struct Signed {
 // Signs a path-style request to bucket "bkt" the way a client would send it.
 Signed Sign(const auth::Signer& signer, const auth::Credentials& creds, uint16_t port,
             const std::string& method, const std::string& key, const auth::Params& query = {},
-            ossmount::SystemTime now = std::chrono::system_clock::now()) {
+            ossmount::SystemTime now = std::chrono::system_clock::now(),
+            const auth::Params& headers = {}) {
   auth::SignableRequest sr;
   sr.method = method;
   sr.bucket = "bkt";
@@ -29,6 +31,7 @@ Signed Sign(const auth::Signer& signer, const auth::Credentials& creds, uint16_t
   sr.path = "/bkt/" + key;
   sr.query = query;
   sr.SetHeader("Host", "127.0.0.1:" + std::to_string(port));
+  for (const auto& [name, value] : headers) sr.SetHeader(name, value);
   signer.Sign(sr, creds, now);
   Signed s;
   s.target = "/bkt/" + ossmount::PercentEncode(key, true);
@@ -187,4 +190,60 @@ TEST_CASE("STS tokens: valid passes, expired and wrong are rejected", "[auth]") 
       CHECK(r.status == 403);
     }
   }
+}
+
+TEST_CASE("Signed write operations: copies, part copies, listings, deletes", "[auth]") {
+  ServerFixture f;
+  f.WriteFile("src", std::string(5000, 's'));
+  f.Start({"--access-key-id", kAk, "--access-key-secret", kSk, "--min-part-size", "1"});
+  const uint16_t port = f.server().port();
+  const auto now = [] { return std::chrono::system_clock::now(); };
+  int n = 0;
+  for (auto& scheme : Schemes()) {
+    INFO(scheme.name);
+    const bool aws = std::string(scheme.name) == "AWS SigV4";
+    const std::string copy = aws ? "x-amz-copy-source" : "x-oss-copy-source";
+    const std::string dst = "dst" + std::to_string(n++);
+    auto s = Sign(*scheme.signer, Creds(), port, "PUT", dst, {}, now(), {{copy, "/bkt/src"}});
+    auto r = f.client().Request("PUT", s.target, s.headers);
+    CHECK(r.status == 200);
+    // The copy source is signed: changing it after signing is refused.
+    auto tampered = s.headers;
+    for (auto& [k, v] : tampered) {
+      if (k == copy) v = "/bkt/" + dst;
+    }
+    CHECK(f.client().Request("PUT", s.target, tampered).status == 403);
+
+    s = Sign(*scheme.signer, Creds(), port, "POST", dst, {{"uploads", ""}});
+    r = f.client().Request("POST", s.target, s.headers);
+    REQUIRE(r.status == 200);
+    pugi::xml_document doc;
+    std::string id = ParseXml(doc, r.body).child_value("UploadId");
+    s = Sign(*scheme.signer, Creds(), port, "PUT", dst, {{"partNumber", "1"}, {"uploadId", id}},
+             now(),
+             {{copy, "/bkt/src"},
+              {aws ? "x-amz-copy-source-range" : "x-oss-copy-source-range", "bytes=0-99"}});
+    r = f.client().Request("PUT", s.target, s.headers);
+    CHECK(r.status == 200);
+    s = Sign(*scheme.signer, Creds(), port, "GET", dst, {{"uploadId", id}});
+    r = f.client().Request("GET", s.target, s.headers);
+    CHECK(r.status == 200);
+    CHECK(r.body.find("<Size>100</Size>") != std::string::npos);
+    s = Sign(*scheme.signer, Creds(), port, "GET", "", {{"uploads", ""}});
+    r = f.client().Request("GET", s.target, s.headers);
+    CHECK(r.status == 200);
+    CHECK(r.body.find(id) != std::string::npos);
+    s = Sign(*scheme.signer, Creds(), port, "DELETE", dst, {{"uploadId", id}});
+    CHECK(f.client().Request("DELETE", s.target, s.headers).status == 204);
+
+    const std::string xml = "<Delete><Object><Key>" + dst + "</Key></Object></Delete>";
+    s = Sign(*scheme.signer, Creds(), port, "POST", "", {{"delete", ""}}, now(),
+             {{"Content-MD5", Md5Base64(xml)}});
+    r = f.client().Request("POST", s.target, s.headers, xml);
+    CHECK(r.status == 200);
+    s = Sign(*scheme.signer, Creds(), port, "DELETE", "src-not-there");
+    CHECK(f.client().Request("DELETE", s.target, s.headers).status == 204);
+  }
+  CHECK(f.Stat("auth_failures") == 3);
+  CHECK(f.Stat("open_multipart_uploads") == 0);
 }
