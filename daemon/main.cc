@@ -1,4 +1,4 @@
-// ossmount: mount an OSS (or S3) bucket read-only with FUSE.
+// ossmount: mount an OSS (or S3) bucket with FUSE (read-only unless --allow-writes).
 //
 //   ossmount BUCKET[:/PREFIX] MOUNTPOINT [options]   mount (see --help)
 //   ossmount --help | --version
@@ -6,6 +6,7 @@
 //
 // Exit status: 0 mounted (background: the mount answers) or cleanly unmounted; 1 the
 // mount could not be made or failed; 2 bad command line.
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -206,6 +207,12 @@ int main(int argc, char** argv) {
       return it->second(std::vector<std::string>(args.begin() + 1, args.end()));
     }
   }
+  // Buffers of 1 MiB and more (upload parts, readahead parts) always come from their own
+  // mappings, returned to the system when freed. glibc's default threshold rises to the size
+  // of the largest block freed, after which 8 MiB part buffers are carved from arenas that
+  // keep their pages resident: the daemon's RSS then grew to twice what its --max-memory
+  // budget counted (64 writers at once).
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   int code = Mount(args);
   // See mount_session.cc's shutdown note: leave without running destructors of the
   // object graph (the FUSE mount is already gone and every request answered).

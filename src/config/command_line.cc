@@ -116,7 +116,7 @@ std::string UsageText() {
       "Credentials: OSS_ACCESS_KEY_ID/OSS_ACCESS_KEY_SECRET[/OSS_SESSION_TOKEN],\n"
       "  ALIBABA_CLOUD_ACCESS_KEY_ID/..., AWS_ACCESS_KEY_ID/... (S3 mode), --credentials-file,\n"
       "  --passwd-file, or --ram-role. Secrets are never accepted on the command line.\n"
-      "The mount is always read-only.");
+      "The mount is read-only unless --allow-writes is given.");
   return app.help();
 }
 

@@ -194,7 +194,8 @@ void ObjectFilesystem::ReadDir(InodeId /*ino*/, uint64_t dir_handle, off_t offse
                           if (!r.ok()) return done(r.status());
                           // The first listing attached to the handle stays for its life: stable
                           // offsets.
-                          self->ServeDir(handle, handle->Attach(*r), offset, done);
+                          auto listing = self->WithOwnWrites(handle->path(), std::move(*r));
+                          self->ServeDir(handle, handle->Attach(std::move(listing)), offset, done);
                         });
 }
 
@@ -208,11 +209,13 @@ void ObjectFilesystem::ServeDir(const std::shared_ptr<DirHandle>& handle,
   for (size_t i = begin; i < n && i < begin + kReadDirBatch; ++i) {
     const meta::DirSnapshot::Child child = snap->child(i);
     const meta::NodeAttr attr = child.attr();
-    InodeId ino =
-        inodes_.Pin(meta::JoinPath(handle->path(), child.name), attr.is_dir(), VersionOf(attr));
+    const std::string path = meta::JoinPath(handle->path(), child.name);
+    InodeId ino = inodes_.Pin(path, attr.is_dir(), VersionOf(attr));
     pinned.push_back(ino);
-    entries.push_back(
-        DirEntry{std::string(child.name), MakeEntry(ino, attr), static_cast<off_t>(i + 1)});
+    Entry entry = MakeEntry(ino, attr);
+    // A file this mount is writing grows: the kernel must not keep the size listed now.
+    if (!attr.is_dir() && options_.writes.enabled && WriterOf(path)) entry.attr_timeout = 0;
+    entries.push_back(DirEntry{std::string(child.name), entry, static_cast<off_t>(i + 1)});
   }
   const bool released = !handle->KeepPinned(pinned);
   // The adapter takes the kernel's references (AddLookup) inside `done`, before replying.
@@ -387,7 +390,7 @@ void ObjectFilesystem::Release(InodeId /*ino*/, uint64_t fh) {
   if (std::shared_ptr<WriteHandle> writer = write_handles_.Take(fh)) {
     // The last close: what the opener's close and fsync did not complete is completed now,
     // and its outcome logged (nobody is left to return it to).
-    FinishWrite(writer, [](Status) {});
+    ReleaseWriter(writer);
     return;
   }
   // Destroyed after the map's lock: it may free a buffer.
@@ -399,7 +402,7 @@ void ObjectFilesystem::EndSession() {
   for (auto& [fh, handle] : read_handles_.TakeAll()) Released(handle, /*at_unmount=*/true);
   // Files still open for writing when the mount ends are completed (the kernel drops the
   // releases still queued at unmount).
-  for (auto& [fh, writer] : write_handles_.TakeAll()) FinishWrite(writer, [](Status) {});
+  for (auto& [fh, writer] : write_handles_.TakeAll()) ReleaseWriter(writer);
 }
 
 void ObjectFilesystem::Released(const std::shared_ptr<ReadHandle>& handle, bool at_unmount) {

@@ -146,8 +146,15 @@ class ObjectFilesystem : public Filesystem,
                                               bool created, Status* refused);
   // Completes the handle's upload (if it has one to complete) and records the outcome.
   void FinishWrite(const std::shared_ptr<WriteHandle>& handle, StatusCallback done);
+  // The last release (or the end of the session): completes what is left, then the handle no
+  // longer answers for its path.
+  void ReleaseWriter(const std::shared_ptr<WriteHandle>& handle);
   void RecordWriteOutcome(const std::shared_ptr<WriteHandle>& handle,
                           const Result<upload::UploadedObject>& outcome);
+  // `listing` of directory `dir` with the files this mount is writing in it (the server
+  // lists them only once complete), which are also recorded in the cached listing.
+  std::shared_ptr<const meta::DirSnapshot> WithOwnWrites(
+      const std::string& dir, std::shared_ptr<const meta::DirSnapshot> listing);
   // The handle writing `path` now, if any.
   std::shared_ptr<WriteHandle> WriterOf(const std::string& path) const;
   // Attributes of a file being written: its size so far.

@@ -19,11 +19,6 @@ int64_t NowSeconds() {
       .count();
 }
 
-uint64_t VersionOfUpload(const upload::UploadedObject& object) {
-  const uint64_t h = std::hash<std::string>{}(object.etag) ^ (object.size * 0x9E3779B97F4A7C15ull);
-  return h == 0 ? 1 : h;
-}
-
 }  // namespace
 
 Status ObjectFilesystem::CheckWrites() const {
@@ -51,8 +46,37 @@ std::shared_ptr<WriteHandle> ObjectFilesystem::WriterOf(const std::string& path)
   auto it = writers_.find(path);
   if (it == writers_.end()) return nullptr;
   auto handle = it->second.lock();
-  if (!handle || handle->settled.load(std::memory_order_acquire)) return nullptr;
+  if (!handle || handle->released.load(std::memory_order_acquire) || !handle->upload ||
+      !handle->upload->active()) {
+    return nullptr;
+  }
   return handle;
+}
+
+std::shared_ptr<const meta::DirSnapshot> ObjectFilesystem::WithOwnWrites(
+    const std::string& dir, std::shared_ptr<const meta::DirSnapshot> listing) {
+  std::vector<std::shared_ptr<WriteHandle>> writing;
+  {
+    std::lock_guard lock(writers_mu_);
+    for (const auto& [path, weak] : writers_) {
+      if (meta::SplitPath(path).first != dir) continue;
+      auto handle = weak.lock();
+      if (handle && !handle->released.load(std::memory_order_acquire) && handle->upload &&
+          handle->upload->active()) {
+        writing.push_back(handle);
+      }
+    }
+  }
+  for (const auto& handle : writing) {
+    const std::string_view name = meta::SplitPath(handle->path).second;
+    if (listing->Find(name)) continue;
+    meta::NodeAttr attr;
+    attr.size = handle->upload ? handle->upload->size() : 0;
+    attr.mtime_sec = NowSeconds();
+    listing = std::make_shared<const meta::DirSnapshot>(listing->Patched(name, attr));
+    listings_->cache().RecordChange(handle->path, attr);
+  }
+  return listing;
 }
 
 Attributes ObjectFilesystem::WritingAttributes(const WriteHandle& handle) const {
@@ -83,7 +107,8 @@ std::shared_ptr<WriteHandle> ObjectFilesystem::NewWriteHandle(InodeId ino, const
     std::lock_guard lock(writers_mu_);
     auto& slot = writers_[path];
     auto current = slot.lock();
-    if (current && !current->settled.load(std::memory_order_acquire)) {
+    if (current && !current->released.load(std::memory_order_acquire) && current->upload &&
+        current->upload->active()) {
       *refused = Status(ErrorCode::kBusy, "'" + path +
                                               "' is already open for writing on this mount; "
                                               "one writer at a time");
@@ -194,7 +219,9 @@ void ObjectFilesystem::Write(InodeId /*ino*/, uint64_t fh, off_t offset, const c
   Status appended;
   {
     std::lock_guard lock(handle->mu);
-    if (static_cast<uint64_t>(offset) != handle->next_offset) {
+    if (Status sticky = handle->upload->error(); !sticky.ok()) {
+      appended = sticky;  // the first error, again
+    } else if (static_cast<uint64_t>(offset) != handle->next_offset) {
       appended = Status(ErrorCode::kNotSupported,
                         "write to '" + handle->path + "' at offset " + std::to_string(offset) +
                             " where " + std::to_string(handle->next_offset) +
@@ -222,10 +249,13 @@ void ObjectFilesystem::Flush(InodeId /*ino*/, uint64_t fh, const Caller& caller,
   if (handle->opener.pid != 0 && caller.pid != 0 && caller.pid != handle->opener.pid) {
     return done(Status::Ok());
   }
-  // Nor does a close before the first write: a shell's `> file` opens the file, moves the
-  // descriptor to 1 with dup2 and closes the original before anything is written. A file
-  // closed without a write is completed (as an empty object) at its release.
-  if (handle->upload && handle->upload->size() == 0 && handle->upload->error().ok()) {
+  // A close before the first write of an O_TRUNC rewrite does not replace the old object
+  // with an empty one either (a shell's `> file` closes the original descriptor after dup2,
+  // before writing): that waits for the release. A new file is completed, empty, at once, so
+  // that a rename right after `touch` finds it complete; bytes written after a completion
+  // continue the file (ObjectUpload::Append).
+  if (!handle->created && handle->upload && handle->upload->size() == 0 &&
+      handle->upload->error().ok()) {
     return done(Status::Ok());
   }
   FinishWrite(handle, std::move(done));
@@ -241,18 +271,35 @@ void ObjectFilesystem::FinishWrite(const std::shared_ptr<WriteHandle>& handle,
                                    StatusCallback done) {
   if (!handle->upload) {
     // Opened for writing and refused every write: the object was never touched.
-    if (!handle->settled.exchange(true)) RecordWriteOutcome(handle, upload::UploadedObject{});
     return done(Status::Ok());
   }
   if (!handle->replaces && handle->upload->size() == 0 && handle->upload->error().ok()) {
-    // An empty object opened without O_TRUNC and not written: it stays as it was.
-    handle->settled.store(true, std::memory_order_release);
+    // An empty object opened without O_TRUNC and not written (yet): it stays as it was.
     return done(Status::Ok());
   }
   handle->upload->Finish([self = shared_from_this(), handle,
                           done = std::move(done)](Result<upload::UploadedObject> r) {
-    if (!handle->settled.exchange(true)) self->RecordWriteOutcome(handle, r);
+    bool first = false;
+    if (r.ok()) {
+      uint64_t seen = handle->recorded_completion.load();
+      while (seen < r->completion &&
+             !handle->recorded_completion.compare_exchange_weak(seen, r->completion)) {
+      }
+      first = seen < r->completion;
+    } else {
+      first = !handle->failed_recorded.exchange(true);
+    }
+    if (first) self->RecordWriteOutcome(handle, r);
     done(r.status());
+  });
+}
+
+void ObjectFilesystem::ReleaseWriter(const std::shared_ptr<WriteHandle>& handle) {
+  FinishWrite(handle, [self = shared_from_this(), handle](Status) {
+    handle->released.store(true, std::memory_order_release);
+    std::lock_guard lock(self->writers_mu_);
+    auto it = self->writers_.find(handle->path);
+    if (it != self->writers_.end() && it->second.lock() == handle) self->writers_.erase(it);
   });
 }
 
@@ -267,22 +314,26 @@ void ObjectFilesystem::RecordWriteOutcome(const std::shared_ptr<WriteHandle>& ha
       attr.etag = outcome->etag;
       attr.crc64 = outcome->crc64;
       cache.RecordChange(handle->path, attr);
-      inodes_.ShowVersion(handle->ino, VersionOfUpload(*outcome));
+      // The inode's shown version is left as it was: the kernel may hold a size from the
+      // writing (a listing, a lookup), so the next open for reading finds another version and
+      // has the kernel drop it.
       spdlog::debug("wrote '{}': {} bytes in {} part(s)", handle->path, outcome->size,
                     outcome->parts);
     } else {
+      const bool completed_before = handle->recorded_completion.load() > 0;
       spdlog::error("saving '{}' failed: {}{}", handle->path, outcome.status().ToString(),
-                    handle->created ? "; nothing was written under its key"
-                                    : "; the object there before is unchanged");
-      // A new name that failed does not exist; a replaced object is still the old one, which
-      // the cache still describes.
-      if (handle->created) cache.RecordChange(handle->path, std::nullopt);
+                    completed_before  ? "; its last completed version stays"
+                    : handle->created ? "; nothing was written under its key"
+                                      : "; the object there before is unchanged");
+      // A new name that failed does not exist, unless another client took it meanwhile
+      // (forbid-overwrite): then what is there is unknown here. A replaced object is still the
+      // old one, which the cache still describes.
+      if (outcome.status().code() == ErrorCode::kAlreadyExists) {
+        cache.Invalidate(handle->path);
+      } else if (handle->created && !completed_before) {
+        cache.RecordChange(handle->path, std::nullopt);
+      }
     }
-  }
-  {
-    std::lock_guard lock(writers_mu_);
-    auto it = writers_.find(handle->path);
-    if (it != writers_.end() && it->second.lock() == handle) writers_.erase(it);
   }
   if (options_.audit) {
     AuditRecord record;
@@ -306,12 +357,43 @@ void ObjectFilesystem::SetAttr(InodeId ino, uint64_t fh, const SetAttrRequest& r
   if (!node)
     return done(Status(ErrorCode::kNotFound, "inode " + std::to_string(ino) + " is not known"));
   std::shared_ptr<WriteHandle> handle = fh ? write_handles_.Find(fh) : WriterOf(node->path);
+  if (request.size && !(handle && handle->upload)) {
+    // No writer: a truncate of a closed file, to its own size (a no-op that copying tools
+    // make) or to 0 (an empty object replaces it).
+    return listings_->Resolve(
+        node->path, [self = shared_from_this(), ino, path = node->path, size = *request.size,
+                     done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) mutable {
+          if (!r.ok()) return done(r.status());
+          if (!r->has_value() || (*r)->is_dir()) {
+            return done(Status(ErrorCode::kNotFound, "'" + path + "' is no longer a file"));
+          }
+          if ((*r)->size == size) return self->GetAttr(ino, std::move(done));
+          if (size != 0) {
+            return done(Status(ErrorCode::kNotSupported,
+                               "truncating '" + path + "' to " + std::to_string(size) +
+                                   " bytes: only an O_TRUNC open can rewrite an object"));
+          }
+          if (!self->options_.writes.allow_overwrite) {
+            return done(Status(ErrorCode::kAccessDenied,
+                               "truncating '" + path + "': the mount does not overwrite"));
+          }
+          self->data_.client()->Put(
+              meta::FileKey(self->options_.prefix, path), std::make_shared<const std::string>(),
+              WriteOptions{}, [self, ino, path, done = std::move(done)](Result<PutResult> put) {
+                if (!put.ok()) return done(put.status());
+                meta::NodeAttr attr;
+                attr.mtime_sec = NowSeconds();
+                attr.etag = put->etag;
+                attr.crc64 = put->crc64;
+                self->listings_->cache().RecordChange(path, attr);
+                self->GetAttr(ino, std::move(done));
+              });
+        });
+  }
   if (request.size) {
-    // Only truncations that change nothing the upload holds: to the size written so far (0
-    // just after an O_TRUNC open, or the final size a copying tool sets). Anything else would
-    // need the object changed in place.
-    const uint64_t current = handle && handle->upload ? handle->upload->size() : UINT64_MAX;
-    if (*request.size != current) {
+    // With a writer: only truncations that change nothing the upload holds, to the size
+    // written so far (0 just after an O_TRUNC open, or the final size a copying tool sets).
+    if (*request.size != handle->upload->size()) {
       return done(Status(ErrorCode::kNotSupported,
                          "truncating '" + node->path + "' to " + std::to_string(*request.size) +
                              " bytes: only an O_TRUNC open can rewrite an object"));

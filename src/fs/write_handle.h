@@ -6,7 +6,7 @@
 // error sticks to the handle and every later call returns it.
 //
 // Thread-safety: the fields are set before the handle is shared and constant after, except
-// next_offset (under mu, which also orders the appends) and settled (atomic).
+// next_offset (under mu, which also orders the appends) and the atomics.
 #pragma once
 
 #include <atomic>
@@ -39,8 +39,13 @@ struct WriteHandle {
 
   std::mutex mu;  // orders the appends; guards next_offset
   uint64_t next_offset = 0;
-  // The upload's end was recorded (metadata, audit, log): once per handle.
-  std::atomic<bool> settled{false};
+  // The last completion of the upload whose outcome was recorded (metadata, audit, log), so
+  // that a flush and a release answered by the same completion record it once; a failure is
+  // recorded once (failed_recorded).
+  std::atomic<uint64_t> recorded_completion{0};
+  std::atomic<bool> failed_recorded{false};
+  // Released (or the session ended): the handle no longer answers for its path.
+  std::atomic<bool> released{false};
 };
 
 }  // namespace ossmount::fs

@@ -488,13 +488,16 @@ void OpFsync(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info* fi) {
   auto reply = Start(req, "fsync");
   Ctx(req)->fs->Fsync(ino, fi->fh, AnswerStatus(reply, "fsync", ino));
 }
+// Not supported on a writable mount (a read-only one answers EROFS in the kernel first):
+// objects have no preallocation and no extended attributes. ENOTSUP lets cp -p and cp -a
+// fall back to chmod instead of stopping.
 void OpFallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, fuse_file_info*) {
-  fuse_reply_err(req, EROFS);
+  fuse_reply_err(req, ENOTSUP);
 }
 void OpSetXattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) {
-  fuse_reply_err(req, EROFS);
+  fuse_reply_err(req, ENOTSUP);
 }
-void OpRemoveXattr(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+void OpRemoveXattr(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, ENOTSUP); }
 
 fuse_lowlevel_ops MakeOps() {
   fuse_lowlevel_ops ops{};

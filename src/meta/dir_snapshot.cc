@@ -74,4 +74,21 @@ size_t DirSnapshot::MemoryBytes() const {
   return sizeof(*this) + records_.capacity() * sizeof(Record) + arena_.capacity();
 }
 
+DirSnapshot DirSnapshot::Patched(std::string_view name, const std::optional<NodeAttr>& attr) const {
+  std::vector<DirChild> children;
+  children.reserve(size() + 1);
+  bool placed = false;
+  for (size_t i = 0; i < size(); ++i) {
+    Child c = child(i);
+    if (!placed && c.name >= name) {
+      placed = true;
+      if (attr) children.push_back(DirChild{std::string(name), *attr});
+      if (c.name == name) continue;
+    }
+    children.push_back(DirChild{std::string(c.name), c.attr()});
+  }
+  if (!placed && attr) children.push_back(DirChild{std::string(name), *attr});
+  return DirSnapshot(children, hidden_);
+}
+
 }  // namespace ossmount::meta

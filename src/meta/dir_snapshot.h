@@ -49,6 +49,9 @@ class DirSnapshot {
   Child child(size_t i) const;
   // The position of the child named `name`, if there is one.
   std::optional<size_t> Find(std::string_view name) const;
+  // A copy with the child `name` set to `attr` (added or replaced), or removed when attr is
+  // nullopt. REQUIRES: ValidComponent(name).
+  DirSnapshot Patched(std::string_view name, const std::optional<NodeAttr>& attr) const;
   // What the listing hid, and why.
   const HiddenCounts& hidden() const { return hidden_; }
   // Bytes this snapshot holds (records, arena and the object itself), for the metrics.

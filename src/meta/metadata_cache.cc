@@ -133,20 +133,7 @@ void MetadataCache::RecordChange(const std::string& path, std::optional<NodeAttr
   auto l = listings_.find(dir);
   if (l == listings_.end() || !l->second.snapshot) return;
   const DirSnapshot& old = *l->second.snapshot;
-  std::vector<DirChild> children;
-  children.reserve(old.size() + 1);
-  bool placed = false;
-  for (size_t i = 0; i < old.size(); ++i) {
-    DirSnapshot::Child c = old.child(i);
-    if (!placed && c.name >= name) {
-      placed = true;
-      if (attr) children.push_back(DirChild{name, *attr});
-      if (c.name == name) continue;
-    }
-    children.push_back(DirChild{std::string(c.name), c.attr()});
-  }
-  if (!placed && attr) children.push_back(DirChild{name, *attr});
-  auto patched = std::make_shared<const DirSnapshot>(children, old.hidden());
+  auto patched = std::make_shared<const DirSnapshot>(old.Patched(name, attr));
   listed_names_ += patched->size();
   listed_names_ -= old.size();
   listing_bytes_ += patched->MemoryBytes();

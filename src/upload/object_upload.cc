@@ -41,7 +41,8 @@ ObjectUpload::ObjectUpload(std::shared_ptr<ObjectClient> client, std::shared_ptr
 ObjectUpload::~ObjectUpload() {
   // Bytes still held here (a handle dropped without Finish or Abort) leave the budget.
   uint64_t held = current_ ? current_->size() : 0;
-  for (const Part& p : unsent_) held += p.data->size();
+  for (const Part& p : unsent_) held += p.data ? p.data->size() : 0;
+  if (last_body_) held += last_body_->size();
   if (held) gate_->ReleaseBuffered(held);
   if (!upload_id_.empty() && state_ != State::kDone && state_ != State::kFailed) {
     client_->AbortMultipart(key_, upload_id_, [journal = journal_, id = upload_id_](Status s) {
@@ -61,9 +62,51 @@ Status ObjectUpload::error() const {
   return error_;
 }
 
-void ObjectUpload::AppendLocked(const char* data, size_t size, std::vector<Part>& sealed) {
+uint64_t ObjectUpload::kept_bytes() const {
+  std::lock_guard lock(mu_);
+  return last_body_ ? last_body_->size() : 0;
+}
+
+bool ObjectUpload::active() const {
+  std::lock_guard lock(mu_);
+  return state_ == State::kWriting || state_ == State::kFinishing;
+}
+
+void ObjectUpload::ContinueLocked(std::vector<Part>& copies) {
+  constexpr uint64_t kMaxCopyPart = 5ull << 30;
+  const UploadedObject done = *result_;
+  state_ = State::kWriting;
+  result_.reset();
+  completing_ = false;
+  done_parts_.clear();
+  upload_id_.clear();
+  next_part_ = 1;
+  if (done.parts == 0) {
+    // A single-PUT object: its bytes are still here; they become the part being filled.
+    multipart_ = false;
+    current_ = std::move(last_body_);
+    current_limit_ = PartSizeFor(1, options_.part_size);
+    if (current_ && current_->size() >= current_limit_) SealLocked(copies);
+    return;
+  }
+  // A multipart object: a new upload whose first parts are copies of it on the server.
+  multipart_ = true;
+  for (uint64_t offset = 0; offset < done.size; offset += kMaxCopyPart) {
+    Part copy;
+    copy.number = next_part_++;
+    copy.copy_offset = offset;
+    copy.copy_length = std::min(kMaxCopyPart, done.size - offset);
+    copy.copy_etag = done.etag;
+    copies.push_back(std::move(copy));
+  }
+}
+
+Status ObjectUpload::AppendLocked(const char* data, size_t size, std::vector<Part>& sealed) {
   while (size > 0) {
     if (!current_) {
+      if (next_part_ > kMaxParts) {
+        return Status(ErrorCode::kTooBig, "'" + key_ + "' would need more than 10,000 parts");
+      }
       current_ = std::make_shared<std::string>();
       current_limit_ = PartSizeFor(next_part_, options_.part_size);
       // The first part grows with the file, so a small file holds only what it wrote; a
@@ -84,6 +127,7 @@ void ObjectUpload::AppendLocked(const char* data, size_t size, std::vector<Part>
     size_ += take;
     if (current_->size() == current_limit_) SealLocked(sealed);
   }
+  return Status::Ok();
 }
 
 void ObjectUpload::SealLocked(std::vector<Part>& sealed) {
@@ -96,26 +140,29 @@ void ObjectUpload::SealLocked(std::vector<Part>& sealed) {
 Status ObjectUpload::Append(const char* data, size_t size) {
   std::vector<Part> sealed;
   Status refused;
+  uint64_t appended = 0;
   {
     std::lock_guard lock(mu_);
+    if (state_ == State::kDone) ContinueLocked(sealed);
     if (state_ == State::kFailed) {
       refused = error_;
     } else if (state_ != State::kWriting) {
       refused = Status(ErrorCode::kInvalidArgument,
                        "'" + key_ +
-                           "' was already completed by close or fsync; it takes no more "
-                           "writes (open it again with O_TRUNC to replace it)");
-    } else if (next_part_ > kMaxParts) {
-      refused = Status(ErrorCode::kTooBig, "'" + key_ + "' would need more than 10,000 parts");
+                           "' is being completed by a close or fsync; write after it "
+                           "returns");
     } else {
-      AppendLocked(data, size, sealed);
+      const uint64_t before = size_;
+      refused = AppendLocked(data, size, sealed);
+      appended = size_ - before;
     }
   }
+  if (appended) gate_->AddBuffered(appended);
   if (!refused.ok()) {
+    SendParts(std::move(sealed));
     if (refused.code() == ErrorCode::kTooBig) Fail(refused);
     return refused;
   }
-  gate_->AddBuffered(size);
   SendParts(std::move(sealed));
 
   data::MemoryBudget& budget = *gate_->budget();
@@ -126,7 +173,7 @@ Status ObjectUpload::Append(const char* data, size_t size) {
     {
       std::lock_guard lock(mu_);
       const uint64_t enough =
-          std::max(options_.min_part_size, std::min(current_limit_, budget.limit() / 8));
+          std::max(options_.min_part_size, std::min(current_limit_, budget.limit() / 64));
       if (state_ == State::kWriting && current_ && current_->size() >= enough) SealLocked(early);
     }
     SendParts(std::move(early));
@@ -145,7 +192,7 @@ void ObjectUpload::SendParts(std::vector<Part> parts) {
   {
     std::lock_guard lock(mu_);
     if (state_ == State::kFailed) {
-      for (const Part& p : parts) dropped += p.data->size();
+      for (const Part& p : parts) dropped += p.data ? p.data->size() : 0;
       parts.clear();
     } else if (upload_id_.empty()) {
       for (Part& p : parts) unsent_.push_back(std::move(p));
@@ -165,8 +212,13 @@ void ObjectUpload::SendParts(std::vector<Part> parts) {
 }
 
 void ObjectUpload::StartMultipart() {
-  client_->InitiateMultipart(key_, [self = shared_from_this()](Result<std::string> id) {
-    self->OnInitiated(std::move(id));
+  // Through the gate, as a part: parts sealed before the upload id arrives are then on their
+  // way in the gate's eyes, so writers wait for them instead of buffering the whole file.
+  gate_->Submit([self = shared_from_this()] {
+    self->client_->InitiateMultipart(self->key_, [self](Result<std::string> id) {
+      self->OnInitiated(std::move(id));
+      self->gate_->PartEnded();
+    });
   });
 }
 
@@ -174,9 +226,10 @@ void ObjectUpload::OnInitiated(Result<std::string> id) {
   if (!id.ok()) return Fail(id.status());
   std::vector<Part> parts;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     initiating_ = false;
     if (state_ == State::kFailed) {
+      lock.unlock();
       // Failed while the upload was being started: nobody will use it.
       client_->AbortMultipart(key_, *id, [](Status) {});
       return;
@@ -204,18 +257,23 @@ void ObjectUpload::SendPart(Part part) {
     std::lock_guard lock(mu_);
     id = upload_id_;
   }
-  const uint64_t bytes = part.data->size();
+  const uint64_t bytes = part.bytes();
   gate_->Submit([self = shared_from_this(), id = std::move(id), part = std::move(part), bytes] {
+    auto done = [self, number = part.number, bytes, copy = !part.data](Result<PartInfo> r) {
+      self->OnPartDone(number, copy ? 0 : bytes, std::move(r));
+    };
+    if (!part.data) {
+      self->client_->UploadPartCopy(self->key_, id, part.number, self->key_, part.copy_etag,
+                                    part.copy_offset, part.copy_length, std::move(done));
+      return;
+    }
     std::shared_ptr<const std::string> body = part.data;
-    self->client_->UploadPart(self->key_, id, part.number, std::move(body),
-                              [self, number = part.number, bytes](Result<PartInfo> r) {
-                                self->OnPartDone(number, bytes, std::move(r));
-                              });
+    self->client_->UploadPart(self->key_, id, part.number, std::move(body), std::move(done));
   });
 }
 
 void ObjectUpload::OnPartDone(int number, uint64_t bytes, Result<PartInfo> r) {
-  gate_->ReleaseBuffered(bytes);
+  if (bytes) gate_->ReleaseBuffered(bytes);
   gate_->PartEnded();
   {
     std::lock_guard lock(mu_);
@@ -223,7 +281,7 @@ void ObjectUpload::OnPartDone(int number, uint64_t bytes, Result<PartInfo> r) {
     if (r.ok()) {
       PartInfo info = std::move(*r);
       info.part_number = number;
-      info.size = bytes;
+      if (bytes) info.size = bytes;  // a copy's size is the client's answer
       done_parts_[number] = std::move(info);
     }
   }
@@ -273,15 +331,22 @@ void ObjectUpload::Finish(FinishCallback done) {
 void ObjectUpload::PutWhole(std::shared_ptr<std::string> body) {
   const uint64_t bytes = body->size();
   gate_->Submit([self = shared_from_this(), body = std::move(body), bytes] {
-    self->client_->Put(self->key_, body, self->write_options_, [self, bytes](Result<PutResult> r) {
-      self->gate_->ReleaseBuffered(bytes);
-      self->gate_->PartEnded();
-      if (r.ok()) {
-        Uploads().bytes_uploaded.Add(bytes);
-        Uploads().parts_uploaded.Add();
-      }
-      self->OnCompleted(std::move(r), 0);
-    });
+    self->client_->Put(self->key_, body, self->write_options_,
+                       [self, body, bytes](Result<PutResult> r) {
+                         if (r.ok()) {
+                           // Kept (still counted) in case bytes follow the completion.
+                           std::lock_guard lock(self->mu_);
+                           self->last_body_ = body;
+                         } else {
+                           self->gate_->ReleaseBuffered(bytes);
+                         }
+                         self->gate_->PartEnded();
+                         if (r.ok()) {
+                           Uploads().bytes_uploaded.Add(bytes);
+                           Uploads().parts_uploaded.Add();
+                         }
+                         self->OnCompleted(std::move(r), 0);
+                       });
   });
 }
 
@@ -313,7 +378,7 @@ void ObjectUpload::OnCompleted(Result<PutResult> r, int parts) {
     std::lock_guard lock(mu_);
     if (state_ != State::kFinishing) return;
     state_ = State::kDone;
-    result_ = UploadedObject{size_, r->etag, r->crc64, parts};
+    result_ = UploadedObject{size_, r->etag, r->crc64, parts, ++completions_};
     id = upload_id_;
   }
   if (journal_ && !id.empty()) journal_->Remove(id);
@@ -334,9 +399,11 @@ void ObjectUpload::Fail(Status why) {
     error_ = why;
     id = upload_id_;
     if (current_) held += current_->size();
-    for (const Part& p : unsent_) held += p.data->size();
+    for (const Part& p : unsent_) held += p.data ? p.data->size() : 0;
+    if (last_body_) held += last_body_->size();
     current_.reset();
     unsent_.clear();
+    last_body_.reset();
   }
   if (held) gate_->ReleaseBuffered(held);
   Uploads().failed_uploads.Add();

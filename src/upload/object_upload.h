@@ -37,6 +37,8 @@ struct UploadedObject {
   std::string etag;
   std::optional<uint64_t> crc64;
   int parts = 0;  // 0 for a single PutObject
+  // Which completion of this upload made it: 1 for the first, 2 after bytes continued it, ...
+  uint64_t completion = 0;
 };
 
 class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
@@ -49,8 +51,12 @@ class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
                                             WriteOptions write_options);
   ~ObjectUpload();
 
-  // Appends `size` bytes, copied before this returns; the sticky error when the upload failed,
-  // or kInvalidArgument after Finish. Callers serialise their Appends (the order is the file's).
+  // Appends `size` bytes, copied before this returns; the sticky error when the upload failed.
+  // Callers serialise their Appends (the order is the file's). Bytes appended after a Finish
+  // completed the object continue it: the next Finish completes a new version holding the
+  // old bytes and the new ones (copied on the server for a multipart object, from memory
+  // for one that went up with one PUT), so an fsync in mid-file costs a copy, not the file.
+  // While Finish is running, kInvalidArgument.
   Status Append(const char* data, size_t size);
   // Runs `resume` once the writer may write more: at once, or when memory frees
   // (backpressure, UploadGate::WaitForRoom).
@@ -65,22 +71,34 @@ class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
   uint64_t size() const;
   // The sticky error, OK while none.
   Status error() const;
+  // Writing or finishing: not (yet) a complete object, and not failed.
+  bool active() const;
+  // Bytes of a completed single-PUT object kept (in the budget) until this upload goes, so
+  // that bytes appended later can continue it.
+  uint64_t kept_bytes() const;
   const std::string& key() const { return key_; }
 
  private:
   enum class State { kWriting, kFinishing, kDone, kFailed };
   using FinishCallback = std::function<void(Result<UploadedObject>)>;
+  // A part to send: bytes, or (data null) a server-side copy of bytes [copy_offset,
+  // copy_offset + copy_length) of the object this upload completed before (Continue).
   struct Part {
     int number = 0;
     std::shared_ptr<std::string> data;
+    uint64_t copy_offset = 0;
+    uint64_t copy_length = 0;
+    std::string copy_etag;
+    uint64_t bytes() const { return data ? data->size() : copy_length; }
   };
 
   ObjectUpload(std::shared_ptr<ObjectClient> client, std::shared_ptr<UploadGate> gate,
                std::shared_ptr<UploadJournal> journal, std::string key,
                const UploadOptions& options, WriteOptions write_options);
 
-  // Copies bytes into the current part, sealing each part that fills. REQUIRES mu_.
-  void AppendLocked(const char* data, size_t size, std::vector<Part>& sealed);
+  // Copies bytes into the current part, sealing each part that fills; kTooBig (with the bytes
+  // before it taken) where a part past the 10,000th would begin. REQUIRES mu_.
+  Status AppendLocked(const char* data, size_t size, std::vector<Part>& sealed);
   // Ends the current part (if it holds bytes) as the next part. REQUIRES mu_.
   void SealLocked(std::vector<Part>& sealed);
   // Sends sealed parts, starting the multipart upload first if needed.
@@ -93,6 +111,9 @@ class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
   void CompleteIfReady();
   void OnCompleted(Result<PutResult> r, int parts);
   void Fail(Status why);
+  // Turns a done upload back into a writing one whose first bytes are the completed object's.
+  // REQUIRES mu_ and state_ == kDone.
+  void ContinueLocked(std::vector<Part>& copies);
   // Hands the final answer to every waiting Finish.
   void Settle();
 
@@ -121,6 +142,10 @@ class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
   std::map<int, PartInfo> done_parts_;
   bool completing_ = false;  // Complete or the single PUT was sent
   std::optional<UploadedObject> result_;
+  // The body of a completed single-PUT object, kept (and counted in the budget) so that
+  // bytes appended after its completion can continue it.
+  std::shared_ptr<std::string> last_body_;
+  uint64_t completions_ = 0;
   std::vector<FinishCallback> finish_waiters_;
 };
 

@@ -94,13 +94,12 @@ std::vector<UploadJournal::Record> UploadJournal::Records() const {
     const std::string text = ReadFileOrEmpty(path);
     const size_t nl = text.find('\n');
     if (nl == std::string::npos) continue;
-    size_t key_size = 0;
-    try {
-      key_size = std::stoull(text.substr(0, nl));
-    } catch (...) {
+    if (nl == 0 || nl > 20 ||
+        text.find_first_not_of("0123456789") < nl) {  // a length of digits only
       continue;
     }
-    if (nl + 1 + key_size + 1 > text.size()) continue;
+    const uint64_t key_size = std::stoull(text.substr(0, nl));
+    if (key_size > text.size() || nl + 1 + key_size + 1 > text.size()) continue;
     Record r;
     r.key = text.substr(nl + 1, key_size);
     const size_t id_start = nl + 1 + key_size + 1;
