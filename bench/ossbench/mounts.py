@@ -25,6 +25,15 @@ S3FS_OPTS = ("use_path_request_style,sigv4,endpoint=us-east-1,url={endpoint},ro,
 RCLONE_FLAGS = ["--read-only", "--no-modtime", "--no-checksum", "--dir-cache-time", "1h",
                 "--attr-timeout", "1h", "--poll-interval", "0"]
 
+# Writable peers, for the checkpoint benchmark (bench/checkpoints.py): s3fs stages a file on
+# disk and uploads it at close (multipart, parallel_count parts at once); rclone's
+# --vfs-cache-mode writes stages it and uploads after close (--vfs-write-back 0s: at once).
+S3FS_RW_OPTS = ("use_path_request_style,sigv4,endpoint=us-east-1,url={endpoint},"
+                "parallel_count=16,multipart_size=8,max_dirty_data=-1")
+RCLONE_RW_FLAGS = ["--no-modtime", "--no-checksum", "--dir-cache-time", "1h", "--attr-timeout",
+                   "1h", "--poll-interval", "0", "--vfs-write-back", "0s",
+                   "--s3-upload-concurrency", "16", "--s3-chunk-size", "8M"]
+
 PEER_OPTIONS = {
     "ossmount": "ossmount BUCKET MNT --endpoint http://127.0.0.1:PORT --path-style "
                 "--region cn-bench --metadata-ttl indefinite -f [--cache DIR] "
@@ -36,6 +45,13 @@ PEER_OPTIONS = {
                   "region us-east-1; AWS_CA_BUNDLE unset)",
     "rclone-full": "rclone mount bench:BUCKET MNT " + " ".join(RCLONE_FLAGS) +
                    " --vfs-cache-mode full --cache-dir EMPTY_DIR",
+    "ossmount-rw": "ossmount BUCKET MNT --endpoint http://127.0.0.1:PORT --path-style "
+                   "--region cn-bench --metadata-ttl indefinite -f --allow-writes "
+                   "--upload-journal DIR --max-memory 1GiB (other options at their defaults)",
+    "s3fs-rw": "s3fs BUCKET MNT -f -o passwd_file=F," +
+               S3FS_RW_OPTS.format(endpoint="http://127.0.0.1:PORT"),
+    "rclone-writes": "rclone mount bench:BUCKET MNT " + " ".join(RCLONE_RW_FLAGS) +
+                     " --vfs-cache-mode writes --cache-dir EMPTY_DIR",
 }
 
 
@@ -67,20 +83,23 @@ class Mount:
 
     def _command(self):
         env = dict(os.environ)
-        if self.kind == "ossmount":
+        if self.kind in ("ossmount", "ossmount-rw"):
             env.update(OSS_ACCESS_KEY_ID=DUMMY_ID, OSS_ACCESS_KEY_SECRET=DUMMY_SECRET)
             cmd = [os.path.join(self.build, "daemon", "ossmount"), self.bucket, self.mnt,
                    "--endpoint", self.endpoint, "--path-style", "--region", "cn-bench",
                    "--metadata-ttl", self.metadata_ttl, "-f"]
             if self.cache_dir:
                 cmd += ["--cache", self.cache_dir]
+            if self.kind == "ossmount-rw":
+                cmd += ["--allow-writes", "--upload-journal", os.path.join(self.dir, "journal")]
             return cmd + self.extra, env
-        if self.kind == "s3fs":
+        if self.kind in ("s3fs", "s3fs-rw"):
             passwd = os.path.join(self.dir, "passwd")
             with open(passwd, "w") as f:
                 f.write("%s:%s\n" % (DUMMY_ID, DUMMY_SECRET))
             os.chmod(passwd, 0o600)
-            opts = "passwd_file=%s,%s" % (passwd, S3FS_OPTS.format(endpoint=self.endpoint))
+            template = S3FS_RW_OPTS if self.kind == "s3fs-rw" else S3FS_OPTS
+            opts = "passwd_file=%s,%s" % (passwd, template.format(endpoint=self.endpoint))
             return ["s3fs", self.bucket, self.mnt, "-f", "-o", opts] + self.extra, env
         if self.kind.startswith("rclone"):
             env.pop("AWS_CA_BUNDLE", None)
@@ -92,10 +111,11 @@ class Mount:
                        RCLONE_CONFIG_BENCH_SECRET_ACCESS_KEY=DUMMY_SECRET)
             conf = os.path.join(self.dir, "rclone.conf")
             open(conf, "w").close()
-            mode = "full" if self.kind == "rclone-full" else "off"
+            mode = {"rclone-full": "full", "rclone-writes": "writes"}.get(self.kind, "off")
+            flags = RCLONE_RW_FLAGS if self.kind == "rclone-writes" else RCLONE_FLAGS
             cache = self.cache_dir or os.path.join(self.dir, "rclone-cache")
             return (["rclone", "mount", "bench:" + self.bucket, self.mnt, "--config", conf,
-                     "--cache-dir", cache, "--vfs-cache-mode", mode] + RCLONE_FLAGS + self.extra,
+                     "--cache-dir", cache, "--vfs-cache-mode", mode] + flags + self.extra,
                     env)
         raise ValueError("unknown mount kind %r" % self.kind)
 
