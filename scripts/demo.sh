@@ -5,7 +5,8 @@
 #       Embedded default: generates a sample ImageNet-like dataset (20 classes x 50 real
 #       JPEGs), serves it with the bundled object server (OSS protocol, signature V4,
 #       35 ms time-to-first-byte like an OSS origin), mounts it on /tmp/ossmount-demo/mnt
-#       and runs two ImageFolder epochs over the mount; then unmounts.
+#       and runs two ImageFolder epochs over the mount; then saves a checkpoint to the mount
+#       (--allow-writes) and loads it back equal; then unmounts.
 #   scripts/demo.sh BUCKET[:/PREFIX] [ossmount options...]
 #       The same over your own bucket, e.g.
 #       OSS_ACCESS_KEY_ID=... OSS_ACCESS_KEY_SECRET=... scripts/demo.sh my-bucket:/imagenet \
@@ -60,7 +61,9 @@ if [ $# -eq 0 ]; then
   "${client[@]}" ls -r train/ > "$WORK/ls-r.out"
   first=$(head -1 "$WORK/ls-r.out" | cut -f2)
   "${client[@]}" head "$first"
-  set -- sample "--endpoint" "$ENDPOINT" "--region" "cn-demo" "--path-style"
+  set -- sample "--endpoint" "$ENDPOINT" "--region" "cn-demo" "--path-style" "--allow-writes" \
+    "--upload-journal" "$WORK/journal"
+  SAVE_CHECKPOINT=1
 fi
 
 SPEC=$1
@@ -71,4 +74,24 @@ echo "demo: mounted; $(find "$MNT/${DEMO_SUBDIR:-train}" -type f | wc -l) files 
 /usr/bin/python3 scripts/imagefolder_epoch.py "$MNT/${DEMO_SUBDIR:-train}" --workers 8 --epochs 2
 echo "demo: decoding one epoch with PIL as a training pipeline would:"
 /usr/bin/python3 scripts/imagefolder_epoch.py "$MNT/${DEMO_SUBDIR:-train}" --workers 4 --decode
+if [ -n "${SAVE_CHECKPOINT:-}" ]; then
+  # What the training job does after each validation: torch.save to the mount. The save
+  # returns once the object is complete in the bucket; a new process loads it back.
+  mkdir -p "$MNT/checkpoints"
+  /usr/bin/python3 -c '
+import sys, torch, torchvision
+model = torchvision.models.resnet18(num_classes=20)
+torch.save(model.state_dict(), sys.argv[1])
+' "$MNT/checkpoints/resnet18.pt"
+  /usr/bin/python3 -c '
+import os, sys, torch, torchvision
+state = torch.load(sys.argv[1])
+model = torchvision.models.resnet18(num_classes=20)
+model.load_state_dict(state)
+print("demo: saved checkpoints/resnet18.pt (%d bytes) to the bucket and loaded it back into a "
+      "resnet18" % os.path.getsize(sys.argv[1]))
+' "$MNT/checkpoints/resnet18.pt"
+  cmp -s "$MNT/checkpoints/resnet18.pt" "$DATA/sample/checkpoints/resnet18.pt" &&
+    echo "demo: the object in the bucket is byte for byte what was saved"
+fi
 echo "demo: done; unmounting"

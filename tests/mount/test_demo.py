@@ -48,6 +48,9 @@ class DemoTest(unittest.TestCase):
         self.assertEqual(out.count(listed), 2, "two ImageFolder runs over the mount")
         self.assertEqual(re.findall(r"(?m)^epoch (\d): 1000 files, ", out), ["1", "2"])
         self.assertRegex(out, r"(?m)^epoch 1: 1000 images decoded in ")
+        self.assertRegex(out, r"(?m)^demo: saved checkpoints/resnet18\.pt \(\d+ bytes\) to the "
+                              r"bucket and loaded it back into a resnet18$")
+        self.assertIn("demo: the object in the bucket is byte for byte what was saved", out)
         self.assertIn("demo: done; unmounting", out)
         # Its exit trap unmounted and stopped the server; the daemon exits with the unmount.
         self.assertFalse(harness.is_mounted(os.path.join(work, "mnt")))

@@ -331,5 +331,47 @@ TEST_CASE("stats: the disk cache shows its size, what it can hold, and what it g
              Contains("for --cache-min-free   120 block(s) evicted, 7 not cached"));
 }
 
+TEST_CASE("audit: a written file is the event write, with its bytes and result") {
+  auto closed = std::chrono::system_clock::time_point(std::chrono::milliseconds(1714564803250));
+  fs::AuditRecord record = Record("ckpt/epoch3.pt", 0);
+  record.write = true;
+  record.bytes_written = 268435456;
+  record.size = 268435456;
+  record.result = "ok";
+  rapidjson::Document doc;
+  doc.Parse(AuditLog::Format(record, closed).c_str());
+  REQUIRE_FALSE(doc.HasParseError());
+  CHECK(std::string(doc["event"].GetString()) == "write");
+  CHECK(doc["bytes_written"].GetUint64() == 268435456);
+  CHECK(std::string(doc["result"].GetString()) == "ok");
+  CHECK_FALSE(doc.HasMember("bytes_read"));
+  record.result = "network";
+  doc.Parse(AuditLog::Format(record, closed).c_str());
+  CHECK(std::string(doc["result"].GetString()) == "network");
+}
+
+TEST_CASE("stats: uploads show files in flight, throughput, saved and failed files") {
+  auto doc = Parse(
+      "{\"mountpoint\":\"/mnt/x\",\"pid\":7,\"uptime_seconds\":1,\"metrics\":{"
+      "\"counters\":[{\"name\":\"ossmount_upload_files_total\",\"labels\":{},\"value\":12},"
+      "{\"name\":\"ossmount_upload_failures_total\",\"labels\":{},\"value\":2},"
+      "{\"name\":\"ossmount_upload_bytes_total\",\"labels\":{},\"value\":3221225472},"
+      "{\"name\":\"ossmount_upload_writer_waits_total\",\"labels\":{},\"value\":5}],"
+      "\"gauges\":[{\"name\":\"ossmount_upload_files_in_flight\",\"labels\":{},\"value\":3},"
+      "{\"name\":\"ossmount_upload_parts_in_flight\",\"labels\":{},\"value\":17},"
+      "{\"name\":\"ossmount_upload_buffered_bytes\",\"labels\":{},\"value\":134217728}],"
+      "\"histograms\":[]}}");
+  std::string view = RenderStats(doc, nullptr, 0);
+  CHECK_THAT(view, Contains("Uploads        3 file(s) being written, 17 part(s) in flight, "
+                            "128.0 MiB buffered"));
+  CHECK_THAT(view, Contains("(3.0 GiB in all), 12 file(s) saved, 2 failed"));
+  CHECK_THAT(view, Contains("5 write(s) waited for memory"));
+  // A mount that never wrote says nothing about uploads.
+  auto quiet = Parse(
+      "{\"mountpoint\":\"/mnt/x\",\"pid\":7,\"uptime_seconds\":1,\"metrics\":{"
+      "\"counters\":[],\"gauges\":[],\"histograms\":[]}}");
+  CHECK(RenderStats(quiet, nullptr, 0).find("Uploads") == std::string::npos);
+}
+
 }  // namespace
 }  // namespace ossmount::daemon
