@@ -178,7 +178,8 @@ class ObjectFilesystem : public Filesystem,
   HandleMap<WriteHandle> write_handles_;
   const std::shared_ptr<upload::UploadGate> upload_gate_;
   std::shared_ptr<upload::UploadJournal> journal_;
-  // writers_mu_ (a leaf lock) guards writers_: the handle writing each path.
+  // writers_mu_ guards writers_: the handle writing each path. Held while asking a handle's
+  // upload whether it is active (its lock is taken after this one, never before).
   mutable std::mutex writers_mu_;
   std::unordered_map<std::string, std::weak_ptr<WriteHandle>> writers_;
 };

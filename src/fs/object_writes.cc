@@ -103,19 +103,6 @@ std::shared_ptr<WriteHandle> ObjectFilesystem::NewWriteHandle(InodeId ino, const
   handle->may_write = may_write;
   handle->replaces = replaces;
   handle->created = created;
-  {
-    std::lock_guard lock(writers_mu_);
-    auto& slot = writers_[path];
-    auto current = slot.lock();
-    if (current && !current->released.load(std::memory_order_acquire) && current->upload &&
-        current->upload->active()) {
-      *refused = Status(ErrorCode::kBusy, "'" + path +
-                                              "' is already open for writing on this mount; "
-                                              "one writer at a time");
-      return nullptr;
-    }
-    slot = handle;
-  }
   if (may_write) {
     WriteOptions wo;
     // Without overwrite, the object must still be absent when it is completed: a name
@@ -124,6 +111,18 @@ std::shared_ptr<WriteHandle> ObjectFilesystem::NewWriteHandle(InodeId ino, const
     handle->upload = upload::ObjectUpload::Make(data_.client(), upload_gate_, journal_, handle->key,
                                                 options_.writes.upload, wo);
   }
+  // Registered only once complete: other threads read it through WriterOf.
+  std::lock_guard lock(writers_mu_);
+  auto& slot = writers_[path];
+  auto current = slot.lock();
+  if (current && !current->released.load(std::memory_order_acquire) && current->upload &&
+      current->upload->active()) {
+    *refused = Status(ErrorCode::kBusy, "'" + path +
+                                            "' is already open for writing on this mount; "
+                                            "one writer at a time");
+    return nullptr;
+  }
+  slot = handle;
   return handle;
 }
 

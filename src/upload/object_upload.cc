@@ -133,7 +133,10 @@ Status ObjectUpload::AppendLocked(const char* data, size_t size, std::vector<Par
 void ObjectUpload::SealLocked(std::vector<Part>& sealed) {
   if (!current_ || current_->empty()) return;
   multipart_ = true;
-  sealed.push_back(Part{next_part_++, std::move(current_)});
+  Part part;
+  part.number = next_part_++;
+  part.data = std::move(current_);
+  sealed.push_back(std::move(part));
   current_.reset();
 }
 

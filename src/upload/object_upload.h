@@ -138,7 +138,6 @@ class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
   std::string upload_id_;     // once initiated
   std::vector<Part> unsent_;  // sealed before the upload id was known
   int parts_out_ = 0;         // parts sent and not yet answered
-  uint64_t bytes_out_ = 0;    // their bytes
   std::map<int, PartInfo> done_parts_;
   bool completing_ = false;  // Complete or the single PUT was sent
   std::optional<UploadedObject> result_;

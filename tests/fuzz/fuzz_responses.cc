@@ -1,13 +1,15 @@
 // Fuzz target: everything else the client parses from a server response: the <Error> XML
 // body (object::ParseErrorXml) and its mapping to a Status (MapErrorResponse), HEAD headers
-// (ParseHeadResponse), Content-Range, the CRC-64 header and the multipart-upload XML bodies.
+// (ParseHeadResponse), Content-Range, the CRC-64 header, the multipart-upload XML bodies
+// (Initiate, Complete, ListMultipartUploads), the copy results and DeleteMultiple's reply.
 //
 // Input layout: byte 0 picks the HTTP status (300..599), byte 1 the dialect (OSS or S3), then
 // "name: value" header lines up to a blank line, then the body.
 //
 // Invariants: an error response always maps to a non-OK Status with a message; a parsed
 // Content-Range satisfies first <= last < total; a parsed HEAD response's size is the
-// Content-Length header; a parsed multipart upload id or ETag is never empty.
+// Content-Length header; a parsed multipart upload id or ETag is never empty; a listed open
+// upload has a key and an id, and a truncated page a marker to go on from.
 #include <strings.h>
 
 #include <cstddef>
@@ -44,7 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view body = rest;
 
   (void)ParseErrorXml(body);
-  ErrorContext context{"GET", "bucket", "key", "https://127.0.0.1", "test", "\"etag\"", ""};
+  ErrorContext context{"GET", "bucket", "key", "https://127.0.0.1", "test", "\"etag\"",
+                       "",    "",       false};
   MappedError mapped = MapErrorResponse(http_status, headers, body, dialect, context);
   FUZZ_CHECK(!mapped.status.ok());
   FUZZ_CHECK(!mapped.status.message().empty());
@@ -71,5 +74,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (upload.ok()) FUZZ_CHECK(!upload->empty());
   auto etag = ParseCompleteMultipartXml(body);
   if (etag.ok()) FUZZ_CHECK(!etag->empty());
+  for (const char* root : {"CopyObjectResult", "CopyPartResult"}) {
+    auto copied = ParseCopyResultXml(body, root);
+    if (copied.ok()) FUZZ_CHECK(!copied->empty());
+  }
+  auto uploads = ParseListMultipartUploadsXml(body);
+  if (uploads.ok()) {
+    for (const auto& u : uploads->uploads) FUZZ_CHECK(!u.key.empty() && !u.upload_id.empty());
+    if (uploads->truncated) FUZZ_CHECK(!uploads->next_key_marker.empty());
+  }
+  (void)ParseDeleteResultXml(body);
   return 0;
 }

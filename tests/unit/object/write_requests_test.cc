@@ -168,7 +168,9 @@ TEST_CASE("UploadPartCopy errors name the source - bad arguments never reach the
   CHECK(missing.status().message().find("copy source 'src' does not exist") != std::string::npos);
   CHECK(h.executor->count() == 2);
 
-  for (auto [n, len] : {std::pair{0, 10}, std::pair{10001, 10}, std::pair{1, 0}}) {
+  for (auto row : {std::pair{0, 10}, std::pair{10001, 10}, std::pair{1, 0}}) {
+    const int n = row.first;  // (clang cannot capture a structured binding)
+    const int len = row.second;
     auto bad = h.Call<Result<PartInfo>>(
         [&](auto cb) { h.Client().UploadPartCopy("d", "U", n, "src", "", 0, len, cb); });
     CHECK(bad.status().code() == ErrorCode::kInvalidArgument);
