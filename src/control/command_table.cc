@@ -12,6 +12,7 @@
 
 #include "common/bounded_json.h"
 #include "common/read_file.h"
+#include "common/thread_group.h"
 
 namespace ossmount::control {
 
@@ -114,14 +115,7 @@ std::string CommandTable::Dispatch(const std::string& request, const Peer& peer)
   return state_->Dispatch(request, peer);
 }
 
-int ProcessOfThread(int tid) {
-  if (tid <= 0) return tid;
-  const std::string status = ReadFileOrEmpty("/proc/" + std::to_string(tid) + "/status");
-  const std::string::size_type at = status.find("\nTgid:");
-  if (at == std::string::npos) return tid;
-  const int tgid = std::atoi(status.c_str() + at + 6);  // atoi skips the tab
-  return tgid > 0 ? tgid : tid;
-}
+int ProcessOfThread(int tid) { return ossmount::ProcessOfThread(tid); }
 
 std::string ErrorReply(const std::string& message) {
   rapidjson::StringBuffer out;

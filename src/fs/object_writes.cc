@@ -6,6 +6,7 @@
 
 #include <chrono>
 
+#include "common/thread_group.h"
 #include "fs/fs_metrics.h"
 #include "fs/object_filesystem.h"
 #include "meta/key_mapping.h"
@@ -100,6 +101,7 @@ std::shared_ptr<WriteHandle> ObjectFilesystem::NewWriteHandle(InodeId ino, const
   handle->path = path;
   handle->key = meta::FileKey(options_.prefix, path);
   handle->opener = caller;
+  handle->opener.pid = static_cast<uint32_t>(ProcessOfThread(static_cast<int>(caller.pid)));
   handle->may_write = may_write;
   handle->replaces = replaces;
   handle->created = created;
@@ -245,7 +247,9 @@ void ObjectFilesystem::Flush(InodeId /*ino*/, uint64_t fh, const Caller& caller,
   // A close in another process (a child that inherited the descriptor, or closed it before
   // exec) does not end the file its parent is still writing; the opener's close, an fsync
   // or the last release does.
-  if (handle->opener.pid != 0 && caller.pid != 0 && caller.pid != handle->opener.pid) {
+  // (FUSE names the calling thread: a close in another thread of the opener is its own.)
+  if (handle->opener.pid != 0 && caller.pid != 0 &&
+      static_cast<uint32_t>(ProcessOfThread(static_cast<int>(caller.pid))) != handle->opener.pid) {
     return done(Status::Ok());
   }
   // A close before the first write of an O_TRUNC rewrite does not replace the old object

@@ -161,6 +161,11 @@ MappedError MapErrorResponse(long http_status, const http::HeaderList& headers,
     // The body arrived different from its Content-MD5: damaged on the way, so resend it.
     make(ErrorCode::kIntegrity,
          "the body of " + What(c) + " arrived damaged (Content-MD5 mismatch)", true);
+  } else if (code == "IncompleteBody") {
+    // Fewer bytes arrived than Content-Length said (a connection cut mid-body): the server
+    // kept nothing, so the request is sent again.
+    make(ErrorCode::kNetwork, "the body of " + What(c) + " arrived cut short (" + status_text + ")",
+         true);
   } else if (code == "EntityTooLarge") {
     make(ErrorCode::kTooBig,
          What(c) + " is larger than the service accepts in one request" + ServerSays(e), false);

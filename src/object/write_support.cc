@@ -31,8 +31,12 @@ Status CheckUploadCrc(const http::Response& r, const Dialect& dialect, uint64_t 
 
 bool MayBeOwnEarlierAttempt(const MappedError& e, int attempt, bool completing,
                             bool forbid_overwrite) {
-  if (attempt < 2) return false;  // the first attempt's refusal is the truth
+  // NoSuchUpload from a Complete may answer the client's own earlier attempt even on what it
+  // counts as the first: libcurl sends a request again on a fresh connection when the
+  // reused one was reset before any answer, and the first copy may have completed the
+  // upload. The HEAD that follows tells.
   if (completing && e.status.service().code == "NoSuchUpload") return true;
+  if (attempt < 2) return false;  // the first attempt's refusal is the truth
   return forbid_overwrite && e.status.code() == ErrorCode::kAlreadyExists;
 }
 

@@ -178,7 +178,7 @@ TEST_CASE("RecordChange: a newer listing from the server replaces the patched on
 TEST_CASE("ForgetTree: forgets a directory's subtree and nothing beside it") {
   MetadataCache cache(TtlPolicy(std::nullopt, 5s));
   cache.PutListing("", DirsOf({"a", "a-b", "ab"}));
-  cache.PutListing("a", SnapshotOf({"x", "s"}));
+  cache.PutListing("a", SnapshotOf({"s", "x"}));
   cache.PutListing("a/s", SnapshotOf({"y"}));
   cache.PutListing("ab", SnapshotOf({"z"}));
   cache.PutListing("a-b", SnapshotOf({"w"}));
