@@ -180,7 +180,7 @@ class Run:
             with m:
                 target = os.path.join(m.mnt, key)
                 if case != "dd":
-                    os.mkdir(os.path.dirname(target))
+                    os.makedirs(os.path.dirname(target), exist_ok=True)
                 t = time.monotonic()
                 if case == "dd":
                     subprocess.run(["dd", "if=" + self.source, "of=" + target, "bs=1M",
@@ -236,7 +236,13 @@ class Run:
             base = self.server_path("small-" + peer)
             deadline = time.monotonic() + self.args.timeout
             while time.monotonic() < deadline:
-                done = [n for n in os.listdir(base) if os.path.getsize(os.path.join(base, n)) == size]
+                done = []
+                for n in os.listdir(base):
+                    try:  # a peer's temporary file may go between the listing and the stat
+                        if n.startswith("f") and os.path.getsize(os.path.join(base, n)) == size:
+                            done.append(n)
+                    except OSError:
+                        pass
                 if len(done) == count:
                     break
                 time.sleep(0.05)
