@@ -122,7 +122,8 @@ TEST_CASE("forbid-overwrite and If-None-Match refuse PUT, CopyObject and Complet
   CHECK(f.Stat("open_multipart_uploads") == 0);
 }
 
-TEST_CASE("UploadPartCopy copies ranges with preconditions, and Complete assembles them", "[write]") {
+TEST_CASE("UploadPartCopy copies ranges with preconditions, and Complete assembles them",
+          "[write]") {
   ServerFixture f;
   const std::string src = RandomBytes(300000, 22);
   f.WriteFile("src/big", src);
