@@ -11,6 +11,7 @@
 #include "object/request_runner.h"
 #include "object/response_parsers.h"
 #include "object/write_operations.h"
+#include "object/write_support.h"
 
 namespace ossmount::object {
 namespace {
@@ -56,17 +57,7 @@ class OssS3Client final : public ObjectClient {
   void Head(const std::string& key, HeadHandler handler) override {
     if (key.empty()) return Fail(handler, Status(ErrorCode::kInvalidArgument, "HEAD: empty key"));
     auto info = std::make_shared<ObjectInfo>();
-    Operation op;
-    op.spec = HeadSpec(key);
-    op.data_path = true;
-    op.error_context.operation = "HEAD";
-    op.error_context.key = key;
-    op.accept = [info, key, &dialect = ctx_->dialect](const http::Response& r) {
-      auto parsed = ParseHeadResponse(key, r.headers, dialect);
-      if (!parsed.ok()) return parsed.status();
-      *info = std::move(parsed.value());
-      return Status::Ok();
-    };
+    Operation op = HeadOperation(*ctx_, key, /*data_path=*/true, info);
     Run(std::move(op), [handler = std::move(handler), info](Status s) {
       if (!s.ok()) return handler(std::move(s));
       handler(std::move(*info));

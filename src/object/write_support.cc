@@ -40,21 +40,28 @@ bool MayBeOwnEarlierAttempt(const MappedError& e, int attempt, bool completing,
   return forbid_overwrite && e.status.code() == ErrorCode::kAlreadyExists;
 }
 
+Operation HeadOperation(const ClientContext& ctx, const std::string& key, bool data_path,
+                        std::shared_ptr<ObjectInfo> into) {
+  Operation op;
+  op.spec = HeadSpec(key);
+  op.data_path = data_path;
+  op.error_context.operation = "HEAD";
+  op.error_context.key = key;
+  op.accept = [into = std::move(into), key, &dialect = ctx.dialect](const http::Response& r) {
+    auto parsed = ParseHeadResponse(key, r.headers, dialect);
+    if (!parsed.ok()) return parsed.status();
+    *into = std::move(parsed.value());
+    return Status::Ok();
+  };
+  return op;
+}
+
 void SettleLostAnswer(std::shared_ptr<ClientContext> ctx, const std::string& key,
                       ExpectedObject expected, Status refusal, const std::string& what,
                       PutHandler handler) {
   auto found = std::make_shared<ObjectInfo>();
-  Operation op;
-  op.spec = HeadSpec(key);
-  op.data_path = false;
-  op.error_context.operation = "HEAD";
-  op.error_context.key = key;
-  op.accept = [found, key, &dialect = ctx->dialect](const http::Response& r) {
-    auto parsed = ParseHeadResponse(key, r.headers, dialect);
-    if (!parsed.ok()) return parsed.status();
-    *found = std::move(parsed.value());
-    return Status::Ok();
-  };
+  // The main endpoint: an accelerator may not have seen the write yet.
+  Operation op = HeadOperation(*ctx, key, /*data_path=*/false, found);
   RunOperation(ctx, std::move(op),
                [found, expected = std::move(expected), refusal = std::move(refusal), what, key,
                 handler = std::move(handler)](Status s) {

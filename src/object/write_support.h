@@ -41,6 +41,11 @@ Status CheckUploadCrc(const http::Response& r, const Dialect& dialect, uint64_t 
 // True when a retried attempt's refusal may have been caused by the first attempt, whose
 // answer was lost: NoSuchUpload for Complete (`completing`), "already exists" for a write
 // that forbids overwriting.
+// A HEAD of `key` whose parsed answer lands in *into (Head and the lost-answer check share
+// it). data_path: sent to the data endpoint when there is one.
+Operation HeadOperation(const ClientContext& ctx, const std::string& key, bool data_path,
+                        std::shared_ptr<ObjectInfo> into);
+
 bool MayBeOwnEarlierAttempt(const MappedError& e, int attempt, bool completing,
                             bool forbid_overwrite);
 
