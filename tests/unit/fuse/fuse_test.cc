@@ -613,9 +613,12 @@ TEST_CASE("over the rings, their buffers count in the file system's budget as th
   const double queues = Metric("ossmount_fuse_ring_queues");
   const double entries = Metric("ossmount_fuse_ring_entries_per_queue");
   CHECK(static_cast<double>(after_big) <= queues * entries * (1 << 20));
-  // Reading it again touches nothing new.
-  CHECK(ReadAll(m.path("small")) == "x");
-  CHECK(m.fs().transport_buffers() == after_big);
+  // Reading small files again touches nothing the big read did not: at most the first page
+  // of an entry no request had used yet (the kernel picks the entry, so which one varies).
+  for (int i = 0; i < 10; ++i) CHECK(ReadAll(m.path("small")) == "x");
+  const uint64_t after_rereads = m.fs().transport_buffers();
+  CHECK(after_rereads >= after_big);
+  CHECK(static_cast<double>(after_rereads - after_big) <= queues * entries * 4096);
 }
 
 TEST_CASE("over /dev/fuse nothing counts as transport buffers") {
