@@ -1,5 +1,7 @@
 // SequentialReader: fetching parts (disk cache, then a pinned ranged GET) and direct reads.
 #include <boost/asio/post.hpp>
+#include <mutex>
+#include <optional>
 
 #include "common/metrics.h"
 #include "prefetch/pinned_range.h"
@@ -21,7 +23,22 @@ metrics::Counter& ReadaheadBytes() {
   return c;
 }
 
+// A piece of at least two of these goes as several GETs at once (at most kMaxSplit): where
+// one connection is slower than the reader, its bytes arrive that many times sooner.
+constexpr uint64_t kSplitUnit = 1 << 20;
+constexpr size_t kMaxSplit = 8;
+
 }  // namespace
+
+// The GETs of one split piece: the bytes each has in place, and how they ended.
+struct SplitFetch {
+  std::mutex mu;
+  std::vector<uint64_t> starts, lengths, arrived;
+  uint64_t reported = 0;  // bytes in place from the piece's start, last told to the reader
+  size_t remaining = 0;
+  Status failure;
+  std::optional<GetResult> result;  // a successful GET's (the object's headers)
+};
 
 Status SequentialReader::CheckGet(const Result<GetResult>& r, uint64_t expected_bytes) const {
   Status status = CheckPinnedRange(r, {key_, etag_, size_, 0, expected_bytes});
@@ -61,6 +78,10 @@ bool SequentialReader::StartPart(const std::shared_ptr<Part>& part) {
   static metrics::Counter& demand = Parts("demand");
   (part->readahead ? readahead : demand).Add();
   if (part->readahead) ReadaheadBytes().Add(part->length);
+  if (part->index == kPieceIndex && part->length >= 2 * kSplitUnit) {
+    StartSplitPiece(part, std::min<size_t>(kMaxSplit, part->length / kSplitUnit));
+    return false;
+  }
   GetRequest request =
       PinnedGetRequest({key_, etag_, size_, part->offset, part->length},
                        part->readahead ? Priority::kPrefetch : Priority::kForeground, part->cancel);
@@ -80,6 +101,56 @@ bool SequentialReader::StartPart(const std::shared_ptr<Part>& part) {
                  if (ok && part->index != kPieceIndex) self->FoldPart(part);
                });
   return false;
+}
+
+void SequentialReader::StartSplitPiece(const std::shared_ptr<Part>& part, size_t count) {
+  auto split = std::make_shared<SplitFetch>();
+  const uint64_t unit = part->length / count;
+  for (size_t i = 0; i < count; ++i) {
+    split->starts.push_back(i * unit);
+    split->lengths.push_back(i + 1 == count ? part->length - i * unit : unit);
+  }
+  split->arrived.assign(count, 0);
+  split->remaining = count;
+  sent_get_.store(true);
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t start = split->starts[i], length = split->lengths[i];
+    GetRequest request = PinnedGetRequest({key_, etag_, size_, part->offset + start, length},
+                                          Priority::kForeground, part->cancel);
+    GetTarget target = GetTarget::Fixed(part->buffer->data + start, length);
+    target.on_arrival = [self = shared_from_this(), part, split, i](size_t bytes) {
+      // Under split->mu, so that the prefix told to the reader only ever grows.
+      std::lock_guard lock(split->mu);
+      split->arrived[i] = bytes;
+      uint64_t prefix = 0;
+      for (size_t j = 0; j < split->arrived.size(); ++j) {
+        prefix += split->arrived[j];
+        if (split->arrived[j] < split->lengths[j]) break;
+      }
+      if (prefix <= split->reported) return;
+      split->reported = prefix;
+      self->OnPartArrival(part, prefix);
+    };
+    client_->Get(request, std::move(target),
+                 [self = shared_from_this(), part, split, length](Result<GetResult> r) {
+                   Status status = self->CheckGet(r, length);
+                   {
+                     std::lock_guard lock(split->mu);
+                     if (!status.ok() && split->failure.ok()) {
+                       split->failure = std::move(status);
+                       part->cancel->cancelled.store(true);  // the piece fails anyway
+                     } else if (status.ok() && !split->result) {
+                       split->result = std::move(r.value());
+                     }
+                     if (--split->remaining > 0) return;
+                   }
+                   if (!split->failure.ok()) {
+                     self->OnPartDone(part, split->failure, nullptr);
+                   } else {
+                     self->OnPartDone(part, Status(), &*split->result);
+                   }
+                 });
+  }
 }
 
 void SequentialReader::OnPartDone(const std::shared_ptr<Part>& part, Status status,

@@ -83,7 +83,7 @@ ReadaheadWindow::Access ReadaheadWindow::OnRead(uint64_t offset, uint64_t size) 
       if (!run.interleaved) run.window = 0;
     }
     const size_t slot = SlotForNewRun();
-    runs_[slot] = Run{true, offset, read_end, reads_, false, 0, 0};
+    runs_[slot] = Run{true, offset, read_end, reads_, false, 0, 0, size, false};
     current_ = slot;
     if (!(first_read && offset == 0)) return Access::kRandom;
     // The file's first read, from offset 0: a reader of the whole file.
@@ -94,6 +94,8 @@ ReadaheadWindow::Access ReadaheadWindow::OnRead(uint64_t offset, uint64_t size) 
   if (match != current_) run.interleaved = true;
   current_ = match;
   run.last_read = reads_;
+  run.ramping = run.window == 0 && read_end > run.end && size >= 2 * run.last_size;
+  run.last_size = size;
   if (run.window > 0) {
     if (read_end > run.end) {
       run.advanced += read_end - run.end;

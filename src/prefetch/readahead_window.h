@@ -32,6 +32,10 @@
 //     memory, whatever the latency and bandwidth.
 //   - Shrink() halves the last read's run's window (not below `initial`): the memory budget
 //     refused a part.
+//   - A short run's read that is at least twice as long as the run's previous read is a
+//     ramp (ramping()): the kernel's readahead growing its requests for a read() that goes on
+//     (a 4 MiB record read after its header), which the fixed-size read-around of page
+//     faults never does.
 //   - A random read closes the windows of runs never interleaved with another run's reads:
 //     a lone reader that jumped has left its window. Other readers' windows stay open, until
 //     CloseWindow() (their reader went idle) or their run is forgotten.
@@ -82,6 +86,9 @@ class ReadaheadWindow {
   // Where the furthest read of the last read's run ended (the reader's position). After a
   // kSequential read, that run holds a window.
   uint64_t end() const { return runs_[current_].end; }
+  // Whether the last read continued a short run with a request at least twice as long as
+  // the run's previous one (see above).
+  bool ramping() const { return runs_[current_].ramping; }
   // Bytes the last read's run covers, from where it started to end().
   uint64_t run() const { return runs_[current_].end - runs_[current_].start; }
   // Whether any byte of [from, to) is within `margin` of the position of the last read's run,
@@ -105,8 +112,10 @@ class ReadaheadWindow {
     uint64_t end = 0;
     uint64_t last_read = 0;  // OnRead call count at its last read (least recent goes first)
     bool interleaved = false;
-    uint64_t window = 0;    // bytes to fetch beyond `end`; 0: no window
-    uint64_t advanced = 0;  // bytes the run moved since its window last grew
+    uint64_t window = 0;     // bytes to fetch beyond `end`; 0: no window
+    uint64_t advanced = 0;   // bytes the run moved since its window last grew
+    uint64_t last_size = 0;  // bytes of the run's latest read
+    bool ramping = false;    // that read was at least twice as long as the one before
   };
   // [*low, *high]: within `margin` of run `index`'s position, or inside the window ahead of it.
   void Reach(size_t index, uint64_t margin, uint64_t* low, uint64_t* high) const;

@@ -63,6 +63,9 @@ struct SequentialReader::Part {
   // was Reserve()d past the budget (a reader waited and the budget was spent).
   std::chrono::steady_clock::time_point used;
   bool over_budget = false;
+  // A ramping run's piece: the furthest byte from its start that a read took (guarded by the
+  // reader's mu_, shared with SequentialReader::last_ramp_served_); null for other parts.
+  std::shared_ptr<uint64_t> ramp_served;
 };
 
 struct SequentialReader::Gather {

@@ -2,6 +2,7 @@
 // The GETs themselves are in part_fetch.cc.
 #include "prefetch/sequential_reader.h"
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <cstring>
 
@@ -171,8 +172,12 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
         // by readahead of all files) a small piece instead of a whole part, so that waiting
         // readers overshoot the limit by little.
         const uint64_t left = size_ - offset;
-        const uint64_t run_len =
+        uint64_t run_len =
             std::min(left, std::max(end - offset, std::min(options_.part_size, window_.run())));
+        // A ramping run is a read() of many bytes that the kernel sends in growing requests,
+        // each waiting for the one before: fetch what it will likely read in one round.
+        const bool ramp = short_run_piece && window_.ramping();
+        if (ramp) run_len = std::max(run_len, std::min(left, RampPieceLengthLocked()));
         uint64_t len = std::min(
             left, std::max(end - offset, std::min(options_.part_size, options_.initial_window)));
         const bool granted = short_run_piece && shared_.budget->TryReserve(run_len);
@@ -187,6 +192,10 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
         }
         run_piece = NewPieceLocked(offset, len, data::Reservation(shared_.budget, len));
         run_piece->over_budget = !granted;
+        if (ramp && granted) {
+          run_piece->ramp_served = std::make_shared<uint64_t>(0);
+          last_ramp_served_ = run_piece->ramp_served;
+        }
         start.push_back(run_piece);
         gather->parts.push_back(run_piece);
       }
@@ -196,6 +205,7 @@ void SequentialReader::Read(uint64_t offset, size_t size, ReadCallback done) {
       const bool created_here = !start.empty();
       for (auto& part : gather->parts) {
         const uint64_t need = std::min(end, part->offset + part->length) - part->offset;
+        if (part->ramp_served) *part->ramp_served = std::max(*part->ramp_served, need);
         gather->buffers.push_back(part->buffer);
         gather->needs.push_back(need);
         has.push_back(part->arrived.load() >= need);
@@ -334,6 +344,15 @@ void SequentialReader::ReleasePiecesLocked(bool random, const std::shared_ptr<Pa
       piece.reset();
     }
   }
+}
+
+uint64_t SequentialReader::RampPieceLengthLocked() const {
+  if (!last_ramp_served_) return options_.part_size;
+  // In 64 KiB steps: a reader of 4 MiB records gets each record in one round of GETs, one of
+  // 100 KB records (a zip of images read at random) is not sent megabytes for each.
+  constexpr uint64_t kStep = 64 << 10;
+  const uint64_t want = *last_ramp_served_ + *last_ramp_served_ / 4;
+  return std::clamp((want + kStep - 1) / kStep * kStep, kStep, std::max(kStep, options_.part_size));
 }
 
 std::shared_ptr<SequentialReader::Part> SequentialReader::NewPieceLocked(

@@ -131,6 +131,9 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   // when the budget is spent), holding `reservation`: not kept in parts_, not cached on disk.
   std::shared_ptr<Part> NewPieceLocked(uint64_t offset, uint64_t length,
                                        data::Reservation reservation);
+  // REQUIRES mu_. How long the piece of a ramping short run is (ReadaheadWindow::ramping()):
+  // a whole part at first, then a quarter more than the last such piece served.
+  uint64_t RampPieceLengthLocked() const;
   // REQUIRES mu_. Drops the pieces their readers have left (read past, idle for piece_idle,
   // or another run read), before a read of the current run that `holding` (if any)
   // answers; `random`: the run's slot was a forgotten run's.
@@ -152,6 +155,10 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   void StartParts(StartList parts);
   // Returns whether the part was found in the disk cache (and is done).
   bool StartPart(const std::shared_ptr<Part>& part);
+  // Fetches a piece as `count` ranged GETs at once, each into its own stretch of the buffer;
+  // arrivals report the bytes in place from the piece's start, and the piece is done when
+  // every GET is (failed when any failed, which cancels the others).
+  void StartSplitPiece(const std::shared_ptr<Part>& part, size_t count);
   // `got`: the GET's result when it succeeded (its CRC header), else null.
   void OnPartDone(const std::shared_ptr<Part>& part, Status status, const GetResult* got);
   // REQUIRES mu_. A GET of this object succeeded: what it says of the object's CRC-64.
@@ -204,6 +211,8 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   std::map<uint64_t, std::shared_ptr<Part>> parts_;
   // The last unaligned piece fetched for each run, by ReadaheadWindow::stream().
   std::vector<std::shared_ptr<Part>> pieces_;
+  // Bytes from its start that reads took from the last ramping run's piece (null: none yet).
+  std::shared_ptr<uint64_t> last_ramp_served_;
   // When each run was last read, by ReadaheadWindow::stream(): windows idle for piece_idle
   // are closed.
   std::vector<std::chrono::steady_clock::time_point> run_read_at_;

@@ -128,6 +128,33 @@ TEST_CASE("A run away from offset 0 is short until it covers the establish size"
   CHECK(fresh.OnRead(0, 4 * KiB) == Access::kSequential);
 }
 
+TEST_CASE("A short run whose requests double is ramping, reads of one size are not") {
+  ReadaheadWindow::Options o = Opts();
+  o.establish = 8 * MiB;
+  ReadaheadWindow w(o);
+  // The kernel's readahead for a read() of a record after its header: 16K, 64K, 128K, ...
+  CHECK(w.OnRead(20 * MiB, 16 * KiB) == Access::kRandom);
+  CHECK_FALSE(w.ramping());
+  uint64_t off = 20 * MiB + 16 * KiB;
+  for (uint64_t size : {64 * KiB, 128 * KiB, 256 * KiB}) {
+    REQUIRE(w.OnRead(off, size) == Access::kShortRun);
+    CHECK(w.ramping());
+    off += size;
+  }
+  // A request no longer than the one before (the kernel at its largest) is not a ramp.
+  REQUIRE(w.OnRead(off, 256 * KiB) == Access::kShortRun);
+  CHECK_FALSE(w.ramping());
+  // Page faults' read-around: adjacent reads of one size, never a ramp.
+  CHECK(w.OnRead(60 * MiB, 1 * MiB) == Access::kRandom);
+  CHECK(w.OnRead(61 * MiB, 1 * MiB) == Access::kShortRun);
+  CHECK_FALSE(w.ramping());
+  // A doubling read behind the run's end (a request arriving late) is not one either.
+  CHECK(w.OnRead(80 * MiB, 64 * KiB) == Access::kRandom);
+  CHECK(w.OnRead(80 * MiB + 64 * KiB, 64 * KiB) == Access::kShortRun);
+  CHECK(w.OnRead(80 * MiB, 128 * KiB) == Access::kShortRun);
+  CHECK_FALSE(w.ramping());
+}
+
 TEST_CASE("Interleaved readers of one open file each keep their own run") {
   ReadaheadWindow::Options o = Opts();
   o.establish = 1 * MiB;

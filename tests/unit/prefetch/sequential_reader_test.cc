@@ -259,7 +259,7 @@ TEST_CASE(
   REQUIRE(Eventually([&] { return h.fake->in_flight() == 3; }));
   CHECK(reader->stats().window == 2 * MiB);
 
-  reader->Read(20 * MiB + 5, 4 * KiB, [&](Result<ReadBytes> r) {
+  reader->Read(20 * MiB + 5, 128 * KiB, [&](Result<ReadBytes> r) {
     second.set_value(r.ok() ? Result<std::string>(std::string(r->data, r->size))
                             : Result<std::string>(r.status()));
   });
@@ -271,18 +271,18 @@ TEST_CASE(
   REQUIRE(f.ok());
   REQUIRE(s.ok());
   CHECK(*f == data.substr(0, 128 * KiB));
-  CHECK(*s == data.substr(20 * MiB + 5, 4 * KiB));
+  CHECK(*s == data.substr(20 * MiB + 5, 128 * KiB));
   CHECK(Eventually([&] { return h.fake->cancelled_count() == 2; }));
   const auto log = h.fake->requests();
   REQUIRE(log.size() == 4);
   CHECK(log[3].offset == 20 * MiB + 5);  // the random read: exactly its bytes, foreground
-  CHECK(*log[3].length == 4 * KiB);
+  CHECK(*log[3].length == 128 * KiB);
   CHECK(log[3].priority == Priority::kForeground);
 
-  // Reading on from there is a short run: each read its last piece does not cover fetches a
-  // piece from its offset as long as the run so far, nothing ahead; the window reopens at its
-  // initial size once the run covers a part (1 MiB).
-  const uint64_t at = 20 * MiB + 5 + 4 * KiB;
+  // Reading on from there in reads of one size is a short run: each read its last piece does
+  // not cover fetches a piece from its offset as long as the run so far, nothing ahead; the
+  // window reopens at its initial size once the run covers a part (1 MiB).
+  const uint64_t at = 20 * MiB + 5 + 128 * KiB;
   uint64_t off = at;
   while (reader->stats().window == 0) {
     REQUIRE(off < at + 2 * MiB);
@@ -291,12 +291,12 @@ TEST_CASE(
     CHECK(*next == data.substr(off, 128 * KiB));
     off += 128 * KiB;
   }
-  CHECK(off == at + 1 * MiB);  // opened by the read that took the run past 1 MiB
+  CHECK(off == at + 896 * KiB);  // opened by the read that took the run to 1 MiB
   CHECK(reader->stats().window == 2 * MiB);
   const auto after = h.fake->requests();
   REQUIRE(after.size() >= 7);
-  const std::vector<std::pair<uint64_t, uint64_t>> pieces{
-      {at, 132 * KiB}, {at + 128 * KiB, 260 * KiB}, {at + 384 * KiB, 516 * KiB}};
+  const std::vector<std::pair<uint64_t, uint64_t>> pieces{{at, 256 * KiB},
+                                                          {at + 256 * KiB, 512 * KiB}};
   for (size_t i = 0; i < pieces.size(); ++i) {
     INFO("piece " << i);
     CHECK(after[4 + i].offset == pieces[i].first);
@@ -304,8 +304,8 @@ TEST_CASE(
     CHECK(after[4 + i].priority == Priority::kForeground);
   }
   // Then parts again: the one holding the read, and the window ahead.
-  CHECK(after[7].offset % MiB == 0);
-  CHECK(*after[7].length == 1 * MiB);
+  CHECK(after[6].offset % MiB == 0);
+  CHECK(*after[6].length == 1 * MiB);
   reader->Close();
   CHECK(Eventually([&] { return h.budget->used() == 0 && h.fake->in_flight() == 0; }));
 }
@@ -532,9 +532,10 @@ TEST_CASE(
     bytes += *rec.length;
   }
   // Per record: the first read exactly, then pieces of 256 KiB, 512 KiB, 1, 2 and 4 MiB (the
-  // last mostly past the record: the reader might have gone on). One run for all readers
-  // would make every read random: 32 GETs per record.
-  CHECK(log.size() == kReaders * 6);
+  // last mostly past the record: the reader might have gone on), the 2 and 4 MiB ones as 2
+  // and 4 GETs of 1 MiB at once. One run for all readers would make every read random: 32
+  // GETs per record.
+  CHECK(log.size() == kReaders * 10);
   CHECK(bytes <= kReaders * 2 * kRecord);
   reader->Close();
   CHECK(Eventually([&] { return h.budget->used() == 0 && h.fake->in_flight() == 0; }));
@@ -718,10 +719,13 @@ TEST_CASE("A short run's read longer than a part gets a piece that holds all of 
   auto r = Harness::Read(*reader, at + 4 * KiB, 3 * MiB);
   REQUIRE(r.ok());
   CHECK(*r == data.substr(at + 4 * KiB, 3 * MiB));
+  // One piece of 3 MiB, fetched as 3 GETs of 1 MiB at once.
   const auto log = h.fake->requests();
-  REQUIRE(log.size() == before + 1);
-  CHECK(log.back().offset == at + 4 * KiB);
-  CHECK(*log.back().length == 3 * MiB);
+  REQUIRE(log.size() == before + 3);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(log[before + i].offset == at + 4 * KiB + i * MiB);
+    CHECK(*log[before + i].length == 1 * MiB);
+  }
   CHECK(reader->stats().window > 0);
   reader->Close();
 }
