@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "abort_uploads_command.h"
 #include "background.h"
 #include "common/metrics.h"
 #include "config/mount_config.h"
@@ -53,6 +54,7 @@ const std::map<std::string, std::function<int(const std::vector<std::string>&)>>
       {"version", PrintVersion},
       {"help", PrintHelp},
       {"stats", daemon_ns::StatsCommand},
+      {"abort-uploads", daemon_ns::AbortUploadsCommand},
       {"warmup", daemon_ns::WarmupCommand},
   };
   return k;

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "audit_log.h"
-#include "auth/credential_providers.h"
+#include "bucket_connection.h"
 #include "bucket_probe.h"
 #include "common/metrics.h"
 #include "control/command_table.h"
@@ -25,12 +25,9 @@
 #include "fs/prefetch_link.h"
 #include "fuse/fuse_server.h"
 #include "fuse/kernel_readahead.h"
-#include "http/fetch_engine.h"
-#include "http/metadata_fetcher.h"
 #include "logging.h"
 #include "manifest_setup.h"
 #include "metrics_http.h"
-#include "object/client_factory.h"
 #include "prefetch_control.h"
 #include "stats_command.h"
 #include "upload/upload_journal.h"
@@ -192,29 +189,13 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   auto* pool = new IoPool(config.daemon.io_threads);
   boost::asio::io_context& io = pool->io();
 
-  auth::CredentialSources sources = config.credential_sources;
-  if (!sources.ram_role.empty()) sources.fetcher = http::MakeBlockingHttpFetcher();
-  auto provider = auth::BuildCredentialsProvider(sources);
-  if (!provider.ok()) {
-    Fail(reporter, "no usable credentials: " + provider.status().message());
+  auto connection = ConnectToBucket(io, config);
+  if (!connection.ok()) {
+    Fail(reporter, connection.status().message());
     return 1;
   }
-  config.client.credentials = *provider;
-  spdlog::info("credentials: {}", (*provider)->Describe());
-
-  http::EngineOptions engine_options;
-  engine_options.timeouts = config.client.timeouts;
-  engine_options.max_in_flight = config.client.max_in_flight;
-  engine_options.max_connections_per_host = config.client.max_connections_per_host;
-  engine_options.verify_tls = config.client.verify_tls;
-  engine_options.ca_bundle = config.client.ca_bundle;
-  auto* engine = new http::FetchEngine(io, engine_options);
-
-  auto client = object::MakeObjectClient(io, *engine, config.client);
-  if (!client.ok()) {
-    Fail(reporter, client.status().message());
-    return 1;
-  }
+  spdlog::info("credentials: {}", connection->credentials);
+  std::shared_ptr<ObjectClient> client = connection->client;
   spdlog::info("bucket '{}' prefix '{}' at {} ({}), data endpoint {}", config.client.bucket,
                config.fs.prefix, config.client.endpoint,
                config.client.protocol == Protocol::kS3 ? "s3" : "oss",
@@ -224,7 +205,7 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   auto probe_timeout =
       std::chrono::duration_cast<std::chrono::seconds>(config.client.retry.total_budget) +
       std::chrono::seconds(30);
-  std::shared_ptr<ObjectClient> fs_client = *client;
+  std::shared_ptr<ObjectClient> fs_client = client;
   const WaitingNotice note = [&reporter](const std::string& text) { reporter.Note(text); };
   if (!config.manifest.empty()) {
     // The tree comes from the manifest: no LIST, not even the start-up probe.
@@ -235,7 +216,7 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
     }
     fs_client = *manifest_client;
     config.fs.list_for_lookups = false;
-  } else if (Status st = ProbeBucket(**client, config, probe_timeout, note); !st.ok()) {
+  } else if (Status st = ProbeBucket(*client, config, probe_timeout, note); !st.ok()) {
     Fail(reporter, st.message());
     return 1;
   }
@@ -263,7 +244,7 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   filesystem->SetReadObserver(
       std::make_shared<fs::PrefetchObserver>(prefetcher, filesystem->options()));
   if (config.fs.writes.enabled) {
-    if (Status st = SetUpUploads(*filesystem, *client, config, probe_timeout); !st.ok()) {
+    if (Status st = SetUpUploads(*filesystem, client, config, probe_timeout); !st.ok()) {
       Fail(reporter, st.message());
       return 1;
     }
@@ -277,7 +258,7 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   // once that is started below.
   auto commands = std::make_shared<control::CommandTable>(io, geteuid());
   RegisterControlCommands(*commands,
-                          ControlContext{io, config, *client, prefetcher, session_started});
+                          ControlContext{io, config, client, prefetcher, session_started});
 
   fuse::FuseServerOptions fuse_options;
   fuse_options.control = [commands](std::string request, fuse::ControlCaller caller,
@@ -373,7 +354,7 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   filesystem->EndSession();
   WaitForUploads(probe_timeout);
   if (audit) audit->Stop();  // the files released until now are written
-  LogRetryStats((*client)->retry_stats());
+  LogRetryStats(client->retry_stats());
 
   // Shutdown note: the FUSE side is finished (unmounted, every request answered). The
   // object graph (filesystem -> client -> fetch engine -> io_context, with handlers that

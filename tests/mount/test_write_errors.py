@@ -384,8 +384,8 @@ print("written", flush=True)
 sys.stdin.read()  # holds the file open, mid-way, until killed
 """
 
-    def test_kill_9_mid_upload_then_next_mount_aborts_it(self):
-        journal = tempfile.mkdtemp(prefix="upload-journal-")
+    def leave_an_open_upload(self, journal):
+        """kill -9 of a mount writing ckpt/big.bin, two of its parts stored."""
         mnt = self.mount(journal=journal)  # default 8 MiB parts
         os.mkdir(mnt.path("ckpt"))
         writer = subprocess.Popen([sys.executable, "-c", self.WRITER, mnt.path("ckpt", "big.bin"),
@@ -403,6 +403,10 @@ sys.stdin.read()  # holds the file open, mid-way, until killed
         writer.kill()
         writer.wait(30)
         harness.force_unmount(mnt.mountpoint)
+
+    def test_kill_9_mid_upload_then_next_mount_aborts_it(self):
+        journal = tempfile.mkdtemp(prefix="upload-journal-")
+        self.leave_an_open_upload(journal)
         self.assertEqual(sorted(os.listdir(journal)) != [], True, "the journal holds a record")
         # Nothing under the key; the upload is still open on the server.
         self.assertFalse(os.path.exists(self.on_server("ckpt", "big.bin")))
@@ -427,6 +431,50 @@ sys.stdin.read()  # holds the file open, mid-way, until killed
         third = self.mount(journal=journal)
         self.assertEqual(third.unmount(), 0)
         self.assertNotIn("an earlier run left open", third.output())
+
+    def abort_uploads(self, *args, endpoint=None):
+        cmd = [harness.OSSMOUNT, "abort-uploads", self.server.bucket] + \
+            self.server.client_args()[4:] + ["--endpoint", endpoint or self.server.endpoint] + \
+            list(args)
+        return subprocess.run(cmd, env=self.server.env(), capture_output=True, text=True,
+                              timeout=300)
+
+    def test_abort_uploads_command_aborts_what_a_machine_that_never_came_back_left(self):
+        # The journal is lost with the machine: only the command can find the upload.
+        self.leave_an_open_upload(tempfile.mkdtemp(prefix="upload-journal-"))
+        self.assertEqual(self.server.stats()["open_multipart_uploads"], 1)
+        # Younger than --older-than (default 24h, here 1h): left alone, a save in progress.
+        for args in ((), ("--older-than", "1h")):
+            r = self.abort_uploads(*args)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("1 open upload(s) under 'bucket/'; aborted 0", r.stdout)
+        self.assertEqual(self.server.stats()["open_multipart_uploads"], 1)
+        r = self.abort_uploads("--older-than", "0", "--dry-run")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("would abort ckpt/big.bin (upload ", r.stdout)
+        self.assertEqual(self.server.stats()["open_multipart_uploads"], 1)
+        # A prefix the upload is not under finds nothing.
+        r = subprocess.run([harness.OSSMOUNT, "abort-uploads", "bucket:/other",
+                            "--endpoint", self.server.endpoint, "--older-than=0"] +
+                           self.server.client_args()[4:], env=self.server.env(),
+                           capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("0 open upload(s) under 'bucket/other/'", r.stdout)
+        r = self.abort_uploads("--older-than", "0")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("aborted ckpt/big.bin (upload ", r.stdout)
+        self.assertEqual(self.server.stats()["open_multipart_uploads"], 0)
+        self.assertEqual(self.server.stats()["ABORT_MULTIPART"], 1)
+        self.assertFalse(os.path.exists(self.on_server("ckpt", "big.bin")))
+        # Bad input: a clear error, and the exit status says which kind.
+        r = self.abort_uploads("--older-than", "soon")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--older-than", r.stderr)
+        r = self.abort_uploads("--older-than", "0", "--retry-budget", "2s",
+                               endpoint="http://127.0.0.1:1")
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("listing the open uploads", r.stderr)
+        self.assertNotIn(harness.SK, r.stdout + r.stderr)
 
 
 if __name__ == "__main__":
