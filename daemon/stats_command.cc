@@ -249,10 +249,13 @@ std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* bef
                 FormatBytes(Get(s, "ossmount_upload_buffered_bytes")).c_str());
     out += Line(
         "               %s/s now (%s in all), %.0f file(s) saved, %.0f failed (the close "
-        "or fsync said so; the log says why), %.0f write(s) waited for memory",
+        "or fsync said so; the log says why), %.0f write(s) waited for memory, %.0f part "
+        "upload(s) retried",
         FormatBytes(rate("ossmount_upload_bytes_total")).c_str(),
         FormatBytes(Get(s, "ossmount_upload_bytes_total")).c_str(), files_written, write_failures,
-        Get(s, "ossmount_upload_writer_waits_total"));
+        Get(s, "ossmount_upload_writer_waits_total"),
+        Get(s, "ossmount_request_retries_total{type=UploadPart}") +
+            Get(s, "ossmount_request_retries_total{type=UploadPartCopy}"));
   }
   const double ring_queues = Get(s, "ossmount_fuse_ring_queues");
   if (ring_queues > 0) {

@@ -356,7 +356,11 @@ TEST_CASE("stats: uploads show files in flight, throughput, saved and failed fil
       "\"counters\":[{\"name\":\"ossmount_upload_files_total\",\"labels\":{},\"value\":12},"
       "{\"name\":\"ossmount_upload_failures_total\",\"labels\":{},\"value\":2},"
       "{\"name\":\"ossmount_upload_bytes_total\",\"labels\":{},\"value\":3221225472},"
-      "{\"name\":\"ossmount_upload_writer_waits_total\",\"labels\":{},\"value\":5}],"
+      "{\"name\":\"ossmount_upload_writer_waits_total\",\"labels\":{},\"value\":5},"
+      "{\"name\":\"ossmount_request_retries_total\",\"labels\":{\"type\":\"UploadPart\"},"
+      "\"value\":4},"
+      "{\"name\":\"ossmount_request_retries_total\",\"labels\":{\"type\":\"GET\"},"
+      "\"value\":9}],"
       "\"gauges\":[{\"name\":\"ossmount_upload_files_in_flight\",\"labels\":{},\"value\":3},"
       "{\"name\":\"ossmount_upload_parts_in_flight\",\"labels\":{},\"value\":17},"
       "{\"name\":\"ossmount_upload_buffered_bytes\",\"labels\":{},\"value\":134217728}],"
@@ -365,7 +369,7 @@ TEST_CASE("stats: uploads show files in flight, throughput, saved and failed fil
   CHECK_THAT(view, Contains("Uploads        3 file(s) being written, 17 part(s) in flight, "
                             "128.0 MiB buffered"));
   CHECK_THAT(view, Contains("(3.0 GiB in all), 12 file(s) saved, 2 failed"));
-  CHECK_THAT(view, Contains("5 write(s) waited for memory"));
+  CHECK_THAT(view, Contains("5 write(s) waited for memory, 4 part upload(s) retried"));
   // A mount that never wrote says nothing about uploads.
   auto quiet = Parse(
       "{\"mountpoint\":\"/mnt/x\",\"pid\":7,\"uptime_seconds\":1,\"metrics\":{"
