@@ -400,9 +400,17 @@ void ObjectFilesystem::Release(InodeId /*ino*/, uint64_t fh) {
 
 void ObjectFilesystem::EndSession() {
   for (auto& [fh, handle] : read_handles_.TakeAll()) Released(handle, /*at_unmount=*/true);
-  // Files still open for writing when the mount ends are completed (the kernel drops the
-  // releases still queued at unmount).
-  for (auto& [fh, writer] : write_handles_.TakeAll()) ReleaseWriter(writer);
+  // A file still open for writing when the mount ends was not closed by its writer: a save
+  // cut short (the daemon stopped, a pod deleted mid-save). Its upload is aborted, never
+  // completed with the bytes so far, which would look like a saved checkpoint; a version an
+  // fsync completed stays. One whose close or fsync was under way finishes.
+  for (auto& [fh, writer] : write_handles_.TakeAll()) {
+    if (writer->upload && writer->upload->writing()) {
+      writer->upload->Abort(Status(ErrorCode::kCancelled,
+                                   "the mount ended while the file was still open for writing"));
+    }
+    ReleaseWriter(writer);
+  }
 }
 
 void ObjectFilesystem::Released(const std::shared_ptr<ReadHandle>& handle, bool at_unmount) {

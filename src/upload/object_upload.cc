@@ -72,6 +72,11 @@ bool ObjectUpload::active() const {
   return state_ == State::kWriting || state_ == State::kFinishing;
 }
 
+bool ObjectUpload::writing() const {
+  std::lock_guard lock(mu_);
+  return state_ == State::kWriting;
+}
+
 void ObjectUpload::ContinueLocked(std::vector<Part>& copies) {
   constexpr uint64_t kMaxCopyPart = 5ull << 30;
   const UploadedObject done = *result_;
@@ -234,7 +239,8 @@ void ObjectUpload::OnInitiated(Result<std::string> id) {
     if (state_ == State::kFailed) {
       lock.unlock();
       // Failed while the upload was being started: nobody will use it.
-      client_->AbortMultipart(key_, *id, [](Status) {});
+      // Holding the upload, which counts as in flight until the abort is answered.
+      client_->AbortMultipart(key_, *id, [self = shared_from_this()](Status) {});
       return;
     }
     upload_id_ = *id;
@@ -411,13 +417,16 @@ void ObjectUpload::Fail(Status why) {
   if (held) gate_->ReleaseBuffered(held);
   Uploads().failed_uploads.Add();
   if (!id.empty()) {
-    client_->AbortMultipart(key_, id, [journal = journal_, id, key = key_](Status s) {
-      if (s.ok()) {
-        if (journal) journal->Remove(id);
-      } else {
-        spdlog::warn("could not abort the failed upload of '{}': {}", key, s.message());
-      }
-    });
+    // The callback holds the upload: it counts as in flight (files_in_flight, which the
+    // daemon waits for at exit) until the abort is answered.
+    client_->AbortMultipart(
+        key_, id, [self = shared_from_this(), journal = journal_, id, key = key_](Status s) {
+          if (s.ok()) {
+            if (journal) journal->Remove(id);
+          } else {
+            spdlog::warn("could not abort the failed upload of '{}': {}", key, s.message());
+          }
+        });
   }
   Settle();
 }

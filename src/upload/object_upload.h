@@ -73,6 +73,8 @@ class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
   Status error() const;
   // Writing or finishing: not (yet) a complete object, and not failed.
   bool active() const;
+  // Writing: bytes (or none yet) that no Finish has been asked to complete.
+  bool writing() const;
   // Bytes of a completed single-PUT object kept (in the budget) until this upload goes, so
   // that bytes appended later can continue it.
   uint64_t kept_bytes() const;

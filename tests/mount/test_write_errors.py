@@ -432,6 +432,30 @@ sys.stdin.read()  # holds the file open, mid-way, until killed
         self.assertEqual(third.unmount(), 0)
         self.assertNotIn("an earlier run left open", third.output())
 
+    def test_sigterm_while_a_file_is_open_for_writing_saves_nothing_under_its_key(self):
+        # A DaemonSet pod deleted mid-save: the writer never closed, so the 20 MiB so far are
+        # not a checkpoint. Completing them would leave a truncated file that looks saved.
+        mnt = self.mount()
+        os.mkdir(mnt.path("ckpt"))
+        writer = subprocess.Popen([sys.executable, "-c", self.WRITER, mnt.path("ckpt", "big.bin"),
+                                   "20"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  text=True)
+        self.addCleanup(writer.stdin.close)
+        self.addCleanup(writer.stdout.close)
+        self.addCleanup(lambda: writer.poll() is None and writer.kill())
+        self.assertEqual(writer.stdout.readline(), "written\n")
+        harness.wait_for(lambda: [u["parts"] for u in self.open_uploads()] == [2], 60,
+                         "two parts stored on the server")
+        mnt.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(mnt.proc.wait(60), 0, mnt.output())
+        writer.kill()
+        writer.wait(30)
+        harness.force_unmount(mnt.mountpoint)
+        self.assertFalse(os.path.exists(self.on_server("ckpt", "big.bin")))
+        self.assertEqual(self.server.stats()["open_multipart_uploads"], 0)
+        self.assertIn("saving 'ckpt/big.bin' failed", mnt.output())
+        self.assertIn("the mount ended while the file was still open for writing", mnt.output())
+
     def abort_uploads(self, *args, endpoint=None):
         cmd = [harness.OSSMOUNT, "abort-uploads", self.server.bucket] + \
             self.server.client_args()[4:] + ["--endpoint", endpoint or self.server.endpoint] + \

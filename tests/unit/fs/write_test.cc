@@ -598,14 +598,23 @@ TEST_CASE("Writes: a write waits while the budget is full and parts are in fligh
   CHECK(Eventually([&] { return h.WritesSettled(); }));
 }
 
-TEST_CASE("Writes: files still open when the session ends are completed") {
+TEST_CASE("Writes: a file still open when the session ends is not saved, an fsynced one stays") {
   WriteRig h;
+  // A save cut short: nothing under its key, its multipart upload aborted.
   auto c = h.Create(kRootInode, "f");
   REQUIRE(c.ok());
-  REQUIRE(h.WriteAll(c->entry.attr.ino, c->fh, "unflushed").ok());
+  const std::string big(200 * KiB, 'x');  // three 64 KiB parts sent, the rest buffered
+  REQUIRE(h.WriteAll(c->entry.attr.ino, c->fh, big).ok());
+  // What an fsync completed stays; the bytes written after it are not added.
+  auto g = h.Create(kRootInode, "g");
+  REQUIRE(g.ok());
+  REQUIRE(h.WriteAll(g->entry.attr.ino, g->fh, "synced").ok());
+  REQUIRE(h.Fsync(g->entry.attr.ino, g->fh).ok());
+  REQUIRE(h.WriteAll(g->entry.attr.ino, g->fh, " and more", 128 * KiB, 6).ok());
   h.fs->EndSession();
-  CHECK(Eventually([&] { return h.fake->HasObject("f"); }));
-  CHECK(*h.fake->Data("f") == "unflushed");
+  CHECK(Eventually([&] { return h.WritesSettled() && h.fake->OpenUploadCount() == 0; }));
+  CHECK_FALSE(h.fake->HasObject("f"));
+  CHECK(*h.fake->Data("g") == "synced");
   CHECK(h.fs->stats().write_handles == 0);
 }
 
