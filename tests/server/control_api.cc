@@ -43,8 +43,18 @@ Response HandleControl(const RequestInfo& info, ServerContext& ctx) {
     return Json(200, body + "]}");
   }
   if (what == "health" && info.method == "GET") return Json(200, "{\"ok\":true}");
+  if (what == "object-gets" && info.method == "GET") return Json(200, ctx.object_gets.ToJson());
+  if (what == "accelerator" && info.method == "GET" && ctx.accelerator) {
+    return Json(200, ctx.accelerator->ToJson());
+  }
+  if (what == "accelerator-drop" && info.method == "POST" && ctx.accelerator) {
+    ctx.accelerator->Drop();
+    return Json(200, "{\"ok\":true}");
+  }
   if (what == "reset" && info.method == "POST") {
     ctx.stats.Reset();
+    ctx.object_gets.Reset();
+    if (ctx.accelerator) ctx.accelerator->ResetCounts();
     return Json(200, "{\"ok\":true}");
   }
   if (what == "faults" && info.method == "GET") return Json(200, ctx.faults.settings().ToJson());

@@ -1,5 +1,6 @@
 #include "http_session.h"
 
+#include "api_util.h"
 #include "malformed.h"
 
 #include <fcntl.h>
@@ -143,6 +144,9 @@ void HttpSession::PlanRequest() {
   ctx_.stats.Count(StatOpFor(info_.op));
   if (info_.op == Op::kGetObject && req.find(http::field::range) != req.end()) {
     ctx_.stats.Count(StatOp::kGetRange);
+  }
+  if (info_.op == Op::kGetObject && classified.ok()) {
+    ctx_.object_gets.Count(info_.bucket, info_.key);
   }
   plan_ = FaultPlan();
   if (info_.op != Op::kControl) {
@@ -366,15 +370,37 @@ void HttpSession::Dispatch() {
   body_base_ = nullptr;
   keep_alive_ = req.keep_alive();
   ctx_.stats.AddBytesReceived(req.body().size());
-  RequestInfo& info = info_;
+  if (info_.op == Op::kControl || !classify_status_.ok()) {
+    Respond(req, std::nullopt, nullptr);
+    return;
+  }
+  std::optional<AuthFailure> denied = ctx_.auth.Check(info_, req);
+  const bool object_read = info_.op == Op::kGetObject || info_.op == Op::kHeadObject;
+  if (!ctx_.accelerator || denied || plan_.error || !object_read) {
+    Respond(req, denied, nullptr);
+    return;
+  }
+  // Accelerator mode: the object comes from memory or from the origin, maybe after a wait on
+  // the origin (on another thread); the answer is built back on this session's strand.
+  auto held = std::make_shared<HttpRequest>(std::move(req));
+  ctx_.accelerator->Get(info_.bucket, info_.key, HeaderValue(*held, "If-Match"),
+                        [self = shared_from_this(), held](Result<ObjectPtr> got) {
+                          auto result = std::make_shared<Result<ObjectPtr>>(std::move(got));
+                          asio::dispatch(self->stream_.get_executor(), [self, held, result] {
+                            self->Respond(*held, std::nullopt, result.get());
+                          });
+                        });
+}
 
+void HttpSession::Respond(HttpRequest& req, const std::optional<AuthFailure>& denied,
+                          const Result<ObjectPtr>* accelerated) {
+  RequestInfo& info = info_;
   if (info.op == Op::kControl) {
     resp_ = HandleControl(info, ctx_);
   } else {
-    std::optional<AuthFailure> denied;
     if (!classify_status_.ok()) {
       resp_ = ObjectApi::Error(info, 400, "InvalidURI", classify_status_.message());
-    } else if ((denied = ctx_.auth.Check(info, req))) {
+    } else if (denied) {
       ctx_.stats.CountAuthFailure();
       resp_ = ObjectApi::Error(info, denied->status, denied->code, denied->message);
     } else if (plan_.error) {
@@ -382,8 +408,26 @@ void HttpSession::Dispatch() {
       resp_ = ObjectApi::Error(info, plan_.error_kind.status, plan_.error_kind.code,
                                plan_.error_kind.message);
       if (plan_.retry_after_s > 0) resp_.Add("Retry-After", std::to_string(plan_.retry_after_s));
+    } else if (ctx_.accelerator && accelerated == nullptr) {
+      // Listings, writes and bucket operations belong to the origin, as on the real
+      // accelerator: a client that sends them here is misconfigured, and says so loudly.
+      resp_ = ObjectApi::Error(info, 501, "NotImplemented",
+                               "This accelerator serves GetObject and HeadObject only; send "
+                               "other requests to the origin endpoint.");
+    } else if (accelerated != nullptr && !accelerated->ok()) {
+      // The origin failed: a server error the client retries, as for an unreachable backend.
+      resp_ = ObjectApi::Error(info, 503, "ServiceUnavailable",
+                               "The accelerator could not fetch the object from its origin: " +
+                                   accelerated->status().message());
     } else {
-      resp_ = ctx_.api.Handle(info, req);
+      if (accelerated == nullptr) {
+        resp_ = ctx_.api.Handle(info, req);
+      } else if (!accelerated->value()) {
+        resp_ =
+            ObjectApi::Error(info, 404, "NoSuchKey", "The specified key does not exist.", info.key);
+      } else {
+        resp_ = ctx_.api.ServeObject(info, req, accelerated->value(), info.op == Op::kHeadObject);
+      }
       if (plan_.lose_answer && resp_.status == 200) {
         // Done, but the answer never arrives: the client's retry meets NoSuchUpload.
         ctx_.stats.CountFault(StatFault::kLostComplete);

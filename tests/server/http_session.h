@@ -65,6 +65,11 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void ContinueBody();
   void CutBody();
   void Dispatch();
+  // Builds and starts the answer. `denied`: the authentication failure, if any;
+  // `accelerated`: in accelerator mode, what the accelerator found for a GET or HEAD (null
+  // otherwise, and for requests the accelerator does not serve).
+  void Respond(HttpRequest& req, const std::optional<AuthFailure>& denied,
+               const Result<ObjectPtr>* accelerated);
   void BeginResponse();
   void WriteNext();
   void OnWrite(error_code ec, uint64_t new_sent);

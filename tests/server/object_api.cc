@@ -169,6 +169,11 @@ Response ObjectApi::GetOrHead(const RequestInfo& info, const HttpRequest& req, b
     }
     return Error(info, 404, "NoSuchKey", "The specified key does not exist.", info.key);
   }
+  return ServeObject(info, req, obj, head);
+}
+
+Response ObjectApi::ServeObject(const RequestInfo& info, const HttpRequest& req,
+                                const ObjectPtr& obj, bool head) {
   // Preconditions (RFC 7232 order: If-Match, If-Unmodified-Since, If-None-Match,
   // If-Modified-Since).
   if (auto v = HeaderValue(req, "If-Match"); !v.empty() && !EtagListMatches(v, obj->etag)) {

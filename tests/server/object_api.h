@@ -33,6 +33,10 @@ class ObjectApi {
       : store_(store), uploads_(uploads), options_(std::move(options)) {}
 
   Response Handle(const RequestInfo& info, HttpRequest& req);
+  // GetObject or HeadObject (`head`) of an object the caller found (the accelerator's held
+  // copy): preconditions, Range, headers and body as Handle gives them for a stored object.
+  Response ServeObject(const RequestInfo& info, const HttpRequest& req, const ObjectPtr& obj,
+                       bool head);
   // Where listings read their faults (list_loop_prefix); null: none. Must outlive this.
   void set_faults(const FaultInjector* faults) { faults_ = faults; }
   // Where DeleteMultipleObjects counts its keys; null: nowhere. Must outlive this.

@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "http_session.h"
+#include "origin_client.h"
 
 namespace ossmount::testserver {
 
@@ -26,6 +27,17 @@ Server::~Server() = default;
 Status Server::Start() {
   Status s = ctx_->store.Scan();
   if (!s.ok()) return s;
+  if (!options_.origin.empty()) {
+    OriginSettings origin;
+    origin.url = options_.origin;
+    origin.access_key_id = options_.auth.access_key_id;
+    origin.access_key_secret = options_.auth.access_key_secret;
+    auto client = OriginClient::Create(ioc_, origin);
+    if (!client.ok()) return client.status();
+    ctx_->origin = std::move(client.value());
+    ctx_->accelerator =
+        std::make_unique<Accelerator>(*ctx_->origin, options_.accelerator_cache_mb << 20);
+  }
   for (const auto& b : options_.buckets) {
     s = ctx_->store.CreateBucket(b);
     if (!s.ok()) return s.Prefix("bucket '" + b + "'");

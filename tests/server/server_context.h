@@ -5,13 +5,16 @@
 #include <boost/asio/io_context.hpp>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "accelerator.h"
 #include "auth_check.h"
 #include "faults.h"
 #include "multipart.h"
 #include "object_api.h"
+#include "object_get_counts.h"
 #include "object_store.h"
 #include "stats.h"
 
@@ -35,6 +38,11 @@ struct ServerOptions {
   std::string tls_cert;         // PEM certificate chain; with tls_key the server speaks HTTPS
   std::string tls_key;          // PEM private key
   ApiOptions api;
+  // Accelerator mode (--origin http://HOST:PORT): GetObject and HeadObject are served from
+  // memory and fetched from this origin on a miss; other object-API requests are refused
+  // (they belong to the origin). Empty: a normal server over --root.
+  std::string origin;
+  uint64_t accelerator_cache_mb = 1024;  // objects held in accelerator mode
 };
 
 struct ServerContext {
@@ -55,6 +63,10 @@ struct ServerContext {
   RequestAuthenticator auth;
   FaultInjector faults;
   ServerStats stats;
+  ObjectGetCounts object_gets;  // GetObject requests per object
+  // Accelerator mode only (set by Server::Start): the origin client and the cache in front.
+  std::unique_ptr<OriginFetcher> origin;
+  std::unique_ptr<Accelerator> accelerator;
   // The server's I/O pool (null when sessions run without a Server): request-body digests
   // are computed on it, beside the thread reading the body.
   boost::asio::io_context* io = nullptr;
@@ -64,7 +76,8 @@ struct ServerContext {
 // uploads (every open multipart upload), POST reset (counters only; open uploads stay),
 // GET/POST faults (query = settings; "clear" restores the start-up defaults of no faults
 // first), POST rescan, GET health, POST sts?token=T&expires_at=UNIX (accept another STS
-// token: rotation).
+// token: rotation), GET object-gets (GetObject requests per object), and in accelerator mode
+// GET accelerator (hits, misses, ...) and POST accelerator-drop (forget every held object).
 Response HandleControl(const RequestInfo& info, ServerContext& ctx);
 
 }  // namespace ossmount::testserver

@@ -50,6 +50,12 @@ Result<ServerOptions> ParseServerOptions(int argc, char** argv, int* exit_code) 
                  "Close idle keep-alive connections after this")
       ->capture_default_str();
   app.add_option("--seed", o.seed, "Seed of the fault generator")->capture_default_str();
+  app.add_option("--origin", o.origin,
+                 "Accelerator mode: serve GET/HEAD from memory, fetching misses from this "
+                 "ossmount-testserver (http://HOST:PORT), signed with --access-key-id/secret");
+  app.add_option("--accelerator-cache-mb", o.accelerator_cache_mb,
+                 "Accelerator mode: bytes of objects held in memory, MiB")
+      ->capture_default_str();
   app.add_flag("--access-log", o.access_log, "Log one line per request to stderr");
   app.add_option("--tls-cert", o.tls_cert,
                  "Serve HTTPS (only) with this PEM certificate chain (needs --tls-key)");
