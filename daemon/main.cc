@@ -146,7 +146,7 @@ int Mount(const std::vector<std::string>& args) {
   cfg.credential_sources.credentials_file = Absolute(cfg.credential_sources.credentials_file);
   cfg.credential_sources.passwd_file = Absolute(cfg.credential_sources.passwd_file);
   cfg.client.ca_bundle = Absolute(cfg.client.ca_bundle);
-  cfg.manifest = Absolute(cfg.manifest);
+  if (cfg.manifest_key.empty()) cfg.manifest = Absolute(cfg.manifest);  // not a bucket's URI
 
   // Fork first: no thread may exist yet.
   daemon_ns::StartupReporter reporter;

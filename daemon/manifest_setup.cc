@@ -5,6 +5,9 @@
 
 #include <boost/asio/io_context.hpp>
 #include <future>
+#include <istream>
+#include <optional>
+#include <streambuf>
 
 #include "bucket_probe.h"
 #include "meta/key_mapping.h"
@@ -52,7 +55,103 @@ Status ProbeWithGet(ObjectClient& client, const std::string& key, const config::
   }
 }
 
+// An istream over bytes already in memory, without copying them.
+class BytesStreamBuf : public std::streambuf {
+ public:
+  BytesStreamBuf(char* begin, char* end) { setg(begin, begin, end); }
+};
+
+// One start-up request whose answer is waited for like the start-up probes' (notices while
+// slow, a deadline): Handler() goes to the client, Await() blocks for what it was given.
+template <typename T>
+class StartupCall {
+ public:
+  std::function<void(Result<T>)> Handler() {
+    return [slot = slot_, done = done_](Result<T> r) {
+      *slot = std::move(r);
+      done->set_value(Status::Ok());
+    };
+  }
+  // kTimeout naming `what` when no answer came within `timeout`.
+  Result<T> Await(const std::string& what, std::chrono::seconds timeout,
+                  const WaitingNotice& on_waiting) {
+    if (!WaitForStartupAnswer(ready_, what, timeout, on_waiting)) {
+      return Status(ErrorCode::kTimeout,
+                    what + ": no answer within " + std::to_string(timeout.count()) + " s");
+    }
+    return std::move(**slot_);  // written before the promise was set
+  }
+
+ private:
+  std::shared_ptr<std::optional<Result<T>>> slot_ = std::make_shared<std::optional<Result<T>>>();
+  std::shared_ptr<std::promise<Status>> done_ = std::make_shared<std::promise<Status>>();
+  std::future<Status> ready_ = done_->get_future();
+};
+
 }  // namespace
+
+Result<meta::LoadedManifest> FetchManifestObject(ObjectClient& client, const std::string& key,
+                                                 const std::string& uri,
+                                                 const meta::ManifestScope& scope,
+                                                 std::chrono::seconds timeout,
+                                                 const WaitingNotice& on_waiting,
+                                                 uint64_t max_bytes) {
+  const std::string where = "manifest " + uri;
+  StartupCall<ObjectInfo> head_call;
+  client.Head(key, head_call.Handler());
+  auto head = head_call.Await("the HEAD of " + where, timeout, on_waiting);
+  if (!head.ok()) {
+    if (head.status().code() == ErrorCode::kNotFound) {
+      return Status(ErrorCode::kNotFound,
+                    where +
+                        ": no such object in the bucket; write it first (one listing, "
+                        "docs/CONFIGURATION.md \"Manifest files\") or fix the key");
+    }
+    return Status(head.status().code(), where + ": " + head.status().message(),
+                  head.status().retryable());
+  }
+  const ObjectInfo& info = head.value();
+  if (info.size > max_bytes) {
+    return Status(ErrorCode::kTooBig, where + ": the object has " + std::to_string(info.size) +
+                                          " bytes, more than a manifest may have (" +
+                                          std::to_string(max_bytes) +
+                                          "); is the key right? A larger one must be a local "
+                                          "--manifest FILE");
+  }
+  if (info.size == 0) {
+    return Status(ErrorCode::kInvalidArgument, where + ": the object is empty (no entries)");
+  }
+  auto bytes = std::make_shared<std::vector<char>>(info.size);
+  StartupCall<GetResult> get_call;
+  GetRequest request;
+  request.key = key;
+  request.if_match = info.etag;  // the version the size was checked on, and no other
+  // `bytes` is kept alive by the handler: after a timeout the GET may still write into it.
+  auto handler = get_call.Handler();
+  client.Get(request, GetTarget::Fixed(bytes->data(), bytes->size()),
+             [handler, bytes](Result<GetResult> r) { handler(std::move(r)); });
+  auto got = get_call.Await("reading " + where, timeout, on_waiting);
+  if (!got.ok()) {
+    if (got.status().code() == ErrorCode::kPreconditionFailed) {
+      return Status(ErrorCode::kPreconditionFailed,
+                    where + ": the object changed while it was read; start again", true);
+    }
+    return Status(got.status().code(), where + ": " + got.status().message(),
+                  got.status().retryable());
+  }
+  if (got.value().bytes != info.size) {
+    return Status(ErrorCode::kIntegrity, where + ": read " + std::to_string(got.value().bytes) +
+                                             " of its " + std::to_string(info.size) + " bytes");
+  }
+  BytesStreamBuf buf(bytes->data(), bytes->data() + bytes->size());
+  std::istream in(&buf);
+  meta::LoadedManifest loaded;
+  auto index = meta::ParseManifest(in, uri, scope, &loaded.stats);
+  if (!index.ok()) return index.status();
+  loaded.index = std::make_shared<const meta::ManifestIndex>(std::move(*index));
+  loaded.mtime_sec = info.mtime_sec;
+  return loaded;
+}
 
 Result<std::shared_ptr<ObjectClient>> SetUpManifest(boost::asio::io_context& io,
                                                     std::shared_ptr<ObjectClient> client,
@@ -62,7 +161,11 @@ Result<std::shared_ptr<ObjectClient>> SetUpManifest(boost::asio::io_context& io,
   auto prefix = meta::NormalizeMountPrefix(config.fs.prefix);
   if (!prefix.ok()) return prefix.status();
   auto start = std::chrono::steady_clock::now();
-  auto loaded = meta::LoadManifestFile(config.manifest, {config.client.bucket, *prefix});
+  const meta::ManifestScope scope{config.client.bucket, *prefix};
+  const bool in_bucket = !config.manifest_key.empty();
+  auto loaded = in_bucket ? FetchManifestObject(*client, config.manifest_key, config.manifest,
+                                                scope, probe_timeout, on_waiting)
+                          : meta::LoadManifestFile(config.manifest, scope);
   if (!loaded.ok()) return loaded.status();
   // Give back the heap the parse used (line buffers, the growing arena and records, the sort
   // permutation): what stays is the index itself.
@@ -77,9 +180,12 @@ Result<std::shared_ptr<ObjectClient>> SetUpManifest(boost::asio::io_context& io,
       config.manifest, s.entries, s.lines, ms, loaded->index->MemoryBytes(),
       static_cast<double>(loaded->index->MemoryBytes()) / static_cast<double>(s.entries),
       s.without_size, s.without_etag);
-  std::string first = *prefix + std::string(loaded->index->at(0).key);
-  if (Status st = ProbeWithGet(*client, first, config, probe_timeout, on_waiting); !st.ok())
-    return st;
+  // The manifest object's HEAD and GET already proved endpoint, bucket and credentials.
+  if (!in_bucket) {
+    std::string first = *prefix + std::string(loaded->index->at(0).key);
+    if (Status st = ProbeWithGet(*client, first, config, probe_timeout, on_waiting); !st.ok())
+      return st;
+  }
   return meta::MakeManifestObjectClient(io, std::move(client), loaded->index,
                                         meta::ManifestClientOptions{*prefix, loaded->mtime_sec});
 }

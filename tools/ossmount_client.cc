@@ -7,6 +7,8 @@
 //   ossmount-client --endpoint http://127.0.0.1:9000 --bucket b [--region r] [--protocol s3]
 //                   [--path-style] COMMAND ...
 //   ls [PREFIX] [-r]           list one level (or everything with -r)
+//   manifest [PREFIX] [-o F]   one recursive listing as a --manifest file (KEY<TAB>SIZE<TAB>ETAG,
+//                              keys relative to PREFIX: mount BUCKET:/PREFIX with it)
 //   head KEY                   print size, etag, mtime, crc64
 //   get KEY [-o FILE] [--range A-B]
 //   put KEY FILE               PUT (multipart above --part-size)
@@ -84,6 +86,54 @@ Status PutObject(ObjectClient& client, const std::string& key, std::shared_ptr<s
   return complete.status();
 }
 
+// `ossmount-client manifest`: every object under `prefix`, from one recursive listing, in the
+// manifest's tab form (docs/CONFIGURATION.md "Manifest files") with keys relative to the
+// prefix, so `ossmount BUCKET:/PREFIX MNT --manifest FILE` shows exactly these objects. The
+// file is written under a temporary name and renamed, so a failed listing leaves none.
+int WriteManifest(ObjectClient& client, std::string prefix, const std::string& uri_base,
+                  const std::string& out) {
+  if (!prefix.empty() && prefix.back() != '/') prefix += '/';
+  std::ostringstream text;
+  text << "# ossmount manifest of '" << prefix << "': KEY<TAB>SIZE<TAB>ETAG\n";
+  uint64_t entries = 0;
+  ListRequest req;
+  req.prefix = prefix;
+  req.delimiter = "";
+  do {
+    auto page = Await<Result<ListPage>>([&](auto done) { client.List(req, std::move(done)); });
+    if (!page.ok()) return Fail(page.status());
+    for (const auto& o : page->objects) {
+      std::string rel = o.key.substr(prefix.size());
+      if (rel.empty()) continue;  // the prefix's own marker
+      if (rel.find_first_of("\t\n\r") != std::string::npos) {
+        return Fail(Status(ErrorCode::kInvalidArgument,
+                           "the key '" + o.key + "' holds a tab or line end: no line names it"));
+      }
+      if (rel.front() == '#') rel = uri_base + o.key;  // a line starting with # is a comment
+      text << rel << '\t' << o.size << '\t' << o.etag << '\n';
+      ++entries;
+    }
+    req.continuation_token = page->truncated ? page->next_continuation_token : "";
+  } while (!req.continuation_token.empty());
+  if (entries == 0) return Fail(Status(ErrorCode::kNotFound, "no object under '" + prefix + "'"));
+  if (out.empty()) {
+    std::cout << text.str();
+    return 0;
+  }
+  const std::string tmp = out + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << text.str();
+    if (!f.flush()) return Fail(Status(ErrorCode::kInvalidArgument, "cannot write " + tmp));
+  }
+  if (std::rename(tmp.c_str(), out.c_str()) != 0) {
+    return Fail(Status(ErrorCode::kInvalidArgument, "cannot rename " + tmp + " to " + out));
+  }
+  std::fprintf(stderr, "%llu entries written to %s\n", static_cast<unsigned long long>(entries),
+               out.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,6 +163,10 @@ int main(int argc, char** argv) {
   auto* ls = app.add_subcommand("ls", "List keys under a prefix");
   ls->add_option("prefix", prefix);
   ls->add_flag("-r,--recursive", recursive);
+  auto* manifest = app.add_subcommand(
+      "manifest", "Write a --manifest file of every object under PREFIX (one listing)");
+  manifest->add_option("prefix", prefix);
+  manifest->add_option("-o,--output", out, "File to write (default: stdout)");
   auto* head = app.add_subcommand("head", "Show an object's metadata");
   head->add_option("key", key)->required();
   auto* get = app.add_subcommand("get", "Fetch an object (or a range) to stdout or a file");
@@ -169,6 +223,9 @@ int main(int argc, char** argv) {
           for (const auto& o : page->objects) std::cout << o.size << "\t" << o.key << "\n";
           req.continuation_token = page->truncated ? page->next_continuation_token : "";
         } while (!req.continuation_token.empty());
+      } else if (*manifest) {
+        const std::string scheme = options.protocol == Protocol::kS3 ? "s3://" : "oss://";
+        rc = WriteManifest(client, prefix, scheme + options.bucket + "/", out);
       } else if (*head) {
         auto info =
             Await<Result<ObjectInfo>>([&](auto done) { client.Head(key, std::move(done)); });

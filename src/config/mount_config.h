@@ -65,6 +65,10 @@ struct MountConfig {
   // Read by the daemon (meta::LoadManifestFile); relative paths are relative to its start
   // directory.
   std::string manifest;
+  // --manifest oss://BUCKET/KEY (or s3://): the manifest is the object KEY (a full key, not
+  // relative to the mounted prefix) of the mounted bucket, read once at start; `manifest`
+  // keeps the text as given, for messages. "" = a local file (or no manifest).
+  std::string manifest_key;
   // Things the user should hear about but that do not stop the mount ('rw' ignored,
   // TLS verification off, ...). The daemon logs each at warn level.
   std::vector<std::string> warnings;

@@ -1,14 +1,45 @@
 // Filesystem options: metadata TTLs, listings, the small-file threshold, ownership and
-// modes, manifests -> MountConfig::fs and ::manifest (the prefix comes from the source;
-// --list-ahead's cap: CheckAcrossGroups).
+// modes, manifests -> MountConfig::fs, ::manifest and ::manifest_key (the prefix comes from
+// the source; --list-ahead's cap: CheckAcrossGroups).
 #include <unistd.h>
 
+#include <cctype>
 #include <string>
 
 #include "config/option_group.h"
 
 namespace ossmount::config {
 namespace {
+
+// For --manifest oss://BUCKET/KEY or s3://BUCKET/KEY (scheme in any case): KEY, after checking
+// that BUCKET is the mounted one (the mount's endpoint and credentials read it) and that KEY
+// names an object. "" for anything else, which is a local file's path.
+Result<std::string> ManifestObjectKey(const std::string& text, const std::string& bucket) {
+  std::string lower = text.substr(0, 6);
+  for (auto& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  size_t scheme = 0;
+  if (lower.rfind("oss://", 0) == 0) scheme = 6;
+  if (lower.rfind("s3://", 0) == 0) scheme = 5;
+  if (scheme == 0) return std::string();
+  const size_t slash = text.find('/', scheme);
+  const std::string named =
+      text.substr(scheme, slash == std::string::npos ? slash : slash - scheme);
+  const std::string key = slash == std::string::npos ? "" : text.substr(slash + 1);
+  if (named.empty() || key.empty() || key.back() == '/') {
+    return InvalidOption("--manifest " + text +
+                         ": a manifest in the bucket is given as oss://BUCKET/KEY (or s3://), "
+                         "KEY being the full key of one object");
+  }
+  if (named != bucket) {
+    return InvalidOption("--manifest " + text + ": the manifest must be an object of the " +
+                         "mounted bucket '" + bucket + "' (it is read with the mount's " +
+                         "endpoint and credentials), not of '" + named + "'");
+  }
+  if (key.size() > 1023) {
+    return InvalidOption("--manifest " + text + ": the key is longer than 1023 bytes");
+  }
+  return key;
+}
 
 class FilesystemGroup final : public OptionGroup {
  public:
@@ -34,7 +65,8 @@ class FilesystemGroup final : public OptionGroup {
     d.Value("--manifest", manifest_,
             "File listing the objects to show (KEY<TAB>SIZE[<TAB>ETAG[<TAB>LABEL]] or "
             "'KEY [LABEL]' per line, keys relative to the mounted prefix): the bucket "
-            "is never listed and nothing else is visible");
+            "is never listed and nothing else is visible. oss://BUCKET/KEY (or s3://) reads "
+            "it from that object of the mounted bucket instead of a local file");
   }
 
   Status Validate(const OptionContext& ctx, MountConfig& c) const override {
@@ -81,6 +113,9 @@ class FilesystemGroup final : public OptionGroup {
     if (ctx.given("--manifest")) {
       if (manifest_.empty()) return InvalidOption("--manifest: give the path of a manifest file");
       c.manifest = manifest_;
+      auto key = ManifestObjectKey(manifest_, c.client.bucket);
+      if (!key.ok()) return key.status();
+      c.manifest_key = *key;
     }
     return Status::Ok();
   }

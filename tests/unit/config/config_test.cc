@@ -700,6 +700,22 @@ TEST_CASE("The manifest option lands in the config, also as -o manifest=FILE") {
   CHECK(Ok(With({"--manifest", "/data/train.tsv"})).manifest == "/data/train.tsv");
   CHECK(Ok(With({"-o", "manifest=rel/m.tsv"})).manifest == "rel/m.tsv");
   Fails(With({"--manifest", ""}), "--manifest: give the path of a manifest file");
+  CHECK(Ok(With({"--manifest", "/data/train.tsv"})).manifest_key.empty());  // a local file
+}
+
+TEST_CASE("A manifest in the mounted bucket is given as oss://BUCKET/KEY or s3://BUCKET/KEY") {
+  MountConfig in_bucket = Ok(With({"--manifest", "oss://bucket1/manifests/train.tsv"}));
+  CHECK(in_bucket.manifest == "oss://bucket1/manifests/train.tsv");
+  CHECK(in_bucket.manifest_key == "manifests/train.tsv");
+  CHECK(Ok(With({"--manifest", "S3://bucket1/m.tsv"})).manifest_key == "m.tsv");
+  CHECK(Ok(With({"-o", "manifest=oss://bucket1/a b/m.tsv"})).manifest_key == "a b/m.tsv");
+  Fails(With({"--manifest", "oss://other/m.tsv"}),
+        "the manifest must be an object of the mounted bucket 'bucket1'");
+  Fails(With({"--manifest", "oss://bucket1/"}), "oss://BUCKET/KEY (or s3://)");
+  Fails(With({"--manifest", "oss://bucket1"}), "oss://BUCKET/KEY (or s3://)");
+  Fails(With({"--manifest", "s3://bucket1/dir/"}), "KEY being the full key of one object");
+  Fails(With({"--manifest", "oss:///m.tsv"}), "oss://BUCKET/KEY");
+  Fails(With({"--manifest", "oss://bucket1/" + std::string(1024, 'k')}), "longer than 1023");
 }
 
 TEST_CASE("The FUSE io_uring option: auto by default, on or off, anything else an error") {
