@@ -37,6 +37,9 @@ packages=(
   procps
   # rsync: scripts/test.sh's stable copy of the tree under CI=true.
   rsync
+  # python3-seccomp: mount:uring starts a daemon that may not create an io_uring, as a
+  # container runtime's default seccomp profile does.
+  python3-seccomp
 )
 if [ "$want_bench" -eq 1 ]; then
   packages+=(s3fs rclone time wrk)

@@ -202,6 +202,14 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(std::shared_ptr<fs::Filesy
   impl->uring = std::make_unique<UringTransport>(
       *ring_off, UringTransport::EntriesPerQueue(UringTransport::PossibleCpus()),
       [hooks = impl->ctx->hooks](uint64_t bytes) { hooks->CountTransportBuffers(bytes); });
+  // Rings the kernel agreed to but that could not be set up: every request would wait for
+  // them, so the session ends (Run() returns the error).
+  impl->uring->set_on_fatal([raw = impl.get()] {
+    if (raw->exit_pipe[1] >= 0) {
+      ssize_t ignored = write(raw->exit_pipe[1], "x", 1);
+      (void)ignored;
+    }
+  });
   impl->device_hooks = std::make_unique<DeviceHooks>(impl->passthrough.get(), impl->uring.get());
   impl->ctx->device_hooks = impl->device_hooks.get();
   if (options.control) {
@@ -285,6 +293,12 @@ Status FuseServer::Run() {
   watcher.join();
   spdlog::info("FUSE loop ended (rc {}); {} request(s) still being answered", rc,
                d.ctx->tracker.outstanding());
+  if (std::string why = d.uring->fatal(); !why.empty()) {
+    return Status(ErrorCode::kNotSupported,
+                  "FUSE over io_uring was agreed with the kernel but its rings could not be "
+                  "set up (" +
+                      why + "); start again with --fuse-io-uring off");
+  }
   // libfuse reports the signal or unmount that ended the loop as a "failure" in some
   // versions; only errors other than those are worth returning.
   if (rc != 0 && rc != -EINTR && rc != -ENODEV && rc != EINTR && rc != 1 && rc != -1) {

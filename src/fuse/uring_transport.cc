@@ -171,6 +171,7 @@ void UringTransport::AmendInitReply(char* out, size_t size) {
   if (!(wire::LoadU32(out + wire::kInitOutFlags) & wire::kInitExt)) {
     return TurnOff("libfuse's INIT reply has no second flag word");
   }
+  if (std::string why; !ProbeRing(&why)) return TurnOff(why);
   wire::StoreU32(out + wire::kInitOutFlags2,
                  wire::LoadU32(out + wire::kInitOutFlags2) | wire::kOverIoUringFlags2);
   payload_size_ =
@@ -189,6 +190,11 @@ void UringTransport::TurnOff(const std::string& why) {
   spdlog::info("FUSE over io_uring off: {}; requests go through /dev/fuse", why);
 }
 
+std::string UringTransport::fatal() const {
+  std::lock_guard lock(mu_);
+  return fatal_;
+}
+
 std::string UringTransport::off_reason() const {
   std::lock_guard lock(mu_);
   return off_reason_;
@@ -198,14 +204,25 @@ void UringTransport::Start(fuse_session* se, int dev_fd) {
   if (!amended_ || !queues_.empty()) return;
   std::string why;
   if (!SetupQueues(se, dev_fd, &why)) {
-    // The kernel switches to the rings only once every queue has an entry: with none
-    // registered, /dev/fuse simply stays in use.
     for (auto& q : queues_) {
       q->Close();
       q->Free();
     }
     queues_.clear();  // no reply looks at them: queues_ready_ was never set
-    return TurnOff(why);
+    // The kernel agreed to the rings in INIT and now holds every new request until each
+    // queue has registered an entry: /dev/fuse would never see them. End the session, so
+    // callers get an error (ENOTCONN) instead of a mount that never answers.
+    spdlog::error(
+        "FUSE over io_uring was agreed with the kernel but its rings could not be set up "
+        "({}); unmounting. Start again with --fuse-io-uring off",
+        why);
+    TurnOff(why);
+    {
+      std::lock_guard lock(mu_);
+      fatal_ = why;
+    }
+    if (on_fatal_) on_fatal_();
+    return;
   }
   // Published before any thread can dispatch a request whose reply TryReply must find.
   queues_ready_.store(true, std::memory_order_release);
@@ -223,6 +240,23 @@ void UringTransport::QueueRegistered() {
   RingEntries().Set(entries_per_queue_);
   spdlog::info("FUSE over io_uring on: {} queue(s) of {} entries, {} KiB per entry", queues_.size(),
                entries_per_queue_, payload_size_ / 1024);
+}
+
+bool UringTransport::ProbeRing(std::string* why) {
+  // The flags the queues use (Queue::Setup): a kernel or policy that refuses any of them
+  // refuses the queues.
+  io_uring_params params{};
+  params.flags = IORING_SETUP_SQE128 | IORING_SETUP_CQSIZE | IORING_SETUP_SINGLE_ISSUER |
+                 IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_R_DISABLED;
+  params.cq_entries = 4;
+  io_uring ring{};
+  if (int rc = io_uring_queue_init_params(2, &ring, &params); rc != 0) {
+    *why = "this process may not create an io_uring (" + RingErrno(rc) +
+           "; a container's seccomp profile or kernel.io_uring_disabled refuses it)";
+    return false;
+  }
+  io_uring_queue_exit(&ring);
+  return true;
 }
 
 bool UringTransport::SetupQueues(fuse_session* se, int dev_fd, std::string* why) {

@@ -64,16 +64,26 @@ class UringTransport {
   static unsigned PossibleCpus();
   // The CPUs in a kernel CPU list ("0-3,8-11": 8); 0 for none or a malformed one.
   static unsigned CountCpuList(const std::string& ranges);
+  // Whether this process may create a ring with the queues' flags; else why not.
+  static bool ProbeRing(std::string* why);
 
   // From the INIT request: whether the kernel offers the rings.
   void NoteInitRequest(uint32_t flags, uint32_t flags2);
   // Adds FUSE_OVER_IO_URING to a successful INIT reply (struct fuse_init_out at `out`)
-  // when wanted and offered, and takes the entries' payload size from it.
+  // when wanted and offered, and when this process may create a ring at all (a container's
+  // seccomp profile or kernel.io_uring_disabled refuses it: then /dev/fuse, and the log
+  // says why), and takes the entries' payload size from it.
   void AmendInitReply(char* out, size_t size);
   // After the INIT reply reached the kernel (only if it was amended): sets up the queues
-  // and starts their threads, which register the entries. Failures are logged and leave
-  // /dev/fuse in use.
+  // and starts their threads, which register the entries. Once the kernel agreed to the
+  // rings it holds every request until they are registered, so a failure here ends the
+  // session (logged, with the way out: --fuse-io-uring off) instead of hanging the mount.
   void Start(fuse_session* se, int dev_fd);
+  // Called (from the thread that delivered the INIT reply) when Start failed after the
+  // kernel agreed to the rings: the owner ends the session. Set before the mount.
+  void set_on_fatal(std::function<void()> on_fatal) { on_fatal_ = std::move(on_fatal); }
+  // Why the rings failed after the kernel agreed to them; empty while they did not.
+  std::string fatal() const;
   // Stops the threads and closes the rings. Replies after this are dropped: call it once
   // nothing is owed, or when the connection is going away. Idempotent.
   void Stop();
@@ -106,6 +116,8 @@ class UringTransport {
   const std::function<void(uint64_t)> count_buffers_;
   bool offered_ = false;
   bool amended_ = false;
+  std::function<void()> on_fatal_;
+  std::string fatal_;  // guarded by mu_
   size_t payload_size_ = 0;
   std::atomic<bool> active_{false};
   std::atomic<bool> stopped_{false};

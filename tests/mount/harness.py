@@ -281,9 +281,11 @@ class Mount:
     not merely once the kernel shows the mount. A caller that sets NOTIFY_SOCKET itself
     gets the latter."""
 
-    def __init__(self, server, args=(), bucket_spec=None, env=None, mountpoint=None):
+    def __init__(self, server, args=(), bucket_spec=None, env=None, mountpoint=None,
+                 prefix=()):
+        """`prefix`: a command the daemon's command line is handed to (a wrapper)."""
         self.mountpoint = mountpoint or tempfile.mkdtemp(prefix="ossmount-mnt-")
-        self.cmd = mount_command(server, self.mountpoint, args, bucket_spec)
+        self.cmd = list(prefix) + mount_command(server, self.mountpoint, args, bucket_spec)
         self.log = tempfile.NamedTemporaryFile(prefix="ossmount-", suffix=".log", delete=False)
         env = dict(env or server.env())
         self.notify_dir = None

@@ -151,6 +151,28 @@ for path, label in ds.samples:
         self.assertEqual(ring_requests(m.mountpoint), 0)
         self.assertEqual(read_switch(), "N")  # auto never touches it
 
+    # Runs its arguments with io_uring_setup refused (ENOSYS), as a container runtime's
+    # default seccomp profile (podman's, Docker's) refuses it.
+    NO_RINGS = (r"import errno, os, sys, seccomp; "
+                r"f = seccomp.SyscallFilter(defaction=seccomp.ALLOW); "
+                r"f.add_rule(seccomp.ERRNO(errno.ENOSYS), 'io_uring_setup'); "
+                r"f.load(); os.execv(sys.argv[1], sys.argv[1:])")
+
+    def test_a_daemon_that_may_not_create_rings_keeps_to_dev_fuse(self):
+        # The kernel offers the rings, but the daemon cannot make one: it must not ask for
+        # them in INIT, since the kernel then holds every request until they exist.
+        m = harness.Mount(self.server, args=["--metadata-ttl", "indefinite"],
+                          prefix=["/usr/bin/python3", "-c", self.NO_RINGS])
+        self.addCleanup(m.close)
+        r = subprocess.run(["timeout", "20", "stat", m.path(next(iter(self.manifest)))],
+                           capture_output=True)
+        self.assertEqual(r.returncode, 0, "the mount does not answer: %s" % m.output())
+        self.check_every_byte(m)
+        self.assertIn("FUSE over io_uring off: this process may not create an io_uring "
+                      "(Function not implemented", m.output())
+        self.assertEqual(ring_requests(m.mountpoint), 0)
+        self.assertEqual(m.unmount(), 0)
+
     def test_on_turns_the_switch_on(self):
         write_switch("N")
         m = self.mount("--fuse-io-uring", "on")
