@@ -7,6 +7,7 @@
 // Exit status: 0 mounted (background: the mount answers) or cleanly unmounted; 1 the
 // mount could not be made or failed; 2 bad command line.
 #include <malloc.h>
+#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -199,6 +200,12 @@ int Mount(const std::vector<std::string>& args) {
   return code;
 }
 
+// Until the mount installs its own handlers (unmount, then exit 0), SIGTERM and SIGINT end
+// the start with the status a shell reports for a signal. Explicit because the kernel ignores
+// the signals a container's PID 1 has no handler for: `podman stop` or a pod's deletion
+// during a slow start-up listing would wait out the grace period and end in SIGKILL.
+void EndStartOnSignal(int sig) { _exit(128 + sig); }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -215,6 +222,8 @@ int main(int argc, char** argv) {
   // keep their pages resident: the daemon's RSS then grew to twice what its --max-memory
   // budget counted (64 writers at once).
   mallopt(M_MMAP_THRESHOLD, 1 << 20);
+  signal(SIGTERM, EndStartOnSignal);
+  signal(SIGINT, EndStartOnSignal);
   int code = Mount(args);
   // See mount_session.cc's shutdown note: leave without running destructors of the
   // object graph (the FUSE mount is already gone and every request answered).

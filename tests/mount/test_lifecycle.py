@@ -70,6 +70,39 @@ class LifecycleTest(unittest.TestCase):
             harness.force_unmount(mnt)
             slow.stop()
 
+    def test_sigterm_during_a_slow_start_ends_it_also_as_pid_1(self):
+        """As a container's PID 1 (here: PID 1 of a new PID namespace) the kernel ignores a
+        signal the process has no handler for. SIGTERM while the start-up listing waits must
+        still end the start at once (exit 143), not wait for a SIGKILL."""
+        slow = harness.TestServer(self.root, bucket="bucket", args=["--ttfb-ms", "60000"])
+        mnt = tempfile.mkdtemp(prefix="ossmount-slow-")
+        try:
+            proc = subprocess.Popen(["unshare", "--pid", "--fork", "--kill-child"] +
+                                    harness.mount_command(slow, mnt), env=slow.env(),
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            # The daemon: unshare's child, PID 1 inside its namespace.
+            def daemon():
+                out = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                                     text=True).stdout.split()
+                return int(out[0]) if out else None
+            harness.wait_for(lambda: daemon() is not None, 30, "the daemon")
+            pid = daemon()
+            with open("/proc/%d/status" % pid) as f:
+                self.assertIn("NSpid:\t%d\t1" % pid, f.read())
+            time.sleep(1)  # inside the start-up listing, which waits 60 s for its answer
+            os.kill(pid, signal.SIGTERM)
+            try:
+                rc = proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                self.fail("SIGTERM did not end a daemon that was PID 1 in its start-up")
+            self.assertEqual(rc, 143, proc.stdout.read())
+            self.assertFalse(harness.is_mounted(mnt))
+        finally:
+            harness.force_unmount(mnt)
+            slow.stop()
+
     def check_signal_unmounts(self, sig):
         m = harness.Mount(self.server)
         try:
