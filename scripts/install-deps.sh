@@ -64,4 +64,13 @@ if [ ! -x tests/s3rver/node_modules/.bin/s3rver ]; then
   echo "install-deps: installing s3rver (npm)"
   (cd tests/s3rver && npm ci --no-audit --no-fund --loglevel=error)
 fi
+# The offline validators of the Kubernetes manifests and the Containerfile (ctest
+# lint:k8s_manifests), pinned by tools/k8s-validate/package-lock.json and installed into
+# tools/k8s-validate/node_modules (ignored by git). The copy of the lock file kept there says
+# what was installed, so that a changed pin is installed on the next run.
+if ! cmp -s tools/k8s-validate/package-lock.json tools/k8s-validate/node_modules/.ossmount-lock; then
+  echo "install-deps: installing the Kubernetes manifest validators (npm)"
+  (cd tools/k8s-validate && npm ci --no-audit --no-fund --loglevel=error >/dev/null &&
+     cp package-lock.json node_modules/.ossmount-lock)
+fi
 echo "install-deps: ok"

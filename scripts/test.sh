@@ -2,7 +2,7 @@
 # Builds ossmount and runs every test: unit, integration (s3rver and the project's object
 # server) and real FUSE mount tests. Ends with ctest's summary line.
 #   scripts/test.sh                 everything
-#   scripts/test.sh -L unit         only a label (unit, integration, mount); any ctest args
+#   scripts/test.sh -L unit         only a label (unit, integration, mount, lint); any ctest args
 #   scripts/test.sh --sanitizers    also the sanitizer and fuzz runs (always on when CI=true)
 #   scripts/test.sh --no-sanitizers skip them even in CI
 # The sanitizer and fuzz runs (scripts/sanitize.sh: unit and integration tests under ASan+UBSan
