@@ -18,11 +18,11 @@
 namespace ossmount::daemon {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kAbortUploadsUsage =
     "usage: ossmount abort-uploads BUCKET[:/PREFIX] [--older-than AGE] [--dry-run] "
     "[--endpoint ...] [other mount options]\n";
 
-std::string Utc(int64_t sec) {
+std::string UtcTime(int64_t sec) {
   if (sec == 0) return "an unknown time";
   const std::time_t t = static_cast<std::time_t>(sec);
   std::tm tm{};
@@ -57,7 +57,8 @@ int AbortUploadsCommand(const std::vector<std::string>& args) {
       std::string value;
       if (args[i] == "--older-than") {
         if (i + 1 == args.size()) {
-          std::fprintf(stderr, "ossmount abort-uploads: --older-than needs an age\n%s", kUsage);
+          std::fprintf(stderr, "ossmount abort-uploads: --older-than needs an age\n%s",
+                       kAbortUploadsUsage);
           return 2;
         }
         value = args[++i];
@@ -71,7 +72,7 @@ int AbortUploadsCommand(const std::vector<std::string>& args) {
       }
       older_than_sec = std::chrono::duration_cast<std::chrono::seconds>(*age).count();
     } else if (args[i] == "-h" || args[i] == "--help") {
-      std::printf("%s", kUsage);
+      std::printf("%s", kAbortUploadsUsage);
       return 0;
     } else {
       rest.push_back(args[i]);
@@ -83,11 +84,11 @@ int AbortUploadsCommand(const std::vector<std::string>& args) {
   auto parsed = config::ParseCommandLine(mount_args);
   if (!parsed.ok()) {
     std::fprintf(stderr, "ossmount abort-uploads: %s\n%s", parsed.status().message().c_str(),
-                 kUsage);
+                 kAbortUploadsUsage);
     return 2;
   }
   if (parsed->command != config::Command::kMount) {
-    std::printf("%s", kUsage);
+    std::printf("%s", kAbortUploadsUsage);
     return 0;
   }
   config::MountConfig cfg = std::move(parsed->config);
@@ -127,7 +128,7 @@ int AbortUploadsCommand(const std::vector<std::string>& args) {
   for (const OpenUpload& upload : chosen) {
     if (dry_run) {
       std::printf("would abort %s (upload %s, started %s)\n", upload.key.c_str(),
-                  upload.upload_id.c_str(), Utc(upload.initiated_sec).c_str());
+                  upload.upload_id.c_str(), UtcTime(upload.initiated_sec).c_str());
       continue;
     }
     std::promise<Status> aborted;
@@ -136,7 +137,7 @@ int AbortUploadsCommand(const std::vector<std::string>& args) {
     Status s = aborted.get_future().get();
     if (s.ok()) {
       std::printf("aborted %s (upload %s, started %s)\n", upload.key.c_str(),
-                  upload.upload_id.c_str(), Utc(upload.initiated_sec).c_str());
+                  upload.upload_id.c_str(), UtcTime(upload.initiated_sec).c_str());
     } else {
       ++failures;
       std::fprintf(stderr, "ossmount abort-uploads: %s (upload %s): %s\n", upload.key.c_str(),
