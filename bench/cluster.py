@@ -37,7 +37,7 @@ REPO = os.path.dirname(BENCH)
 sys.path.insert(0, BENCH)
 sys.path.insert(0, os.path.join(REPO, "tests", "mount"))
 from ossbench import datasets  # noqa: E402
-from ossbench.server import proc_cpu_seconds  # noqa: E402
+from ossbench.server import proc_cpu_seconds, stop_process  # noqa: E402
 import netns_nodes  # noqa: E402
 
 BUILD = os.environ.get("BUILD_DIR", os.path.join(REPO, "build"))
@@ -136,13 +136,7 @@ class Server:
         return proc_cpu_seconds(self.proc.pid) or 0.0
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self.log.close()
 
 

@@ -37,6 +37,8 @@ packages=(
   procps
   # rsync: scripts/test.sh's stable copy of the tree under CI=true.
   rsync
+  # iproute2: mount:cluster's nodes are network namespaces joined by a bridge (`ip`).
+  iproute2
   # python3-seccomp: mount:uring starts a daemon that may not create an io_uring, as a
   # container runtime's default seccomp profile does.
   python3-seccomp

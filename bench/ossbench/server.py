@@ -78,13 +78,19 @@ class TestServer:
         return proc_cpu_seconds(self.proc.pid)
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
+
+
+def stop_process(proc, timeout=10):
+    """SIGTERM, then SIGKILL if `proc` has not exited within `timeout` s; waits for it."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def proc_cpu_seconds(pid):

@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -158,13 +157,7 @@ class TestServer:
         urllib.request.urlopen(req, timeout=10).read()
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self.proc.stdout.close()
         self.log.close()  # the file stays (delete=False) for a failing test's reader
 
@@ -177,6 +170,18 @@ class TestServer:
         e["OSS_ACCESS_KEY_ID"] = AK
         e["OSS_ACCESS_KEY_SECRET"] = SK
         return e
+
+
+def stop_process(proc, timeout=10):
+    """SIGTERM, then SIGKILL if `proc` has not exited within `timeout` s; waits for it."""
+    if proc is None or proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 class S3rver:
@@ -218,13 +223,7 @@ class S3rver:
         return e
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -329,13 +328,7 @@ class Mount:
 
     def close(self):
         force_unmount(self.mountpoint)
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc)
         if self.notify is not None:
             self.notify.close()
             shutil.rmtree(self.notify_dir, ignore_errors=True)

@@ -105,13 +105,7 @@ class NodeMount:
 
     def close(self):
         harness.force_unmount(self.mountpoint)
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        harness.stop_process(self.proc)
         self.notify.close()
         self.log.close()
         with __import__("contextlib").suppress(OSError):

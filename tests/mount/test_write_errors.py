@@ -384,9 +384,9 @@ print("written", flush=True)
 sys.stdin.read()  # holds the file open, mid-way, until killed
 """
 
-    def leave_an_open_upload(self, journal):
-        """kill -9 of a mount writing ckpt/big.bin, two of its parts stored."""
-        mnt = self.mount(journal=journal)  # default 8 MiB parts
+    def start_writer(self, mnt):
+        """A process that wrote 20 MiB to ckpt/big.bin and holds it open, two 8 MiB parts
+        stored on the server (the default part size); killed at cleanup."""
         os.mkdir(mnt.path("ckpt"))
         writer = subprocess.Popen([sys.executable, "-c", self.WRITER, mnt.path("ckpt", "big.bin"),
                                    "20"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -395,9 +395,14 @@ sys.stdin.read()  # holds the file open, mid-way, until killed
         self.addCleanup(writer.stdout.close)
         self.addCleanup(lambda: writer.poll() is None and writer.kill())
         self.assertEqual(writer.stdout.readline(), "written\n")
-        # 20 MiB written: two whole 8 MiB parts go up while the file is written.
         harness.wait_for(lambda: [u["parts"] for u in self.open_uploads()] == [2], 60,
                          "two parts stored on the server")
+        return writer
+
+    def leave_an_open_upload(self, journal):
+        """kill -9 of a mount writing ckpt/big.bin, two of its parts stored."""
+        mnt = self.mount(journal=journal)  # default 8 MiB parts
+        writer = self.start_writer(mnt)
         os.kill(mnt.proc.pid, signal.SIGKILL)
         mnt.proc.wait(30)
         writer.kill()
@@ -436,16 +441,7 @@ sys.stdin.read()  # holds the file open, mid-way, until killed
         # A DaemonSet pod deleted mid-save: the writer never closed, so the 20 MiB so far are
         # not a checkpoint. Completing them would leave a truncated file that looks saved.
         mnt = self.mount()
-        os.mkdir(mnt.path("ckpt"))
-        writer = subprocess.Popen([sys.executable, "-c", self.WRITER, mnt.path("ckpt", "big.bin"),
-                                   "20"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  text=True)
-        self.addCleanup(writer.stdin.close)
-        self.addCleanup(writer.stdout.close)
-        self.addCleanup(lambda: writer.poll() is None and writer.kill())
-        self.assertEqual(writer.stdout.readline(), "written\n")
-        harness.wait_for(lambda: [u["parts"] for u in self.open_uploads()] == [2], 60,
-                         "two parts stored on the server")
+        writer = self.start_writer(mnt)
         mnt.proc.send_signal(signal.SIGTERM)
         self.assertEqual(mnt.proc.wait(60), 0, mnt.output())
         writer.kill()
