@@ -18,43 +18,6 @@ namespace ossmount::daemon {
 
 namespace {
 
-// GET bytes 0-0 of `key`: any answer from the bucket itself (the object, an empty object's
-// invalid range, NoSuchKey) proves endpoint, bucket and credentials.
-Status ProbeWithGet(ObjectClient& client, const std::string& key, const config::MountConfig& config,
-                    std::chrono::seconds timeout, const WaitingNotice& on_waiting) {
-  auto body = std::make_shared<std::vector<char>>();
-  auto done = std::make_shared<std::promise<Status>>();
-  std::future<Status> result = done->get_future();
-  GetRequest request;
-  request.key = key;
-  request.offset = 0;
-  request.length = 1;
-  client.Get(request, GetTarget::Growable(body.get()),
-             [done, body](Result<GetResult> r) { done->set_value(r.status()); });
-  const std::string where = DescribeBucket(config);
-  if (!WaitForStartupAnswer(result, where + " to answer the start-up read of '" + key + "'",
-                            timeout, on_waiting)) {
-    return Status(ErrorCode::kTimeout,
-                  "reading '" + key + "' from " + where + " did not finish within " +
-                      std::to_string(timeout.count()) +
-                      " s\nhint: " + ProbeHint(Status(ErrorCode::kTimeout, ""), config));
-  }
-  Status st = result.get();
-  switch (st.code()) {
-    case ErrorCode::kOk:
-    case ErrorCode::kInvalidRange:
-      return Status::Ok();
-    case ErrorCode::kNotFound:
-      spdlog::warn("manifest: its first entry '{}' is not in {}; reading it will fail", key, where);
-      return Status::Ok();
-    default:
-      return Status(st.code(),
-                    "cannot read '" + key + "' from " + where + ": " + st.ToString() +
-                        "\nhint: " + ProbeHint(st, config),
-                    st.retryable());
-  }
-}
-
 // An istream over bytes already in memory, without copying them.
 class BytesStreamBuf : public std::streambuf {
  public:
@@ -72,14 +35,11 @@ class StartupCall {
       done->set_value(Status::Ok());
     };
   }
-  // kTimeout naming `what` when no answer came within `timeout`.
-  Result<T> Await(const std::string& what, std::chrono::seconds timeout,
-                  const WaitingNotice& on_waiting) {
-    if (!WaitForStartupAnswer(ready_, what, timeout, on_waiting)) {
-      return Status(ErrorCode::kTimeout,
-                    what + ": no answer within " + std::to_string(timeout.count()) + " s");
-    }
-    return std::move(**slot_);  // written before the promise was set
+  // The client's answer, or nullopt when none came within `timeout`.
+  std::optional<Result<T>> Await(const std::string& what, std::chrono::seconds timeout,
+                                 const WaitingNotice& on_waiting) {
+    if (!WaitForStartupAnswer(ready_, what, timeout, on_waiting)) return std::nullopt;
+    return std::move(*slot_);  // written before the promise was set
   }
 
  private:
@@ -87,6 +47,49 @@ class StartupCall {
   std::shared_ptr<std::promise<Status>> done_ = std::make_shared<std::promise<Status>>();
   std::future<Status> ready_ = done_->get_future();
 };
+
+Status NoAnswer(const std::string& what, std::chrono::seconds timeout) {
+  return Status(ErrorCode::kTimeout,
+                what + ": no answer within " + std::to_string(timeout.count()) + " s");
+}
+
+// GET bytes 0-0 of `key`: any answer from the bucket itself (the object, an empty object's
+// invalid range, NoSuchKey) proves endpoint, bucket and credentials.
+Status ProbeWithGet(ObjectClient& client, const std::string& key, const config::MountConfig& config,
+                    std::chrono::seconds timeout, const WaitingNotice& on_waiting) {
+  auto body = std::make_shared<std::vector<char>>();
+  StartupCall<GetResult> call;
+  GetRequest request;
+  request.key = key;
+  request.offset = 0;
+  request.length = 1;
+  // `body` is kept alive by the handler: after a timeout the GET may still write into it.
+  client.Get(request, GetTarget::Growable(body.get()),
+             [handler = call.Handler(), body](Result<GetResult> r) { handler(std::move(r)); });
+  const std::string where = DescribeBucket(config);
+  auto got =
+      call.Await(where + " to answer the start-up read of '" + key + "'", timeout, on_waiting);
+  if (!got) {
+    return Status(ErrorCode::kTimeout,
+                  "reading '" + key + "' from " + where + " did not finish within " +
+                      std::to_string(timeout.count()) +
+                      " s\nhint: " + ProbeHint(Status(ErrorCode::kTimeout, ""), config));
+  }
+  Status st = got->status();
+  switch (st.code()) {
+    case ErrorCode::kOk:
+    case ErrorCode::kInvalidRange:
+      return Status::Ok();
+    case ErrorCode::kNotFound:
+      spdlog::warn("manifest: its first entry '{}' is not in {}; reading it will fail", key, where);
+      return Status::Ok();
+    default:
+      return Status(st.code(),
+                    "cannot read '" + key + "' from " + where + ": " + st.ToString() +
+                        "\nhint: " + ProbeHint(st, config),
+                    st.retryable());
+  }
+}
 
 }  // namespace
 
@@ -99,7 +102,9 @@ Result<meta::LoadedManifest> FetchManifestObject(ObjectClient& client, const std
   const std::string where = "manifest " + uri;
   StartupCall<ObjectInfo> head_call;
   client.Head(key, head_call.Handler());
-  auto head = head_call.Await("the HEAD of " + where, timeout, on_waiting);
+  auto answered_head = head_call.Await("the HEAD of " + where, timeout, on_waiting);
+  if (!answered_head) return NoAnswer("the HEAD of " + where, timeout);
+  Result<ObjectInfo>& head = *answered_head;
   if (!head.ok()) {
     if (head.status().code() == ErrorCode::kNotFound) {
       return Status(ErrorCode::kNotFound,
@@ -130,7 +135,9 @@ Result<meta::LoadedManifest> FetchManifestObject(ObjectClient& client, const std
   auto handler = get_call.Handler();
   client.Get(request, GetTarget::Fixed(bytes->data(), bytes->size()),
              [handler, bytes](Result<GetResult> r) { handler(std::move(r)); });
-  auto got = get_call.Await("reading " + where, timeout, on_waiting);
+  auto answered_get = get_call.Await("reading " + where, timeout, on_waiting);
+  if (!answered_get) return NoAnswer("reading " + where, timeout);
+  Result<GetResult>& got = *answered_get;
   if (!got.ok()) {
     if (got.status().code() == ErrorCode::kPreconditionFailed) {
       return Status(ErrorCode::kPreconditionFailed,
