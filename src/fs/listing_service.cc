@@ -82,13 +82,14 @@ void ListingService::Resolve(const std::string& path, ResolveCallback done) {
 void ListingService::ProbePath(const std::string& path, ResolveCallback done) {
   if (!probes_.Join(path, [done = std::move(done)](const ProbeResult& r) { done(r); })) return;
   ListForLookups(std::string(meta::SplitPath(path).first));
+  const meta::MetadataCache::Asked asked = cache_.Asking();
   ProbeName(client_, meta::FileKey(prefix_, path),
-            [self = shared_from_this(), path](ProbeResult r) {
+            [self = shared_from_this(), path, asked](ProbeResult r) {
               if (r.ok()) {
                 if (r->has_value()) {
-                  self->cache_.PutPresent(path, **r);
+                  self->cache_.PutPresent(path, **r, asked);
                 } else {
-                  self->cache_.PutAbsent(path);
+                  self->cache_.PutAbsent(path, asked);
                 }
               }
               self->probes_.Complete(path, r);
@@ -144,12 +145,17 @@ void ListingService::FetchListing(const std::string& path, ListingCallback done,
       return false;
     };
   }
+  const meta::MetadataCache::Asked asked = cache_.StartListing();
   ListDirectory(
       client_, meta::DirPrefix(prefix_, path),
-      [self = shared_from_this(), path, abandoned,
+      [self = shared_from_this(), path, abandoned, asked,
        counted_in = mode.counted_in](Result<std::shared_ptr<const meta::DirSnapshot>> r) {
+        if (r.ok() && !*abandoned) {
+          r = self->cache_.PutListing(path, std::move(*r), asked);
+        } else {
+          self->cache_.ListingEnded(asked);
+        }
         if (!*abandoned) {
-          if (r.ok()) self->cache_.PutListing(path, *r);
           if (r.ok() && self->observer_) self->observer_->OnListed(path, **r);
           self->listings_.Complete(path, r);
         }

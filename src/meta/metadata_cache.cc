@@ -80,16 +80,43 @@ MetadataCache::Answer MetadataCache::Find(const std::string& path) const {
   return answer;
 }
 
-void MetadataCache::PutPresent(const std::string& path, NodeAttr attr) {
-  const TimePoint now = ttl_.Now();
+MetadataCache::Asked MetadataCache::Asking() {
   std::lock_guard lock(mu_);
-  entries_[path] = Entry{Entry::kPresent, std::move(attr), ttl_.PositiveExpiry(now), ++seq_};
+  return Asked{++seq_};
 }
 
-void MetadataCache::PutAbsent(const std::string& path) {
+MetadataCache::Asked MetadataCache::StartListing() {
+  std::lock_guard lock(mu_);
+  const Asked asked{++seq_};
+  listings_in_flight_.insert(asked.seq);
+  return asked;
+}
+
+void MetadataCache::ListingEnded(Asked asked) {
+  std::lock_guard lock(mu_);
+  EndListing(asked);
+}
+
+void MetadataCache::PutPresent(const std::string& path, NodeAttr attr) {
+  PutPresent(path, std::move(attr), Asking());
+}
+
+void MetadataCache::PutAbsent(const std::string& path) { PutAbsent(path, Asking()); }
+
+void MetadataCache::PutPresent(const std::string& path, NodeAttr attr, Asked asked) {
   const TimePoint now = ttl_.Now();
   std::lock_guard lock(mu_);
-  entries_[path] = Entry{Entry::kAbsent, NodeAttr(), ttl_.NegativeExpiry(now), ++seq_};
+  Entry& entry = entries_[path];
+  if (entry.seq > asked.seq) return;  // learnt after the question was asked
+  entry = Entry{Entry::kPresent, std::move(attr), ttl_.PositiveExpiry(now), asked.seq};
+}
+
+void MetadataCache::PutAbsent(const std::string& path, Asked asked) {
+  const TimePoint now = ttl_.Now();
+  std::lock_guard lock(mu_);
+  Entry& entry = entries_[path];
+  if (entry.seq > asked.seq) return;
+  entry = Entry{Entry::kAbsent, NodeAttr(), ttl_.NegativeExpiry(now), asked.seq};
 }
 
 void MetadataCache::Erase(const std::string& path) {
@@ -104,19 +131,49 @@ void MetadataCache::Invalidate(const std::string& path) {
 
 void MetadataCache::PutListing(const std::string& dir_path,
                                std::shared_ptr<const DirSnapshot> listing) {
+  PutListing(dir_path, std::move(listing), StartListing());
+}
+
+std::shared_ptr<const DirSnapshot> MetadataCache::PutListing(
+    const std::string& dir_path, std::shared_ptr<const DirSnapshot> listing, Asked asked) {
   const TimePoint now = ttl_.Now();
+  std::lock_guard lock(mu_);
+  // Ends the listing however it goes; the changes it needs stay until the end of this call.
+  struct EndOnReturn {
+    MetadataCache* cache;
+    Asked asked;
+    ~EndOnReturn() { cache->EndListing(asked); }
+  } end_on_return{this, asked};
+  if (asked.seq <= refuse_listings_asked_until_) return listing;
+  Listing& slot = listings_[dir_path];
+  if (slot.snapshot && slot.asked > asked.seq) return slot.snapshot;  // a later one is cached
+  const std::string below = dir_path.empty() ? "" : dir_path + "/";
+  for (const Change& change : changes_for_listings_) {
+    if (change.seq <= asked.seq) continue;
+    if (change.forgot_tree) {
+      const bool covers = dir_path == change.path ||
+                          dir_path.compare(0, change.path.size() + 1, change.path + "/") == 0;
+      if (covers) {
+        if (!slot.snapshot) listings_.erase(dir_path);
+        return listing;  // its names moved: nothing in it is known any more
+      }
+      continue;
+    }
+    const auto [parent, name] = SplitPath(change.path);
+    if (parent != dir_path || !listing) continue;
+    listing = std::make_shared<const DirSnapshot>(listing->Patched(name, change.attr));
+  }
   const size_t names = listing ? listing->size() : 0;
   const size_t bytes = listing ? listing->MemoryBytes() : 0;
-  std::lock_guard lock(mu_);
-  Listing& slot = listings_[dir_path];
   if (slot.snapshot) {
     listed_names_ -= slot.snapshot->size();
     listing_bytes_ -= slot.snapshot->MemoryBytes();
   }
   listed_names_ += names;
   listing_bytes_ += bytes;
-  slot = Listing{std::move(listing), ttl_.PositiveExpiry(now), ++seq_};
+  slot = Listing{listing, ttl_.PositiveExpiry(now), asked.seq, asked.seq};
   lookup_demand_.erase(dir_path);
+  return listing;
 }
 
 void MetadataCache::RecordChange(const std::string& path, std::optional<NodeAttr> attr) {
@@ -130,6 +187,7 @@ void MetadataCache::RecordChange(const std::string& path, std::optional<NodeAttr
   } else {
     entries_[path] = Entry{Entry::kAbsent, NodeAttr(), ttl_.PositiveExpiry(now), ++seq_};
   }
+  KeepForListings(Change{seq_, path, attr});
   auto l = listings_.find(dir);
   if (l == listings_.end() || !l->second.snapshot) return;
   const DirSnapshot& old = *l->second.snapshot;
@@ -164,6 +222,33 @@ void MetadataCache::ForgetTree(const std::string& path) {
   }
   // Ancestors' answers must not speak for the tree either: its names are unknown now.
   entries_[path] = Entry{Entry::kInvalid, NodeAttr(), TimePoint::max(), ++seq_};
+  KeepForListings(Change{seq_, path, std::nullopt, /*forgot_tree=*/true});
+}
+
+void MetadataCache::KeepForListings(Change change) {
+  if (listings_in_flight_.empty()) return;
+  if (changes_for_listings_.size() >= kMaxChangesKeptForListings) {
+    // The listings in flight are refused when they arrive; none needs the changes then.
+    refuse_listings_asked_until_ = *listings_in_flight_.rbegin();
+    changes_for_listings_.clear();
+    return;
+  }
+  changes_for_listings_.push_back(std::move(change));
+}
+
+void MetadataCache::EndListing(Asked asked) {
+  if (auto it = listings_in_flight_.find(asked.seq); it != listings_in_flight_.end()) {
+    listings_in_flight_.erase(it);
+  }
+  if (listings_in_flight_.empty()) {
+    changes_for_listings_.clear();
+    return;
+  }
+  // Changes made before the oldest listing in flight was asked are in what it will list.
+  const uint64_t oldest = *listings_in_flight_.begin();
+  while (!changes_for_listings_.empty() && changes_for_listings_.front().seq < oldest) {
+    changes_for_listings_.pop_front();
+  }
 }
 
 std::shared_ptr<const DirSnapshot> MetadataCache::FreshListing(const std::string& dir_path) const {
@@ -272,6 +357,11 @@ size_t MetadataCache::listed_names() const {
 size_t MetadataCache::listing_bytes() const {
   std::lock_guard lock(mu_);
   return listing_bytes_;
+}
+
+size_t MetadataCache::changes_kept_for_listings() const {
+  std::lock_guard lock(mu_);
+  return changes_for_listings_.size();
 }
 
 }  // namespace ossmount::meta

@@ -6,10 +6,13 @@
 //   - directory listings (DirSnapshot, complete: every page was fetched): a fresh listing
 //     answers for every name in the directory, present or absent, with no request.
 // Find answers from the newest fresh source, so a listing taken after a probe overrides it
-// and vice versa. Stale knowledge is ignored (and replaced by the next Put). With nothing
-// newer about a path or its parent's listing, its ancestors answer: below a name that a
-// fresh source says is absent, or a file, nothing exists (a name that is both a file and a
-// directory is listed as the directory), so a deep path under a wrong root needs no probe.
+// and vice versa. An answer from the server is as new as its question: it is stamped when the
+// question was asked (Asking, StartListing), so a change this mount recorded while the
+// question was in flight stays newer than the answer. Stale knowledge is ignored (and replaced by
+// the next Put). With nothing newer about a path or its parent's listing, its ancestors answer:
+// below a name that a fresh source says is absent, or a file, nothing exists (a name that is both a
+// file and a directory is listed as the directory), so a deep path under a wrong root needs no
+// probe.
 //
 // Listings are shared, immutable snapshots: a directory handle keeps the one it read from
 // even after the cache replaced it, so its offsets stay stable.
@@ -18,9 +21,11 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -43,8 +48,25 @@ class MetadataCache {
 
   // What is known about `path` ("" is the root, which callers handle themselves).
   Answer Find(const std::string& path) const;
+
+  // When a question to the server was asked. A probe's answer stamped with it loses to
+  // whatever this cache learnt after the question left (a RecordChange, Invalidate or a probe
+  // asked later), so an answer that was already old when it arrived cannot undo a change:
+  // a probe that saw no "x" does not hide the "x" that this mount's close made meanwhile.
+  struct Asked {
+    uint64_t seq = 0;
+  };
+  Asked Asking();
+  // A listing about to be sent. Every one ends in exactly one PutListing(..., Asked) or
+  // ListingEnded: until then, the changes RecordChange and ForgetTree make are kept for it.
+  Asked StartListing();
+  void ListingEnded(Asked asked);
+
+  // The answers of probes: asked now, or at `asked`.
   void PutPresent(const std::string& path, NodeAttr attr);
   void PutAbsent(const std::string& path);
+  void PutPresent(const std::string& path, NodeAttr attr, Asked asked);
+  void PutAbsent(const std::string& path, Asked asked);
   // Forgets the per-path entry (the next Find falls back to the listing, or kUnknown).
   void Erase(const std::string& path);
   // Declares everything known so far about `path` outdated (e.g. a read saw the object
@@ -52,7 +74,18 @@ class MetadataCache {
   // Put. The entry never expires on its own.
   void Invalidate(const std::string& path);
 
+  // A complete listing, asked now or by StartListing. One asked before the cached listing was
+  // is dropped. The changes this mount recorded in the directory after it was asked are
+  // applied to it (a mkdir that completed while the listing was in flight is in it), and one
+  // of a directory that a ForgetTree covered after it was asked is dropped. Returns the
+  // listing to answer with: the one given with those changes applied, or the later one cached.
   void PutListing(const std::string& dir_path, std::shared_ptr<const DirSnapshot> listing);
+  std::shared_ptr<const DirSnapshot> PutListing(const std::string& dir_path,
+                                                std::shared_ptr<const DirSnapshot> listing,
+                                                Asked asked);
+  // At most this many changes are kept for listings in flight; past it, those listings are
+  // dropped when they arrive (their callers still get them) rather than cached.
+  static constexpr size_t kMaxChangesKeptForListings = 65'536;
   // This mount changed a name (it wrote, made, removed or renamed it): `path` is present with
   // `attr`, or absent when attr is nullopt, as a newer per-path entry that never expires
   // before the TTL would, and in the cached listing of its directory (replaced by a patched
@@ -126,6 +159,8 @@ class MetadataCache {
   // MemoryBytes): what a walk leaves behind. Listings stay until replaced, expired or not.
   size_t listed_names() const;
   size_t listing_bytes() const;
+  // Changes kept for the listings in flight (none once they all ended).
+  size_t changes_kept_for_listings() const;
 
  private:
   struct Entry {
@@ -137,7 +172,8 @@ class MetadataCache {
   struct Listing {
     std::shared_ptr<const DirSnapshot> snapshot;
     TimePoint expiry;
-    uint64_t seq = 0;
+    uint64_t seq = 0;    // RecordChange's patches make it newer
+    uint64_t asked = 0;  // when the listing was asked
     // Find calls for names in this directory since the listing was taken, whatever answered
     // them: the demand WorthRelisting weighs. Counted under mu_.
     mutable uint64_t finds = 0;
@@ -150,18 +186,35 @@ class MetadataCache {
     uint64_t needed = kListForLookupsAfter;  // probes that start the next listing
     bool claimed = false;
   };
+  // A change kept for the listings in flight: RecordChange's, or a ForgetTree of `path`.
+  struct Change {
+    uint64_t seq = 0;
+    std::string path;
+    std::optional<NodeAttr> attr;
+    bool forgot_tree = false;
+  };
+  // Keeps a change for the listings in flight, if any. REQUIRES mu_ held.
+  void KeepForListings(Change change);
+  // Ends a listing in flight and drops the changes no listing still in flight needs.
+  // REQUIRES mu_ held.
+  void EndListing(Asked asked);
   // The demand test of WorthRelisting and ClaimRefreshAhead, for a listing of at most
   // max_entries names. REQUIRES mu_ held.
   static bool InDemand(const Listing& listing, size_t max_entries);
 
   const TtlPolicy ttl_;
-  // mu_ guards entries_, listings_, lookup_demand_, seq_ and the listings' totals.
+  // mu_ guards all members below.
   mutable std::mutex mu_;
   std::unordered_map<std::string, Entry> entries_;
   std::unordered_map<std::string, Listing> listings_;
   // Directories with no listing that names were probed in; erased when a listing is cached.
   std::unordered_map<std::string, LookupDemand> lookup_demand_;
   uint64_t seq_ = 0;
+  // When the listings in flight were asked, and the changes made since the oldest of them.
+  std::multiset<uint64_t> listings_in_flight_;
+  std::deque<Change> changes_for_listings_;
+  // Listings asked at or before this are not cached (too many changes were made meanwhile).
+  uint64_t refuse_listings_asked_until_ = 0;
   size_t listed_names_ = 0;
   size_t listing_bytes_ = 0;
 };

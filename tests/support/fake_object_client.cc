@@ -167,6 +167,21 @@ void FakeObjectClient::Resume() {
   for (auto& f : held) boost::asio::post(io_, std::move(f));
 }
 
+void FakeObjectClient::HoldListsOf(std::string prefix) {
+  std::lock_guard lock(mu_);
+  hold_lists_of_ = std::move(prefix);
+}
+
+void FakeObjectClient::ReleaseLists() {
+  std::vector<std::function<void()>> held;
+  {
+    std::lock_guard lock(mu_);
+    hold_lists_of_.reset();
+    held.swap(held_lists_);
+  }
+  for (auto& finish : held) finish();
+}
+
 uint64_t FakeObjectClient::count(Op op) const {
   std::lock_guard lock(mu_);
   return counters_[static_cast<int>(op)];
@@ -323,9 +338,20 @@ void FakeObjectClient::List(const ListRequest& request, ListHandler handler) {
           "cycle-" + std::to_string(cycled_pages_++ % static_cast<uint64_t>(token_cycle_));
     }
   }
-  Finish([handler = std::move(handler), page = std::move(page)]() mutable {
-    handler(std::move(page));
-  });
+  auto finish = [self = shared_from_this(), handler = std::move(handler),
+                 page = std::move(page)]() mutable {
+    self->Finish([handler = std::move(handler), page = std::move(page)]() mutable {
+      handler(std::move(page));
+    });
+  };
+  {
+    std::lock_guard lock(mu_);
+    if (hold_lists_of_ == request.prefix) {
+      held_lists_.push_back(std::move(finish));
+      return;
+    }
+  }
+  finish();
 }
 
 void FakeObjectClient::Head(const std::string& key, HeadHandler handler) {

@@ -120,6 +120,11 @@ class FakeObjectClient : public ObjectClient,
   // Holds every completion (including ones already scheduled) until Resume().
   void Pause();
   void Resume();
+  // Holds the answers of List requests for exactly `prefix` (made from the bucket as it was
+  // when they were asked) until ReleaseLists(), while every other request completes: a
+  // listing in flight across other changes.
+  void HoldListsOf(std::string prefix);
+  void ReleaseLists();
 
   // --- Observation. ---
   uint64_t count(Op op) const;
@@ -208,6 +213,8 @@ class FakeObjectClient : public ObjectClient,
   bool fail_after_early_ = false;
   bool paused_ = false;
   std::vector<std::function<void()>> held_;
+  std::optional<std::string> hold_lists_of_;
+  std::vector<std::function<void()>> held_lists_;
   int in_flight_ = 0;
   int max_in_flight_ = 0;
   uint64_t cancelled_ = 0;

@@ -348,3 +348,49 @@ TEST_CASE("Namespace: Rename of a directory holding a file being written is kBus
   CHECK(h.fake->count(Op::kCopy) == 0);
   h.fs->Release(c->entry.attr.ino, c->fh);
 }
+
+TEST_CASE("Namespace: changes made while their directory's listing is in flight outlive it") {
+  // rsync's generator looks up names before it makes them, which starts a listing of the
+  // directory behind the lookups; its mkdir then completes before that listing's answer,
+  // which was made without the new directory. The answer must not hide it.
+  FsOptions o = WritableOptions();
+  SECTION("indefinite TTL") { o.metadata_ttl = std::nullopt; }
+  SECTION("finite TTL") { o.metadata_ttl = 60s; }
+  WriteRig h(o);
+  h.fake->PutObject("shards/a", "1");
+  h.fake->PutObject("shards/b", "2");
+  auto shards = h.Lookup(kRootInode, "shards");
+  REQUIRE(shards.ok());
+  const InodeId dir = shards->attr.ino;
+  h.fake->HoldListsOf("shards/");
+  for (const char* missing : {"x", "y", "z"}) {
+    CHECK(h.Lookup(dir, missing).status().ToErrno() == ENOENT);
+  }
+  REQUIRE(Eventually([&] { return ListingsAndProbes(h, "shards/").first == 1; }));
+
+  auto deep = h.MakeDir(dir, "deep");
+  REQUIRE(deep.ok());
+  h.WriteFile(dir, "new.bin", "written");
+  REQUIRE(h.Unlink(dir, "a").ok());
+  ListingOutcomeCounts lookup_listings("ossmount_lookup_listings_total");
+  h.fake->ReleaseLists();
+  REQUIRE(Eventually([&] { return lookup_listings.ListedSince() == 1; }));
+
+  // What the kernel asks of the new directory before a mkdir in it (rsync failed here).
+  auto attr = h.GetAttr(deep->attr.ino);
+  REQUIRE(attr.ok());
+  CHECK(S_ISDIR(attr->attr.mode));
+  auto looked = h.Lookup(dir, "deep");
+  REQUIRE(looked.ok());
+  CHECK(looked->attr.is_dir);
+  CHECK(looked->attr.ino == deep->attr.ino);
+  CHECK(h.MakeDir(deep->attr.ino, "er").ok());
+  auto file = h.Lookup(dir, "new.bin");
+  REQUIRE(file.ok());
+  CHECK(file->attr.size == 7);
+  CHECK(h.Lookup(dir, "a").status().ToErrno() == ENOENT);
+  CHECK(Names(h.List(dir)) == std::vector<std::string>{"b", "deep/", "new.bin"});
+  // The cached listing answered all of that.
+  CHECK(ListingsAndProbes(h, "shards/").first == 1);
+  CHECK(h.fs->listings()->cache().changes_kept_for_listings() == 0);
+}

@@ -289,3 +289,88 @@ TEST_CASE("InodeTable::Move: a directory moved onto a path with a subtree replac
   CHECK(t.Forget(to_x, 1));
   CHECK(t.Find("to/x") == from_x);
 }
+
+TEST_CASE("Answers asked before a change and put after it do not undo the change") {
+  TestClock clock;
+  MetadataCache cache(TtlPolicy(std::nullopt, 5s, clock.fn()));
+  SECTION("a listing gets the changes made in its directory while it was in flight") {
+    const MetadataCache::Asked asked = cache.StartListing();
+    cache.RecordChange("dir/new", FileOf(7));
+    cache.RecordChange("dir/sub", DirAttr());
+    cache.RecordChange("dir/b", std::nullopt);
+    cache.RecordChange("other/x", FileOf(1));  // another directory: not in this listing
+    auto answered = cache.PutListing("dir", SnapshotOf({"b", "d"}), asked);
+    CHECK(NamesOf(answered) == std::vector<std::string>{"d", "new", "sub"});
+    CHECK(NamesOf(cache.FreshListing("dir")) == std::vector<std::string>{"d", "new", "sub"});
+    CHECK(cache.Find("dir/new").state == State::kPresent);
+    CHECK(cache.Find("dir/new").attr.size == 7);
+    CHECK(cache.Find("dir/sub").attr.is_dir());
+    CHECK(cache.Find("dir/b").state == State::kAbsent);
+    // Below the new directory nothing is known yet: a lookup asks.
+    CHECK(cache.Find("dir/sub/er").state == State::kUnknown);
+  }
+  SECTION("changes made before the listing was asked are the listing's to show") {
+    cache.RecordChange("dir/gone", FileOf(1));
+    const MetadataCache::Asked asked = cache.StartListing();
+    cache.PutListing("dir", SnapshotOf({"d"}), asked);
+    CHECK(NamesOf(cache.FreshListing("dir")) == std::vector<std::string>{"d"});
+    CHECK(cache.Find("dir/gone").state == State::kAbsent);
+  }
+  SECTION("a probe's answer loses to a change made while it was in flight") {
+    const MetadataCache::Asked absent_asked = cache.Asking();
+    const MetadataCache::Asked present_asked = cache.Asking();
+    cache.RecordChange("dir/made", FileOf(3));
+    cache.RecordChange("dir/removed", std::nullopt);
+    cache.PutAbsent("dir/made", absent_asked);
+    cache.PutPresent("dir/removed", FileOf(9), present_asked);
+    CHECK(cache.Find("dir/made").state == State::kPresent);
+    CHECK(cache.Find("dir/removed").state == State::kAbsent);
+    // A probe asked after the change answers as usual.
+    cache.PutAbsent("dir/made", cache.Asking());
+    CHECK(cache.Find("dir/made").state == State::kAbsent);
+  }
+  SECTION("of two listings in flight, the one asked later stays cached") {
+    const MetadataCache::Asked first = cache.StartListing();
+    const MetadataCache::Asked second = cache.StartListing();
+    cache.PutListing("dir", SnapshotOf({"later"}), second);
+    auto answered = cache.PutListing("dir", SnapshotOf({"earlier"}), first);
+    CHECK(NamesOf(answered) == std::vector<std::string>{"later"});
+    CHECK(NamesOf(cache.FreshListing("dir")) == std::vector<std::string>{"later"});
+  }
+  SECTION("a listing of a directory renamed away while it was in flight is not cached") {
+    cache.PutListing("dir", DirsOf({"sub"}));
+    const MetadataCache::Asked asked = cache.StartListing();
+    cache.ForgetTree("dir/sub");
+    cache.RecordChange("dir/sub", std::nullopt);
+    auto answered = cache.PutListing("dir/sub", SnapshotOf({"f"}), asked);
+    CHECK(NamesOf(answered) == std::vector<std::string>{"f"});
+    CHECK(cache.FreshListing("dir/sub") == nullptr);
+    CHECK(cache.Find("dir/sub/f").state == State::kAbsent);
+  }
+  SECTION("past the changes kept for listings in flight, those listings are not cached") {
+    const MetadataCache::Asked asked = cache.StartListing();
+    for (size_t i = 0; i <= MetadataCache::kMaxChangesKeptForListings; ++i) {
+      cache.RecordChange("dir/f" + std::to_string(i), FileOf(1));
+    }
+    cache.PutListing("dir", SnapshotOf({"old"}), asked);
+    CHECK(cache.FreshListing("dir") == nullptr);
+    CHECK(cache.Find("dir/f0").state == State::kPresent);
+    // A listing asked afterwards is cached as usual.
+    cache.PutListing("dir", SnapshotOf({"f0", "f1"}), cache.StartListing());
+    CHECK(NamesOf(cache.FreshListing("dir")) == std::vector<std::string>{"f0", "f1"});
+  }
+  SECTION("changes are kept only while a listing asked before them is in flight") {
+    cache.RecordChange("dir/before", FileOf(1));
+    CHECK(cache.changes_kept_for_listings() == 0);
+    const MetadataCache::Asked failing = cache.StartListing();
+    cache.RecordChange("dir/a", FileOf(1));
+    const MetadataCache::Asked succeeding = cache.StartListing();
+    cache.RecordChange("dir/b", FileOf(1));
+    CHECK(cache.changes_kept_for_listings() == 2);
+    cache.ListingEnded(failing);
+    CHECK(cache.changes_kept_for_listings() == 1);  // "dir/a" is in what the other lists
+    cache.PutListing("dir", SnapshotOf({"a", "before"}), succeeding);
+    CHECK(cache.changes_kept_for_listings() == 0);
+    CHECK(NamesOf(cache.FreshListing("dir")) == std::vector<std::string>{"a", "b", "before"});
+  }
+}
