@@ -53,10 +53,11 @@ Status NoAnswer(const std::string& what, std::chrono::seconds timeout) {
                 what + ": no answer within " + std::to_string(timeout.count()) + " s");
 }
 
-// GET bytes 0-0 of `key`: any answer from the bucket itself (the object, an empty object's
-// invalid range, NoSuchKey) proves endpoint, bucket and credentials.
-Status ProbeWithGet(ObjectClient& client, const std::string& key, const config::MountConfig& config,
-                    std::chrono::seconds timeout, const WaitingNotice& on_waiting) {
+// GET bytes 0-0 of `key`: the bucket's own answer (the object, an empty object's invalid
+// range, NoSuchKey, NoSuchBucket, a credentials error), or nullopt when none came in time.
+std::optional<Status> ReadFirstByte(ObjectClient& client, const std::string& key,
+                                    const std::string& what, std::chrono::seconds timeout,
+                                    const WaitingNotice& on_waiting) {
   auto body = std::make_shared<std::vector<char>>();
   StartupCall<GetResult> call;
   GetRequest request;
@@ -66,17 +67,35 @@ Status ProbeWithGet(ObjectClient& client, const std::string& key, const config::
   // `body` is kept alive by the handler: after a timeout the GET may still write into it.
   client.Get(request, GetTarget::Growable(body.get()),
              [handler = call.Handler(), body](Result<GetResult> r) { handler(std::move(r)); });
+  auto got = call.Await(what, timeout, on_waiting);
+  if (!got) return std::nullopt;
+  return got->status();
+}
+
+Status ReadTimedOut(const std::string& key, const config::MountConfig& config,
+                    std::chrono::seconds timeout) {
+  return Status(ErrorCode::kTimeout,
+                "reading '" + key + "' from " + DescribeBucket(config) + " did not finish within " +
+                    std::to_string(timeout.count()) +
+                    " s\nhint: " + ProbeHint(Status(ErrorCode::kTimeout, ""), config));
+}
+
+Status CannotRead(const std::string& key, const config::MountConfig& config, const Status& st) {
+  return Status(st.code(),
+                "cannot read '" + key + "' from " + DescribeBucket(config) + ": " + st.ToString() +
+                    "\nhint: " + ProbeHint(st, config),
+                st.retryable());
+}
+
+// Any answer from the bucket itself to a GET of the first byte of `key` (the object, an
+// empty object's invalid range, NoSuchKey) proves endpoint, bucket and credentials.
+Status ProbeWithGet(ObjectClient& client, const std::string& key, const config::MountConfig& config,
+                    std::chrono::seconds timeout, const WaitingNotice& on_waiting) {
   const std::string where = DescribeBucket(config);
-  auto got =
-      call.Await(where + " to answer the start-up read of '" + key + "'", timeout, on_waiting);
-  if (!got) {
-    return Status(ErrorCode::kTimeout,
-                  "reading '" + key + "' from " + where + " did not finish within " +
-                      std::to_string(timeout.count()) +
-                      " s\nhint: " + ProbeHint(Status(ErrorCode::kTimeout, ""), config));
-  }
-  Status st = got->status();
-  switch (st.code()) {
+  std::optional<Status> st = ReadFirstByte(
+      client, key, where + " to answer the start-up read of '" + key + "'", timeout, on_waiting);
+  if (!st) return ReadTimedOut(key, config, timeout);
+  switch (st->code()) {
     case ErrorCode::kOk:
     case ErrorCode::kInvalidRange:
       return Status::Ok();
@@ -84,11 +103,53 @@ Status ProbeWithGet(ObjectClient& client, const std::string& key, const config::
       spdlog::warn("manifest: its first entry '{}' is not in {}; reading it will fail", key, where);
       return Status::Ok();
     default:
-      return Status(st.code(),
-                    "cannot read '" + key + "' from " + where + ": " + st.ToString() +
-                        "\nhint: " + ProbeHint(st, config),
-                    st.retryable());
+      return CannotRead(key, config, *st);
   }
+}
+
+// Whether a failure to fetch a manifest object came from the bucket's answer (a wrong key,
+// bucket, endpoint or credentials), rather than from the object's size or contents.
+bool AnsweredByTheBucket(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kTooBig:
+    case ErrorCode::kInvalidArgument:
+    case ErrorCode::kIntegrity:
+    case ErrorCode::kPreconditionFailed:
+    case ErrorCode::kTimeout:
+      return false;
+    default:
+      return true;
+  }
+}
+
+// A manifest object's HEAD or GET failed. A HEAD's error carries no error code in its body,
+// so a missing bucket looks like a missing key and every credentials error like
+// AccessDenied: a GET of the first byte says which it was, and the message then says what
+// to fix as the start-up listing's would.
+Status ExplainManifestFailure(ObjectClient& client, const config::MountConfig& config,
+                              const Status& failed, std::chrono::seconds timeout,
+                              const WaitingNotice& on_waiting) {
+  if (failed.code() == ErrorCode::kTimeout) {
+    return Status(failed.code(), failed.message() + "\nhint: " + ProbeHint(failed, config),
+                  failed.retryable());
+  }
+  if (!AnsweredByTheBucket(failed.code())) return failed;
+  const std::string& key = config.manifest_key;
+  std::optional<Status> st =
+      ReadFirstByte(client, key, "the bucket to answer a read of manifest " + config.manifest,
+                    timeout, on_waiting);
+  if (!st) return ReadTimedOut(key, config, timeout);
+  switch (st->code()) {
+    case ErrorCode::kOk:
+    case ErrorCode::kInvalidRange:
+      break;  // readable now: the first failure stands
+    case ErrorCode::kNotFound:
+      return failed.code() == ErrorCode::kNotFound ? failed : CannotRead(key, config, *st);
+    default:
+      return CannotRead(key, config, *st);
+  }
+  return Status(failed.code(), failed.message() + "\nhint: " + ProbeHint(failed, config),
+                failed.retryable());
 }
 
 }  // namespace
@@ -173,6 +234,9 @@ Result<std::shared_ptr<ObjectClient>> SetUpManifest(boost::asio::io_context& io,
   auto loaded = in_bucket ? FetchManifestObject(*client, config.manifest_key, config.manifest,
                                                 scope, probe_timeout, on_waiting)
                           : meta::LoadManifestFile(config.manifest, scope);
+  if (!loaded.ok() && in_bucket) {
+    return ExplainManifestFailure(*client, config, loaded.status(), probe_timeout, on_waiting);
+  }
   if (!loaded.ok()) return loaded.status();
   // Give back the heap the parse used (line buffers, the growing arena and records, the sort
   // permutation): what stays is the index itself.

@@ -58,6 +58,35 @@ class ErrorsTest(unittest.TestCase):
         self.assertIn("InvalidAccessKeyId", out)
         self.assertNotIn(harness.SK, out)
 
+    def test_manifest_in_the_bucket_failures_say_what_to_fix(self):
+        # A HEAD's error has no code in its body: the daemon reads the first byte to tell a
+        # missing key from a missing bucket, and a wrong secret from a wrong key id.
+        def manifest_of(bucket):
+            return ["--manifest", "oss://%s/manifests/m.tsv" % bucket]
+        wrong_secret = self.server.env()
+        wrong_secret["OSS_ACCESS_KEY_SECRET"] = "wrong-secret-value-123"
+        unknown_id = self.server.env()
+        unknown_id["OSS_ACCESS_KEY_ID"] = "no-such-key-id"
+        cases = {
+            "missing key": (dict(extra=manifest_of("bucket")),
+                            ["manifest oss://bucket/manifests/m.tsv: no such object"]),
+            "missing bucket": (dict(spec="no-such-bucket", extra=manifest_of("no-such-bucket")),
+                               ["NoSuchBucket", "hint: bucket 'no-such-bucket' does not exist"]),
+            "wrong secret": (dict(env=wrong_secret, extra=manifest_of("bucket")),
+                             ["SignatureDoesNotMatch", "hint: the access key secret"]),
+            "unknown key id": (dict(env=unknown_id, extra=manifest_of("bucket")),
+                               ["InvalidAccessKeyId", "hint: the access key id is unknown"]),
+        }
+        for name, (kwargs, expected) in cases.items():
+            with self.subTest(name):
+                self.server.reset_stats()
+                _, out = self.attempt(**kwargs)
+                for text in expected:
+                    self.assertIn(text, out)
+                self.assertNotIn("wrong-secret-value-123", out)
+                self.assertNotIn(harness.SK, out)
+                self.assertEqual(self.server.stats()["LIST"], 0, "no listing at any start")
+
     def test_unreachable_endpoint(self):
         _, out = self.attempt(endpoint="http://127.0.0.1:%d" % harness.free_port())
         self.assertIn("127.0.0.1", out)
