@@ -112,6 +112,14 @@ std::shared_ptr<WriteHandle> ObjectFilesystem::NewWriteHandle(InodeId ino, const
     wo.forbid_overwrite = !options_.writes.allow_overwrite;
     handle->upload = upload::ObjectUpload::Make(data_.client(), upload_gate_, journal_, handle->key,
                                                 options_.writes.upload, wo);
+    // A failed close whose Complete went unanswered: once the upload learns whether the
+    // server applied it, this mount shows what is at the key.
+    handle->upload->OnOutcomeSettled(
+        [weak = weak_from_this(), path](std::optional<ObjectInfo> made) {
+          auto self = weak.lock();
+          if (!self || !made) return;
+          self->listings_->cache().RecordChange(path, meta::FileAttrFrom(*made));
+        });
   }
   // Registered only once complete: other threads read it through WriterOf.
   std::lock_guard lock(writers_mu_);
@@ -324,10 +332,16 @@ void ObjectFilesystem::RecordWriteOutcome(const std::shared_ptr<WriteHandle>& ha
                     outcome->parts);
     } else {
       const bool completed_before = handle->recorded_completion.load() > 0;
-      spdlog::error("saving '{}' failed: {}{}", handle->path, outcome.status().ToString(),
-                    completed_before  ? "; its last completed version stays"
-                    : handle->created ? "; nothing was written under its key"
-                                      : "; the object there before is unchanged");
+      spdlog::error(
+          "saving '{}' failed: {}{}", handle->path, outcome.status().ToString(),
+          handle->upload->outcome_will_settle()
+              ? "; the server did not answer the CompleteMultipartUpload and may still apply "
+                "it: a later line says whether it did"
+          : handle->upload->outcome_unknown()
+              ? "; the server did not answer the PutObject and may still apply it"
+          : completed_before ? "; its last completed version stays"
+          : handle->created  ? "; nothing was written under its key"
+                             : "; the object there before is unchanged");
       // A new name that failed does not exist, unless another client took it meanwhile
       // (forbid-overwrite): then what is there is unknown here. A replaced object is still the
       // old one, which the cache still describes.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/crc64.h"
 #include "upload/upload_metrics.h"
 
 namespace ossmount::upload {
@@ -372,6 +373,15 @@ void ObjectUpload::CompleteIfReady() {
     id = upload_id_;
     parts.reserve(done_parts_.size());
     for (auto& [number, info] : done_parts_) parts.push_back(info);
+    // The CRC-64 the completed object will have, to recognise it at the key later.
+    completed_crc_ = uint64_t{0};
+    for (const PartInfo& part : parts) {
+      if (!part.crc64) {
+        completed_crc_.reset();
+        break;
+      }
+      *completed_crc_ = Crc64Combine(*completed_crc_, *part.crc64, part.size);
+    }
   }
   const int count = static_cast<int>(parts.size());
   client_->CompleteMultipart(key_, id, std::move(parts), write_options_,
@@ -381,7 +391,14 @@ void ObjectUpload::CompleteIfReady() {
 }
 
 void ObjectUpload::OnCompleted(Result<PutResult> r, int parts) {
-  if (!r.ok()) return Fail(r.status());
+  if (!r.ok()) {
+    const ErrorCode code = r.status().code();
+    if (code == ErrorCode::kTimeout || code == ErrorCode::kNetwork) {
+      std::lock_guard lock(mu_);
+      outcome_unknown_ = true;
+    }
+    return Fail(r.status());
+  }
   std::string id;
   {
     std::lock_guard lock(mu_);
@@ -397,6 +414,21 @@ void ObjectUpload::OnCompleted(Result<PutResult> r, int parts) {
 }
 
 void ObjectUpload::Abort(Status why) { Fail(std::move(why)); }
+
+bool ObjectUpload::outcome_unknown() const {
+  std::lock_guard lock(mu_);
+  return outcome_unknown_;
+}
+
+bool ObjectUpload::outcome_will_settle() const {
+  std::lock_guard lock(mu_);
+  return outcome_unknown_ && !upload_id_.empty();
+}
+
+void ObjectUpload::OnOutcomeSettled(std::function<void(std::optional<ObjectInfo>)> settled) {
+  std::lock_guard lock(mu_);
+  outcome_settled_ = std::move(settled);
+}
 
 void ObjectUpload::Fail(Status why) {
   std::string id;
@@ -419,16 +451,72 @@ void ObjectUpload::Fail(Status why) {
   if (!id.empty()) {
     // The callback holds the upload: it counts as in flight (files_in_flight, which the
     // daemon waits for at exit) until the abort is answered.
-    client_->AbortMultipart(
-        key_, id, [self = shared_from_this(), journal = journal_, id, key = key_](Status s) {
-          if (s.ok()) {
-            if (journal) journal->Remove(id);
-          } else {
-            spdlog::warn("could not abort the failed upload of '{}': {}", key, s.message());
-          }
-        });
+    client_->AbortMultipart(key_, id,
+                            [self = shared_from_this(), id](Status s) { self->OnAborted(id, s); });
   }
   Settle();
+}
+
+void ObjectUpload::OnAborted(const std::string& id, const Status& s) {
+  bool unknown = false;
+  {
+    std::lock_guard lock(mu_);
+    unknown = outcome_unknown_;
+  }
+  if (s.ok() && journal_) journal_->Remove(id);
+  if (!s.ok()) {
+    spdlog::warn("could not abort the failed upload of '{}': {}{}", key_, s.message(),
+                 unknown ? "; whether the server applies the CompleteMultipartUpload it did not "
+                           "answer stays unknown until the next mount with this upload journal "
+                           "aborts it"
+                         : "");
+    return;
+  }
+  if (!unknown) return;
+  // Aborted (or found gone): the unanswered Complete can no longer apply. What is at the key
+  // says whether it did.
+  client_->Head(key_, [self = shared_from_this()](Result<ObjectInfo> found) {
+    self->SettleUnknownOutcome(found);
+  });
+}
+
+void ObjectUpload::SettleUnknownOutcome(const Result<ObjectInfo>& found) {
+  std::function<void(std::optional<ObjectInfo>)> settled;
+  uint64_t size = 0;
+  std::optional<uint64_t> crc;
+  {
+    std::lock_guard lock(mu_);
+    settled = outcome_settled_;
+    size = size_;
+    crc = completed_crc_;
+  }
+  if (!found.ok() && found.status().code() != ErrorCode::kNotFound) {
+    spdlog::warn(
+        "'{}': the upload is aborted, but what its unanswered CompleteMultipartUpload "
+        "left is unknown: {}",
+        key_, found.status().message());
+    return;
+  }
+  const bool ours = found.ok() && found->size == size && crc && found->crc64 == crc;
+  if (found.ok() && !ours && (!crc || !found->crc64)) {
+    spdlog::warn(
+        "'{}': the upload is aborted; the object there has no CRC-64 to tell whether "
+        "the CompleteMultipartUpload the server did not answer made it",
+        key_);
+    return;
+  }
+  if (ours) {
+    spdlog::warn(
+        "'{}': the server applied the CompleteMultipartUpload it did not answer: the "
+        "object holds exactly the {} bytes written, although its close failed",
+        key_, size);
+  } else {
+    spdlog::info(
+        "'{}': the upload is aborted and the CompleteMultipartUpload the server did not "
+        "answer was not applied: nothing was written under its key",
+        key_);
+  }
+  if (settled) settled(ours ? std::optional<ObjectInfo>(*found) : std::nullopt);
 }
 
 void ObjectUpload::Settle() {

@@ -67,6 +67,20 @@ class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
   // Fails the upload with `why` (if it has not ended): aborts the multipart upload.
   void Abort(Status why);
 
+  // When the request that makes the object (CompleteMultipartUpload, or the one PutObject)
+  // failed without an answer (a timeout or a network error), the server may have received
+  // it and may still apply it: the upload failed, but what is at the key is unknown.
+  bool outcome_unknown() const;
+  // Whether an unknown outcome will be settled (a multipart upload, which can be aborted).
+  bool outcome_will_settle() const;
+  // For a multipart upload, the abort that follows settles it: once the abort is answered
+  // (no Complete can apply after it), a HEAD of the key tells whether one did. `settled`
+  // gets the object there when it has the size and CRC-64 the Complete would have made (it
+  // holds exactly the bytes written), nullopt when nothing of the upload is there. Not
+  // called when the abort or the HEAD failed, or nothing can tell (no CRC-64), nor for a
+  // PutObject. Both outcomes are logged. Set before Finish.
+  void OnOutcomeSettled(std::function<void(std::optional<ObjectInfo>)> settled);
+
   // Bytes written so far.
   uint64_t size() const;
   // The sticky error, OK while none.
@@ -113,6 +127,12 @@ class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
   void CompleteIfReady();
   void OnCompleted(Result<PutResult> r, int parts);
   void Fail(Status why);
+  // The abort of a failed upload answered: the journal forgets it, and an unknown outcome
+  // is settled and logged.
+  void OnAborted(const std::string& id, const Status& s);
+  // After that abort, for an unknown outcome: `found` (a HEAD of the key) is this upload's
+  // object when its size and CRC-64 are the ones the Complete would have made.
+  void SettleUnknownOutcome(const Result<ObjectInfo>& found);
   // Turns a done upload back into a writing one whose first bytes are the completed object's.
   // REQUIRES mu_ and state_ == kDone.
   void ContinueLocked(std::vector<Part>& copies);
@@ -135,11 +155,14 @@ class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
   std::shared_ptr<std::string> current_;  // the part being filled
   uint64_t current_limit_ = 0;            // its size when full
   int next_part_ = 1;
-  bool multipart_ = false;    // parts were sealed: this is a multipart upload
-  bool initiating_ = false;   // InitiateMultipart in flight
-  std::string upload_id_;     // once initiated
-  std::vector<Part> unsent_;  // sealed before the upload id was known
-  int parts_out_ = 0;         // parts sent and not yet answered
+  bool multipart_ = false;  // parts were sealed: this is a multipart upload
+  bool outcome_unknown_ = false;
+  std::function<void(std::optional<ObjectInfo>)> outcome_settled_;
+  std::optional<uint64_t> completed_crc_;  // of the object the last Complete sent makes
+  bool initiating_ = false;                // InitiateMultipart in flight
+  std::string upload_id_;                  // once initiated
+  std::vector<Part> unsent_;               // sealed before the upload id was known
+  int parts_out_ = 0;                      // parts sent and not yet answered
   std::map<int, PartInfo> done_parts_;
   bool completing_ = false;  // Complete or the single PUT was sent
   std::optional<UploadedObject> result_;

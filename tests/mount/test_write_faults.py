@@ -207,6 +207,16 @@ def saving_failed_lines(log):
     return [l for l in log.splitlines() if "saving '" in l and "' failed" in l]
 
 
+def settle_line(log, name):
+    """The daemon's line saying what a failed close's unanswered Complete left, or None."""
+    for line in log.splitlines():
+        if ("'%s': the upload is aborted" % name in line or
+                "'%s': the server applied" % name in line or
+                "could not abort the failed upload of '%s'" % name in line):
+            return line
+    return None
+
+
 class FaultRunTest(WriteFaultCase):
     SERVER_ARGS = WRITE_FAULTS
 
@@ -287,14 +297,16 @@ class UnreachableTest(WriteFaultCase):
         """In one thread (the opener's: a close from another thread is another FUSE caller):
         opens `name`, writes parts + 1/2 parts of 1 MiB, waits while the main thread runs
         `between` (once the server holds the whole parts), then closes. Returns (close's
-        OSError or None, seconds close took); (None, None) when the thread had not finished
-        within 4x the retry budget of `between`'s end (a hang guard, not a speed threshold)."""
+        OSError or None, seconds close took, the SHA-256 of the bytes written); (None, None,
+        digest) when the thread had not finished within 4x the retry budget of `between`'s
+        end (a hang guard, not a speed threshold)."""
         written, go, out = threading.Event(), threading.Event(), {}
+        data = os.urandom(parts * MiB + MiB // 2)
 
         def run():
             fd = os.open(mnt.path(name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
-                os.write(fd, os.urandom(parts * MiB + MiB // 2))
+                os.write(fd, data)
             finally:
                 written.set()
                 go.wait(120)
@@ -316,9 +328,10 @@ class UnreachableTest(WriteFaultCase):
         finally:
             go.set()
         t.join(4 * self.BUDGET)
+        digest = hashlib.sha256(data).hexdigest()
         if t.is_alive():
-            return None, None
-        return out["error"], out["took"]
+            return None, None, digest
+        return out["error"], out["took"], digest
 
     def check_unreachable(self, make_unreachable, bring_back, same_server, extra=()):
         journal = tempfile.mkdtemp(prefix="upload-journal-")
@@ -329,7 +342,8 @@ class UnreachableTest(WriteFaultCase):
         digest, _, err = write_file(mnt.path("before.bin"), 2 * MiB + 3, MiB)
         self.assertIsNone(err)
         try:
-            error, took = self.write_then_close(mnt, "lost.bin", 3, make_unreachable)
+            error, took, lost_digest = self.write_then_close(mnt, "lost.bin", 3,
+                                                             make_unreachable)
             self.assertIsNotNone(took, "close() did not return within %d s (4x the retry "
                                  "budget)\n%s" % (4 * self.BUDGET, mnt.output()[-3000:]))
         finally:
@@ -343,9 +357,34 @@ class UnreachableTest(WriteFaultCase):
         self.assertRegex(log, r"saving 'lost.bin' failed: .*the retry budget of %d ms is spent"
                          % (self.BUDGET * 1000))
         print("  daemon: " + "\n  daemon: ".join(saving_failed_lines(log)))
+        applied = False
+        if "failed: timeout: CompleteMultipartUpload" in log or \
+                "failed: network: CompleteMultipartUpload" in log:
+            # The close failed on its Complete, which the server may have received (it was
+            # stopped with the request in its socket): the error says so, and the abort that
+            # follows settles it (or, when the abort fails too, the next mount's). Either way
+            # the key holds nothing or exactly the bytes written, and this mount shows what
+            # the bucket holds.
+            self.assertRegex(log, r"saving 'lost.bin' failed: .*may still apply it")
+            harness.wait_for(lambda: settle_line(mnt.output(), "lost.bin"), 3 * self.BUDGET,
+                             "the abort of lost.bin to settle its outcome")
+            settled = settle_line(mnt.output(), "lost.bin")
+            print("  daemon: " + settled)
+            applied = "the server applied" in settled
+            if applied:
+                self.assertEqual(harness.sha256_file(self.on_server("lost.bin")), lost_digest)
+            elif "nothing was written" in settled:
+                self.assertFalse(os.path.exists(self.on_server("lost.bin")))
+            elif os.path.exists(self.on_server("lost.bin")):
+                self.assertEqual(harness.sha256_file(self.on_server("lost.bin")), lost_digest)
+        else:
+            # A part failed: no Complete was sent, so nothing can appear at the key.
+            self.assertIn("nothing was written under its key", log)
+            self.assertFalse(os.path.exists(self.on_server("lost.bin")))
+        lost = ["lost.bin"] if applied else []
         # Same daemon, server back on the same port: it serves and saves again.
-        self.assertFalse(os.path.exists(mnt.path("lost.bin")))
-        self.assertEqual(sorted(os.listdir(mnt.mountpoint)), ["before.bin"])
+        self.assertEqual(os.path.exists(mnt.path("lost.bin")), applied)
+        self.assertEqual(sorted(os.listdir(mnt.mountpoint)), sorted(["before.bin"] + lost))
         digest2, _, err = write_file(mnt.path("after.bin"), 3 * MiB + 7, MiB)
         self.assertIsNone(err, mnt.output()[-3000:])
         self.assertEqual(harness.sha256_file(self.on_server("after.bin")), digest2)
@@ -357,8 +396,12 @@ class UnreachableTest(WriteFaultCase):
             # its metadata indefinitely, reads as a replaced object: ESTALE, as documented.)
             with open(mnt.path("before.bin"), "rb") as f:
                 self.assertEqual(hashlib.sha256(f.read()).hexdigest(), digest)
-        self.assertFalse(os.path.exists(self.on_server("lost.bin")))
-        self.assertEqual(sorted(os.listdir(mnt.mountpoint)), ["after.bin", "before.bin"])
+        if not os.path.exists(self.on_server("lost.bin")):
+            self.assertFalse(applied)
+        else:
+            self.assertEqual(harness.sha256_file(self.on_server("lost.bin")), lost_digest)
+        self.assertEqual(sorted(os.listdir(mnt.mountpoint)),
+                         sorted(["after.bin", "before.bin"] + lost))
         self.assertEqual(mnt.unmount(), 0, mnt.output()[-3000:])
         left = self.open_uploads()
         print("  uploads open on the server after unmount: %s" % left)
@@ -366,7 +409,8 @@ class UnreachableTest(WriteFaultCase):
         again = self.mount_with(journal=journal)
         self.assertEqual(again.unmount(), 0)
         self.assert_no_open_uploads()
-        self.assertFalse(os.path.exists(self.on_server("lost.bin")))
+        if os.path.exists(self.on_server("lost.bin")):
+            self.assertEqual(harness.sha256_file(self.on_server("lost.bin")), lost_digest)
 
     def test_server_killed_connections_refused(self):
         # A killed server refuses connections at once; its open uploads were in its memory
@@ -392,6 +436,52 @@ class UnreachableTest(WriteFaultCase):
         self.addCleanup(lambda: self.server.proc.poll() is None and
                         os.kill(self.server.proc.pid, signal.SIGCONT))
         self.check_unreachable(stop, resume, same_server=True, extra=("--stall-timeout", "2s"))
+
+
+class UnansweredCompleteTest(WriteFaultCase):
+    """The server never answers CompleteMultipartUpload (--unanswered-complete): it applied it
+    or not, and the daemon cannot tell from the connection. The close fails, saying the
+    server may still apply it; the abort that follows, then a HEAD of the key, settle which,
+    and the log and this mount's view say so."""
+
+    def check(self, mode):
+        urllib.request.urlopen(urllib.request.Request(
+            self.server.endpoint + "/_ossmount/faults?unanswered-complete=" + mode,
+            method="POST"), timeout=10).read()
+        mnt = self.mount_with("--upload-part-size", "1MiB", "--retries", "3",
+                              "--retry-budget", "5s", "--stall-timeout", "2s")
+        digest, write_error, close_error = write_file(mnt.path("ckpt.pt"), 3 * MiB + 5, MiB)
+        self.assertIsNone(write_error)
+        self.assertIsNotNone(close_error, "close() returned 0 though no Complete was answered")
+        self.assertIn(close_error.errno, (errno.EIO, errno.ETIMEDOUT), close_error)
+        log = mnt.output()
+        self.assertRegex(log, r"saving 'ckpt.pt' failed: timeout: CompleteMultipartUpload .*"
+                              r"may still apply it: a later line says whether it did")
+        harness.wait_for(lambda: settle_line(mnt.output(), "ckpt.pt"), 30,
+                         "the abort of ckpt.pt to settle its outcome")
+        settled = settle_line(mnt.output(), "ckpt.pt")
+        print("\n  daemon: " + settled)
+        self.assertGreaterEqual(self.server.stats()["faults"]["unanswered_complete"], 1)
+        if mode == "applied":
+            self.assertIn("the server applied the CompleteMultipartUpload", settled)
+            self.assertEqual(harness.sha256_file(self.on_server("ckpt.pt")), digest)
+            # This mount shows what the bucket holds, and reads it back.
+            self.assertEqual(os.listdir(mnt.mountpoint), ["ckpt.pt"])
+            self.assertEqual(os.stat(mnt.path("ckpt.pt")).st_size, 3 * MiB + 5)
+            self.assertEqual(harness.sha256_file(mnt.path("ckpt.pt")), digest)
+        else:
+            self.assertIn("nothing was written under its key", settled)
+            self.assertFalse(os.path.exists(self.on_server("ckpt.pt")))
+            self.assertEqual(os.listdir(mnt.mountpoint), [])
+            self.assertFalse(os.path.exists(mnt.path("ckpt.pt")))
+        self.assert_no_open_uploads()
+        self.assertEqual(mnt.unmount(), 0, mnt.output()[-3000:])
+
+    def test_a_complete_applied_but_never_answered(self):
+        self.check("applied")
+
+    def test_a_complete_never_applied_nor_answered(self):
+        self.check("ignored")
 
 
 class OneFileFailsTest(WriteFaultCase):

@@ -102,6 +102,15 @@ Status FaultSettings::Set(std::string_view name, std::string_view value) {
   if (name == "write-reset-rate") return rate(write_reset_rate);
   if (name == "write-truncate-rate") return rate(write_truncate_rate);
   if (name == "lost-complete-rate") return rate(lost_complete_rate);
+  if (name == "unanswered-complete") {
+    if (value != "" && value != "applied" && value != "ignored") {
+      return Status(ErrorCode::kInvalidArgument,
+                    "unanswered-complete is 'applied', 'ignored' or '' (off), not '" +
+                        std::string(value) + "'");
+    }
+    unanswered_complete = std::string(value);
+    return Status::Ok();
+  }
   if (name == "write-fault-prefix") {
     write_fault_prefix = std::string(value);
     return Status::Ok();
@@ -206,8 +215,8 @@ std::string FaultSettings::ToJson() const {
     o << (i ? "," : "") << '"' << write_error_kinds[i] << '"';
   o << "],\"write-reset-rate\":" << write_reset_rate
     << ",\"write-truncate-rate\":" << write_truncate_rate
-    << ",\"lost-complete-rate\":" << lost_complete_rate << ",\"write-fault-prefix\":\""
-    << write_fault_prefix << "\"";
+    << ",\"lost-complete-rate\":" << lost_complete_rate << ",\"unanswered-complete\":\""
+    << unanswered_complete << "\",\"write-fault-prefix\":\"" << write_fault_prefix << "\"";
   o << ",\"malformed-rate\":" << malformed_rate << ",\"list-loop-prefix\":\"" << list_loop_prefix
     << "\",\"fault-ops\":[";
   bool first = true;
@@ -282,6 +291,10 @@ FaultPlan FaultInjector::Plan(FaultOp op, const WriteTarget* write) {
       plan.body_cut = FaultPlan::BodyCut::kTruncate;
     } else if (write->complete && u_lost < s->lost_complete_rate) {
       plan.lose_answer = true;
+    }
+    if (write->complete && !s->unanswered_complete.empty()) {
+      plan.unanswered = s->unanswered_complete == "applied" ? FaultPlan::Unanswered::kApplied
+                                                            : FaultPlan::Unanswered::kIgnored;
     }
     plan.body_cut_fraction = u_wcut;
   }

@@ -72,12 +72,16 @@ struct FaultSettings {
   // succeeded has its response dropped (the connection is reset), so the object exists, the
   // upload is gone, and the client's retry gets 404 NoSuchUpload. write_fault_prefix limits all
   // of these to keys starting with it ("" = every key; bucket-level writes such as
-  // DeleteMultipleObjects have the key "").
+  // DeleteMultipleObjects have the key ""). unanswered_complete: every CompleteMultipartUpload
+  // (under write_fault_prefix) is never answered, the connection held silent until the client
+  // gives up: "applied" executes it first (the object exists, the upload is gone), "ignored"
+  // does not (the upload stays open); "" = off. A client cannot tell the two apart.
   double write_error_rate = 0;
   std::vector<std::string> write_error_kinds{"503"};
   double write_reset_rate = 0;
   double write_truncate_rate = 0;
   double lost_complete_rate = 0;
+  std::string unanswered_complete;
   std::string write_fault_prefix;
   // A hostile listing: every page of a listing whose prefix starts with this is truncated, and
   // its continuation tokens alternate between two values, so the listing never ends unless the
@@ -112,6 +116,8 @@ struct FaultPlan {
   enum class BodyCut { kNone, kReset, kTruncate } body_cut = BodyCut::kNone;
   double body_cut_fraction = 0;  // the part of the request body read before the cut, [0, 1)
   bool lose_answer = false;      // execute, then reset instead of answering
+  // unanswered_complete: hold the connection silent, after executing the request or not.
+  enum class Unanswered { kNo, kApplied, kIgnored } unanswered = Unanswered::kNo;
 };
 
 // What the write faults need to know of a write request.

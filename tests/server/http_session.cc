@@ -24,6 +24,8 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 constexpr uint64_t kFileChunk = 256 * 1024;
+// How long an unanswered Complete holds its connection (FaultSettings::unanswered_complete).
+constexpr std::chrono::seconds kUnansweredHold{120};
 // Direct body reads ask for up to this much at once (a read returns what has arrived).
 constexpr uint64_t kBodyRead = 2 * 1024 * 1024;
 // Body bytes are handed to the digests in pieces of at least this much (and the rest at the
@@ -419,6 +421,24 @@ void HttpSession::Respond(HttpRequest& req, const std::optional<AuthFailure>& de
       resp_ = ObjectApi::Error(info, 503, "ServiceUnavailable",
                                "The accelerator could not fetch the object from its origin: " +
                                    accelerated->status().message());
+    } else if (plan_.unanswered != FaultPlan::Unanswered::kNo) {
+      // The client's request is in, and no answer ever comes: it cannot know whether the
+      // Complete was applied. The connection stays silent until the client closes it (or the
+      // hold ends), as when a server hangs with a request in its socket.
+      ctx_.stats.CountFault(StatFault::kUnansweredComplete);
+      if (plan_.unanswered == FaultPlan::Unanswered::kApplied) ctx_.api.Handle(info, req);
+      if (ctx_.options.access_log) {
+        std::fprintf(
+            stderr, "%s %s (%s, never answered)\n", info.method.c_str(),
+            RedactTarget(req.target()).c_str(),
+            plan_.unanswered == FaultPlan::Unanswered::kApplied ? "applied" : "not applied");
+      }
+      // Until the client gives up and closes (or sends anything more), or the hold ends.
+      stream_.tcp().socket().async_wait(
+          asio::socket_base::wait_read,
+          [self = shared_from_this()](error_code) { self->timer_.cancel(); });
+      WaitThen(kUnansweredHold, &HttpSession::Reset);
+      return;
     } else {
       if (accelerated == nullptr) {
         resp_ = ctx_.api.Handle(info, req);

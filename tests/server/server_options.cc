@@ -90,6 +90,8 @@ Result<ServerOptions> ParseServerOptions(int argc, char** argv, int* exit_code) 
        "Probability that a write request's body is read in part, then 400 IncompleteBody"},
       {"lost-complete-rate",
        "Probability that a successful CompleteMultipartUpload's answer is dropped (reset)"},
+      {"unanswered-complete",
+       "Never answer a CompleteMultipartUpload: 'applied' executes it first, 'ignored' not"},
       {"write-fault-prefix", "Write faults only for keys starting with this"},
       {"list-loop-prefix",
        "Listings under this prefix never end: continuation tokens alternate A, B, A, ..."},

@@ -38,7 +38,7 @@ enum class StatOp {
 };
 
 // JSON names: error, reset, truncate, stall, corrupt, delayed, malformed, write_error,
-// body_reset, body_truncate, lost_complete.
+// body_reset, body_truncate, lost_complete, unanswered_complete.
 enum class StatFault {
   kError,
   kReset,
@@ -47,10 +47,11 @@ enum class StatFault {
   kCorrupt,
   kDelayed,
   kMalformed,
-  kWriteError,    // --write-error-rate
-  kBodyReset,     // --write-reset-rate: connection reset while reading the request body
-  kBodyTruncate,  // --write-truncate-rate: body read in part, then 400 IncompleteBody
-  kLostComplete,  // --lost-complete-rate: Complete done, its answer never sent
+  kWriteError,          // --write-error-rate
+  kBodyReset,           // --write-reset-rate: connection reset while reading the request body
+  kBodyTruncate,        // --write-truncate-rate: body read in part, then 400 IncompleteBody
+  kLostComplete,        // --lost-complete-rate: Complete done, its answer never sent
+  kUnansweredComplete,  // --unanswered-complete: the connection held silent
   kCount
 };
 

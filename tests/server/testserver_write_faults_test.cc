@@ -1,6 +1,12 @@
 // Write faults against the real binary: injected errors, bodies reset or cut short, lost
 // Complete answers, upload pacing, and the key-prefix scope. Whatever the fault, the client
 // never sees a success for a write that did not happen. Time checks are lower bounds only.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
 
 #include "object_store.h"
@@ -27,6 +33,27 @@ std::string FInitiate(HttpTestClient& c, const std::string& key) {
 std::string FCompleteXml(const std::string& etag) {
   return "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>" + etag +
          "</ETag></Part></CompleteMultipartUpload>";
+}
+
+// Sends a raw HTTP/1.1 request on a new connection, waits `wait` for any byte of an answer,
+// then closes the connection. Whether a byte (or the connection's end) came.
+bool AnythingArrives(uint16_t port, const std::string& method, const std::string& target,
+                     const std::string& body, std::chrono::milliseconds wait) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0);
+  const std::string request = method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+                              "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+  REQUIRE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+          static_cast<ssize_t>(request.size()));
+  pollfd p{fd, POLLIN, 0};
+  const int ready = ::poll(&p, 1, static_cast<int>(wait.count()));
+  ::close(fd);
+  return ready > 0;
 }
 
 }  // namespace
@@ -132,6 +159,47 @@ TEST_CASE("lost-complete-rate: the object exists, the answer is lost, a retry ge
   CHECK(f.Stat("faults.lost_complete") == 1);
   CHECK(f.Stat("COMPLETE_MULTIPART") == 2);
   CHECK(f.Stat("open_multipart_uploads") == 0);
+}
+
+TEST_CASE("unanswered-complete never answers a Complete, applying it first or not",
+          "[write-faults]") {
+  for (const std::string mode : {"applied", "ignored"}) {
+    INFO(mode);
+    ServerFixture f;
+    f.Start({"--auth", "off", "--min-part-size", "1", "--unanswered-complete", mode,
+             "--write-fault-prefix", "ckpt/"});
+    auto& c = f.client();
+    std::string id = FInitiate(c, "ckpt/model.pt");
+    const std::string data = RandomBytes(200000, 35);
+    auto part = c.Request("PUT", "/bkt/ckpt/model.pt?partNumber=1&uploadId=" + id, {}, data);
+    REQUIRE(part.status == 200);
+    const std::string xml = FCompleteXml(part.Header("ETag"));
+    // No answer at all, not even a reset, while the client waits.
+    CHECK_FALSE(AnythingArrives(f.server().port(), "POST", "/bkt/ckpt/model.pt?uploadId=" + id, xml,
+                                std::chrono::milliseconds(500)));
+    CHECK(f.Stat("faults.unanswered_complete") == 1);
+    HttpTestClient after(f.server().port());  // c idled while the Complete went unanswered
+    auto head = after.Request("HEAD", "/bkt/ckpt/model.pt");
+    if (mode == "applied") {
+      CHECK(head.status == 200);
+      CHECK(after.Request("GET", "/bkt/ckpt/model.pt").body == data);
+      CHECK(f.Stat("open_multipart_uploads") == 0);
+      // The abort a client sends next finds no upload: the Complete came first.
+      CHECK(FCode(after.Request("DELETE", "/bkt/ckpt/model.pt?uploadId=" + id)) == "NoSuchUpload");
+    } else {
+      CHECK(head.status == 404);
+      CHECK(f.Stat("open_multipart_uploads") == 1);
+      CHECK(after.Request("DELETE", "/bkt/ckpt/model.pt?uploadId=" + id).status == 204);
+      CHECK(f.Stat("open_multipart_uploads") == 0);
+    }
+    // Other keys complete as usual.
+    std::string other = FInitiate(after, "other/x");
+    auto p1 = after.Request("PUT", "/bkt/other/x?partNumber=1&uploadId=" + other, {}, data);
+    REQUIRE(p1.status == 200);
+    CHECK(
+        after.Request("POST", "/bkt/other/x?uploadId=" + other, {}, FCompleteXml(p1.Header("ETag")))
+            .status == 200);
+  }
 }
 
 TEST_CASE("bandwidth-mbps paces request bodies of the fault ops", "[write-faults]") {

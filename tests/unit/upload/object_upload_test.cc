@@ -573,3 +573,57 @@ TEST_CASE("ObjectUpload: writers sharing a small budget all finish, byte for byt
   CHECK(rig.fake->max_in_flight() >= 1);
   CheckNothingLeft(rig);
 }
+
+TEST_CASE("ObjectUpload: a Complete left unanswered is settled by the abort and a HEAD") {
+  struct Row {
+    const char* what;
+    std::function<void(FailingObjectClient&)> inject;
+    bool unknown;  // the failure leaves open whether the server applied the Complete
+    bool applied;  // it did: the object is at the key
+  };
+  const Row rows[] = {
+      {"its answer lost after the server applied it",
+       [](FailingObjectClient& f) { f.LoseAnswerOfNext(Op::kComplete, 1); }, true, true},
+      {"timed out before the server applied it",
+       [](FailingObjectClient& f) {
+         f.RefuseNext(Op::kComplete, 1, Status(ErrorCode::kTimeout, "no answer"));
+       },
+       true, false},
+      {"refused by the server: nothing to settle",
+       [](FailingObjectClient& f) { f.RefuseNext(Op::kComplete, 1); }, false, false},
+  };
+  for (const Row& row : rows) {
+    INFO(row.what);
+    Rig rig(64 * MiB, 8, /*failing=*/true);
+    row.inject(*rig.fail);
+    const std::string data = Bytes(3 * 64 * KiB + 5, 9);
+    auto up = rig.Make("k");
+    int settled_calls = 0;
+    std::optional<ObjectInfo> settled;
+    up->OnOutcomeSettled([&](std::optional<ObjectInfo> made) {
+      ++settled_calls;
+      settled = std::move(made);
+    });
+    Rig::AppendAll(*up, data, 4096);
+    auto r = rig.Finish(*up);
+    REQUIRE_FALSE(r.ok());
+    CHECK(up->outcome_unknown() == row.unknown);
+    CHECK(up->outcome_will_settle() == row.unknown);
+    rig.Drain();
+    CHECK(rig.fake->count(Op::kAbort) == 1);
+    CHECK(rig.fake->OpenUploadCount() == 0);
+    CHECK(rig.fake->HasObject("k") == row.applied);
+    if (!row.unknown) {
+      CHECK(settled_calls == 0);
+      CHECK(rig.fake->count(Op::kHead) == 0);
+      continue;
+    }
+    CHECK(rig.fake->count(Op::kHead) == 1);
+    REQUIRE(settled_calls == 1);
+    CHECK(settled.has_value() == row.applied);
+    if (row.applied) {
+      CHECK(settled->size == data.size());
+      CHECK(*rig.fake->Data("k") == data);
+    }
+  }
+}
