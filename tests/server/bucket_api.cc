@@ -46,9 +46,15 @@ Response ObjectApi::ListObjects(const RequestInfo& info, bool v2) {
   const std::string loop_token = q.continuation_token;
   if (loop && (loop_token == "loop-A" || loop_token == "loop-B")) q.continuation_token.clear();
   Result<ListPage> page = Status(ErrorCode::kInternal, "listing did not run");
-  Status s =
-      store_.WithIndex(info.bucket, [&](const ObjectIndex& index) { page = ListIndex(index, q); });
-  if (!s.ok()) return Error(info, 404, "NoSuchBucket", "The specified bucket does not exist.");
+  const FaultSettings settings = faults_ ? faults_->settings() : FaultSettings();
+  if (v2 && !settings.synthetic_prefix.empty() &&
+      q.prefix.compare(0, settings.synthetic_prefix.size(), settings.synthetic_prefix) == 0) {
+    page = SyntheticPage(q, settings.synthetic_prefix, settings.synthetic_count);
+  } else {
+    Status s = store_.WithIndex(info.bucket,
+                                [&](const ObjectIndex& index) { page = ListIndex(index, q); });
+    if (!s.ok()) return Error(info, 404, "NoSuchBucket", "The specified bucket does not exist.");
+  }
   if (!page.ok()) return Error(info, 400, "InvalidArgument", page.status().message());
   if (loop) {
     page.value().truncated = true;

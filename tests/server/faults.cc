@@ -102,6 +102,7 @@ Status FaultSettings::Set(std::string_view name, std::string_view value) {
   if (name == "write-reset-rate") return rate(write_reset_rate);
   if (name == "write-truncate-rate") return rate(write_truncate_rate);
   if (name == "lost-complete-rate") return rate(lost_complete_rate);
+  if (name == "lost-copy-rate") return rate(lost_copy_rate);
   if (name == "unanswered-complete") {
     if (value != "" && value != "applied" && value != "ignored") {
       return Status(ErrorCode::kInvalidArgument,
@@ -123,6 +124,20 @@ Status FaultSettings::Set(std::string_view name, std::string_view value) {
     }
     if (kinds.empty()) return Status(ErrorCode::kInvalidArgument, "write-error-kinds is empty");
     write_error_kinds = kinds;
+    return Status::Ok();
+  }
+  if (name == "synthetic-listing") {
+    // PREFIX=COUNT
+    const size_t eq = value.rfind('=');
+    if (eq == std::string_view::npos) {
+      return Status(ErrorCode::kInvalidArgument, "synthetic-listing is PREFIX=COUNT");
+    }
+    try {
+      synthetic_count = std::stoull(std::string(value.substr(eq + 1)));
+    } catch (...) {
+      return Status(ErrorCode::kInvalidArgument, "synthetic-listing: COUNT is a number");
+    }
+    synthetic_prefix = std::string(value.substr(0, eq));
     return Status::Ok();
   }
   if (name == "list-loop-prefix") {
@@ -215,8 +230,10 @@ std::string FaultSettings::ToJson() const {
     o << (i ? "," : "") << '"' << write_error_kinds[i] << '"';
   o << "],\"write-reset-rate\":" << write_reset_rate
     << ",\"write-truncate-rate\":" << write_truncate_rate
-    << ",\"lost-complete-rate\":" << lost_complete_rate << ",\"unanswered-complete\":\""
-    << unanswered_complete << "\",\"write-fault-prefix\":\"" << write_fault_prefix << "\"";
+    << ",\"lost-complete-rate\":" << lost_complete_rate << ",\"lost-copy-rate\":" << lost_copy_rate
+    << ",\"unanswered-complete\":\"" << unanswered_complete << "\",\"write-fault-prefix\":\""
+    << write_fault_prefix << "\"";
+  o << ",\"synthetic-listing\":\"" << synthetic_prefix << "=" << synthetic_count << "\"";
   o << ",\"malformed-rate\":" << malformed_rate << ",\"list-loop-prefix\":\"" << list_loop_prefix
     << "\",\"fault-ops\":[";
   bool first = true;
@@ -290,6 +307,8 @@ FaultPlan FaultInjector::Plan(FaultOp op, const WriteTarget* write) {
     } else if (u_wtrunc < s->write_truncate_rate) {
       plan.body_cut = FaultPlan::BodyCut::kTruncate;
     } else if (write->complete && u_lost < s->lost_complete_rate) {
+      plan.lose_answer = true;
+    } else if (write->copy && u_lost < s->lost_copy_rate) {
       plan.lose_answer = true;
     }
     if (write->complete && !s->unanswered_complete.empty()) {

@@ -81,12 +81,21 @@ struct FaultSettings {
   double write_reset_rate = 0;
   double write_truncate_rate = 0;
   double lost_complete_rate = 0;
+  // A CopyObject or UploadPartCopy that succeeded has its answer dropped (the connection is
+  // reset): the copy exists, and the client cannot tell it from a copy never made.
+  double lost_copy_rate = 0;
   std::string unanswered_complete;
   std::string write_fault_prefix;
   // A hostile listing: every page of a listing whose prefix starts with this is truncated, and
   // its continuation tokens alternate between two values, so the listing never ends unless the
   // client notices the repeat. "" = off. Applies whatever fault_ops says.
   std::string list_loop_prefix;
+  // A generated directory: a ListObjectsV2 whose prefix is exactly synthetic_prefix lists
+  // synthetic_count keys synthetic_prefix + "f" + a 10-digit number (1 byte each, listed only:
+  // they cannot be read), whatever is stored; 0 = a listing that never ends, each page new
+  // keys with a next token. "" = off. Applies whatever fault_ops says.
+  std::string synthetic_prefix;
+  uint64_t synthetic_count = 0;
 
   // Sets one setting by its command-line name without dashes ("error-rate", "fault-ops",
   // ...). kInvalidArgument for an unknown name or a bad value.
@@ -124,6 +133,7 @@ struct FaultPlan {
 struct WriteTarget {
   std::string_view key;
   bool complete = false;  // CompleteMultipartUpload (lost_complete_rate)
+  bool copy = false;      // CopyObject or UploadPartCopy (lost_copy_rate)
 };
 
 class FaultInjector {

@@ -152,7 +152,8 @@ void HttpSession::PlanRequest() {
   }
   plan_ = FaultPlan();
   if (info_.op != Op::kControl) {
-    WriteTarget write{info_.key, info_.op == Op::kCompleteMultipart};
+    WriteTarget write{info_.key, info_.op == Op::kCompleteMultipart,
+                      info_.op == Op::kCopyObject || info_.op == Op::kUploadPartCopy};
     plan_ = ctx_.faults.Plan(FaultOpFor(info_.op), IsWriteOp(info_.op) ? &write : nullptr);
   }
   body_seen_ = 0;
@@ -449,8 +450,10 @@ void HttpSession::Respond(HttpRequest& req, const std::optional<AuthFailure>& de
         resp_ = ctx_.api.ServeObject(info, req, accelerated->value(), info.op == Op::kHeadObject);
       }
       if (plan_.lose_answer && resp_.status == 200) {
-        // Done, but the answer never arrives: the client's retry meets NoSuchUpload.
-        ctx_.stats.CountFault(StatFault::kLostComplete);
+        // Done, but the answer never arrives: a Complete's retry meets NoSuchUpload, a
+        // copy's makes the copy again.
+        ctx_.stats.CountFault(info.op == Op::kCompleteMultipart ? StatFault::kLostComplete
+                                                                : StatFault::kLostCopy);
         if (ctx_.options.access_log) {
           std::fprintf(stderr, "%s %s 200 (answer dropped)\n", info.method.c_str(),
                        RedactTarget(req.target()).c_str());

@@ -1,8 +1,51 @@
 #include "listing.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
 #include "xml_writer.h"
 
 namespace ossmount::testserver {
+
+Result<ListPage> SyntheticPage(const ListQuery& query, const std::string& prefix, uint64_t count) {
+  ListPage page;
+  static const auto created = std::make_shared<const SystemTime>(std::chrono::system_clock::now());
+  auto add = [&](uint64_t i) {
+    auto obj = std::make_shared<ObjectInfo>();
+    char name[16];
+    snprintf(name, sizeof(name), "f%010llu", static_cast<unsigned long long>(i));
+    obj->key = prefix + name;
+    obj->size = 1;
+    obj->mtime = *created;
+    obj->etag = "00000000000000000000000000000001";
+    page.contents.push_back(std::move(obj));
+  };
+  if (query.prefix != prefix) {
+    // A listing of one name (a probe): the key itself, if it is one of the generated ones.
+    const std::string rest = query.prefix.substr(prefix.size());
+    if (rest.size() == 11 && rest[0] == 'f' &&
+        rest.find_first_not_of("0123456789", 1) == std::string::npos) {
+      const uint64_t i = std::stoull(rest.substr(1));
+      if (count == 0 || i < count) add(i);
+    }
+    return page;
+  }
+  uint64_t first = 0;
+  if (!query.continuation_token.empty()) {
+    if (query.continuation_token.rfind("syn-", 0) != 0) {
+      return Status(ErrorCode::kInvalidArgument, "The continuation token provided is incorrect");
+    }
+    first = std::stoull(query.continuation_token.substr(4));
+  }
+  const uint64_t n = static_cast<uint64_t>(std::max(query.max_keys, 0));
+  const uint64_t end = count == 0 ? first + n : std::min(count, first + n);
+  for (uint64_t i = first; i < end; ++i) add(i);
+  page.truncated = count == 0 || end < count;
+  if (page.truncated) page.next_token = "syn-" + std::to_string(end);
+  return page;
+}
 
 std::string PrefixSuccessor(std::string prefix) {
   while (!prefix.empty()) {

@@ -35,6 +35,12 @@ struct ListPage {
 // kInvalidArgument for a continuation token this server did not issue.
 Result<ListPage> ListIndex(const ObjectIndex& index, const ListQuery& query);
 
+// One page of a generated directory (FaultSettings::synthetic_prefix): keys prefix + "f" + a
+// 10-digit number from the one the token names ("syn-N"), `count` in all (0: never ending).
+// A query prefix longer than `prefix` (a probe of one name) lists that key alone, if it is
+// one of them.
+Result<ListPage> SyntheticPage(const ListQuery& query, const std::string& prefix, uint64_t count);
+
 // The smallest string greater than every string starting with `prefix`; "" when none
 // (prefix empty or all 0xFF bytes).
 std::string PrefixSuccessor(std::string prefix);

@@ -90,9 +90,13 @@ Result<ServerOptions> ParseServerOptions(int argc, char** argv, int* exit_code) 
        "Probability that a write request's body is read in part, then 400 IncompleteBody"},
       {"lost-complete-rate",
        "Probability that a successful CompleteMultipartUpload's answer is dropped (reset)"},
+      {"lost-copy-rate",
+       "Probability that a successful CopyObject's or UploadPartCopy's answer is dropped"},
       {"unanswered-complete",
        "Never answer a CompleteMultipartUpload: 'applied' executes it first, 'ignored' not"},
       {"write-fault-prefix", "Write faults only for keys starting with this"},
+      {"synthetic-listing",
+       "PREFIX=COUNT: listings of exactly PREFIX show COUNT generated keys (0: never ending)"},
       {"list-loop-prefix",
        "Listings under this prefix never end: continuation tokens alternate A, B, A, ..."},
   };

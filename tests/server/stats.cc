@@ -21,10 +21,10 @@ constexpr const char* kOpNames[] = {"GET",
                                     "BUCKET",
                                     "CONTROL",
                                     "OTHER"};
-constexpr const char* kFaultNames[] = {"error",         "reset",         "truncate",
-                                       "stall",         "corrupt",       "delayed",
-                                       "malformed",     "write_error",   "body_reset",
-                                       "body_truncate", "lost_complete", "unanswered_complete"};
+constexpr const char* kFaultNames[] = {
+    "error",         "reset",     "truncate",           "stall",      "corrupt",
+    "delayed",       "malformed", "write_error",        "body_reset", "body_truncate",
+    "lost_complete", "lost_copy", "unanswered_complete"};
 static_assert(sizeof(kOpNames) / sizeof(kOpNames[0]) == static_cast<size_t>(StatOp::kCount));
 static_assert(sizeof(kFaultNames) / sizeof(kFaultNames[0]) ==
               static_cast<size_t>(StatFault::kCount));

@@ -38,7 +38,7 @@ enum class StatOp {
 };
 
 // JSON names: error, reset, truncate, stall, corrupt, delayed, malformed, write_error,
-// body_reset, body_truncate, lost_complete, unanswered_complete.
+// body_reset, body_truncate, lost_complete, lost_copy, unanswered_complete.
 enum class StatFault {
   kError,
   kReset,
@@ -51,6 +51,7 @@ enum class StatFault {
   kBodyReset,           // --write-reset-rate: connection reset while reading the request body
   kBodyTruncate,        // --write-truncate-rate: body read in part, then 400 IncompleteBody
   kLostComplete,        // --lost-complete-rate: Complete done, its answer never sent
+  kLostCopy,            // --lost-copy-rate: a copy done, its answer never sent
   kUnansweredComplete,  // --unanswered-complete: the connection held silent
   kCount
 };

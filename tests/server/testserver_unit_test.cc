@@ -375,6 +375,14 @@ TEST_CASE("Write faults: errors, body cuts and lost Completes, scoped by prefix"
   const WriteTarget complete{"k", true}, part{"k", false};
   CHECK(li.Plan(FaultOp::kPut, &complete).lose_answer);
   CHECK_FALSE(li.Plan(FaultOp::kPut, &part).lose_answer);
+  // Lost copy answers only for copies.
+  FaultSettings lost_copies;
+  lost_copies.lost_copy_rate = 1;
+  FaultInjector lc(lost_copies, 4);
+  const WriteTarget copy{"k", false, true};
+  CHECK(lc.Plan(FaultOp::kPut, &copy).lose_answer);
+  CHECK_FALSE(lc.Plan(FaultOp::kPut, &part).lose_answer);
+  CHECK_FALSE(lc.Plan(FaultOp::kPut, &complete).lose_answer);
   // Adding write settings leaves the read-fault stream of a seed unchanged.
   FaultSettings r1, r2 = r1;
   r1.error_rate = r2.error_rate = 0.5;
@@ -473,12 +481,14 @@ TEST_CASE("Stats JSON names the write operations, write faults and gauges", "[st
   st.Count(StatOp::kListMultipartUploads);
   st.Count(StatOp::kListParts);
   st.CountFault(StatFault::kLostComplete);
+  st.CountFault(StatFault::kLostCopy);
   st.AddDeletedKeys(7);
   std::string json = st.ToJson({{"open_multipart_uploads", 3}});
   for (const char* want :
        {"\"requests\":3,", "\"UPLOAD_PART_COPY\":1", "\"LIST_MULTIPART_UPLOADS\":1",
-        "\"LIST_PARTS\":1", "\"lost_complete\":1", "\"write_error\":0", "\"body_reset\":0",
-        "\"body_truncate\":0", "\"deleted_keys\":7", "\"open_multipart_uploads\":3}"}) {
+        "\"LIST_PARTS\":1", "\"lost_complete\":1", "\"lost_copy\":1", "\"write_error\":0",
+        "\"body_reset\":0", "\"body_truncate\":0", "\"deleted_keys\":7",
+        "\"open_multipart_uploads\":3}"}) {
     INFO(want);
     CHECK(json.find(want) != std::string::npos);
   }
