@@ -34,8 +34,8 @@ ObjectUpload::ObjectUpload(std::shared_ptr<ObjectClient> client, std::shared_ptr
       journal_(std::move(journal)),
       key_(std::move(key)),
       options_(options),
-      write_options_(write_options),
       started_(std::chrono::steady_clock::now()) {
+  forbid_overwrite_ = write_options.forbid_overwrite;
   Uploads().files_in_flight.Add(1);
 }
 
@@ -233,6 +233,9 @@ void ObjectUpload::StartMultipart() {
 
 void ObjectUpload::OnInitiated(Result<std::string> id) {
   if (!id.ok()) return Fail(id.status());
+  // Recorded before the first part is sent. An upload that cannot be recorded is refused: a
+  // crash would leave it behind where no remount looks.
+  const Status recorded = journal_ ? journal_->Add(key_, *id) : Status::Ok();
   std::vector<Part> parts;
   {
     std::unique_lock lock(mu_);
@@ -241,21 +244,25 @@ void ObjectUpload::OnInitiated(Result<std::string> id) {
       lock.unlock();
       // Failed while the upload was being started: nobody will use it.
       // Holding the upload, which counts as in flight until the abort is answered.
-      client_->AbortMultipart(key_, *id, [self = shared_from_this()](Status) {});
+      client_->AbortMultipart(
+          key_, *id, [self = shared_from_this(), id = *id, recorded = recorded.ok()](Status s) {
+            if (s.ok() && recorded && self->journal_) self->journal_->Remove(id);
+          });
       return;
     }
     upload_id_ = *id;
-    parts.swap(unsent_);
-    parts_out_ += static_cast<int>(parts.size());
-  }
-  if (journal_) {
-    Status recorded = journal_->Add(key_, *id);
-    if (!recorded.ok()) {
-      spdlog::warn(
-          "upload of '{}': {} (a crash now would leave the upload for the bucket's "
-          "lifecycle rule to remove)",
-          key_, recorded.message());
+    if (recorded.ok()) {
+      parts.swap(unsent_);
+      parts_out_ += static_cast<int>(parts.size());
     }
+  }
+  if (!recorded.ok()) {
+    return Fail(Status(ErrorCode::kNoSpace,
+                       "cannot record the upload of '" + key_ + "' in the upload journal (" +
+                           recorded.message() +
+                           "); the save is refused, since a crash would leave its multipart "
+                           "upload where no remount aborts it: free room there or set "
+                           "--upload-journal"));
   }
   for (Part& p : parts) SendPart(std::move(p));
   CompleteIfReady();
@@ -295,7 +302,17 @@ void ObjectUpload::OnPartDone(int number, uint64_t bytes, Result<PartInfo> r) {
       done_parts_[number] = std::move(info);
     }
   }
-  if (!r.ok()) return Fail(r.status());
+  if (!r.ok()) {
+    if (r.status().service().code == "NoSuchUpload") {
+      // Not a missing file: the server forgot the upload (aborted by another process, or lost
+      // in a restart), and with it every part sent so far.
+      return Fail(Status(ErrorCode::kServerError,
+                         "the server no longer knows the multipart upload of '" + key_ +
+                             "' (aborted elsewhere, or lost when the server restarted): the "
+                             "parts sent so far are gone"));
+    }
+    return Fail(r.status());
+  }
   Uploads().bytes_uploaded.Add(bytes);
   Uploads().parts_uploaded.Add();
   CompleteIfReady();
@@ -341,7 +358,7 @@ void ObjectUpload::Finish(FinishCallback done) {
 void ObjectUpload::PutWhole(std::shared_ptr<std::string> body) {
   const uint64_t bytes = body->size();
   gate_->Submit([self = shared_from_this(), body = std::move(body), bytes] {
-    self->client_->Put(self->key_, body, self->write_options_,
+    self->client_->Put(self->key_, body, self->CompletionOptions(),
                        [self, body, bytes](Result<PutResult> r) {
                          if (r.ok()) {
                            // Kept (still counted) in case bytes follow the completion.
@@ -384,7 +401,7 @@ void ObjectUpload::CompleteIfReady() {
     }
   }
   const int count = static_cast<int>(parts.size());
-  client_->CompleteMultipart(key_, id, std::move(parts), write_options_,
+  client_->CompleteMultipart(key_, id, std::move(parts), CompletionOptions(),
                              [self = shared_from_this(), count](Result<PutResult> r) {
                                self->OnCompleted(std::move(r), count);
                              });
@@ -405,6 +422,9 @@ void ObjectUpload::OnCompleted(Result<PutResult> r, int parts) {
     if (state_ != State::kFinishing) return;
     state_ = State::kDone;
     result_ = UploadedObject{size_, r->etag, r->crc64, parts, ++completions_};
+    // The name is this upload's now: a later completion (bytes written after an fsync)
+    // replaces its own object.
+    forbid_overwrite_ = false;
     id = upload_id_;
   }
   if (journal_ && !id.empty()) journal_->Remove(id);
@@ -414,6 +434,13 @@ void ObjectUpload::OnCompleted(Result<PutResult> r, int parts) {
 }
 
 void ObjectUpload::Abort(Status why) { Fail(std::move(why)); }
+
+WriteOptions ObjectUpload::CompletionOptions() const {
+  std::lock_guard lock(mu_);
+  WriteOptions options;
+  options.forbid_overwrite = forbid_overwrite_;
+  return options;
+}
 
 bool ObjectUpload::outcome_unknown() const {
   std::lock_guard lock(mu_);

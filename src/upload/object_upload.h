@@ -138,13 +138,14 @@ class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
   void ContinueLocked(std::vector<Part>& copies);
   // Hands the final answer to every waiting Finish.
   void Settle();
+  // The options of the request that completes the object.
+  WriteOptions CompletionOptions() const;
 
   const std::shared_ptr<ObjectClient> client_;
   const std::shared_ptr<UploadGate> gate_;
   const std::shared_ptr<UploadJournal> journal_;
   const std::string key_;
   const UploadOptions options_;
-  const WriteOptions write_options_;
   const std::chrono::steady_clock::time_point started_;
 
   // mu_ guards every member below.
@@ -157,6 +158,9 @@ class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
   int next_part_ = 1;
   bool multipart_ = false;  // parts were sealed: this is a multipart upload
   bool outcome_unknown_ = false;
+  // The object must not replace one at its key (WriteOptions::forbid_overwrite): until the
+  // first completion, after which the key holds this upload's own object.
+  bool forbid_overwrite_ = false;
   std::function<void(std::optional<ObjectInfo>)> outcome_settled_;
   std::optional<uint64_t> completed_crc_;  // of the object the last Complete sent makes
   bool initiating_ = false;                // InitiateMultipart in flight

@@ -627,3 +627,37 @@ TEST_CASE("ObjectUpload: a Complete left unanswered is settled by the abort and 
     }
   }
 }
+
+TEST_CASE("ObjectUpload: an upload the server forgot (NoSuchUpload) fails with EIO, saying so") {
+  Rig rig(64 * MiB, 8, /*failing=*/true);
+  Status forgotten(ErrorCode::kNotFound, "The specified upload does not exist.");
+  forgotten.WithService({404, "NoSuchUpload", "rid", "", ""});
+  rig.fail->RefuseNext(Op::kUploadPart, 1, forgotten, 2);
+  auto up = rig.Make("k");
+  Rig::AppendAll(*up, Bytes(3 * 64 * KiB, 6), 64 * KiB);
+  rig.Drain();
+  const Status error = up->error();
+  CHECK(error.code() == ErrorCode::kServerError);
+  CHECK(error.ToErrno() == EIO);
+  CHECK(error.message().find("no longer knows the multipart upload") != std::string::npos);
+  CHECK_FALSE(rig.Finish(*up).ok());
+  CheckNothingLeft(rig);
+}
+
+TEST_CASE("ObjectUpload: a name it took is its own: a completion after the first replaces it") {
+  Rig rig;
+  WriteOptions wo;
+  wo.forbid_overwrite = true;
+  auto up = rig.Make("new", wo);
+  Rig::AppendAll(*up, Bytes(3 * 64 * KiB, 7), 64 * KiB);
+  REQUIRE(rig.Finish(*up).ok());
+  Rig::AppendAll(*up, Bytes(1000, 8), 1000);
+  REQUIRE(rig.Finish(*up).ok());
+  CHECK(rig.fake->Data("new")->size() == 3 * 64 * KiB + 1000);
+  std::vector<bool> guards;
+  for (const auto& req : rig.fake->requests()) {
+    if (req.op == Op::kComplete) guards.push_back(req.forbid_overwrite);
+  }
+  CHECK(guards == std::vector<bool>{true, false});
+  CheckNothingLeft(rig);
+}

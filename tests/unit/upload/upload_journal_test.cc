@@ -68,11 +68,13 @@ TEST_CASE("UploadJournal: records round-trip keys with newlines and odd bytes") 
   for (const auto& [key, id] : records) REQUIRE(journal->Add(key, id).ok());
   CHECK(KeysAndIds(*journal) ==
         std::set<std::pair<std::string, std::string>>(records.begin(), records.end()));
-  CHECK(FilesIn(dir) == records.size());  // no temporary files left
+  // No temporary files left: the records and the session's lock.
+  CHECK(FilesIn(journal->session_dir()) == records.size() + 1);
 
-  // A new journal on the same directory (the next mount) reads the same records.
-  auto reopened = OpenJournal(dir);
-  CHECK(KeysAndIds(*reopened).size() == records.size());
+  // Another daemon's journal on the same directory has a session of its own.
+  auto other = OpenJournal(dir);
+  CHECK(other->session_dir() != journal->session_dir());
+  CHECK(KeysAndIds(*other).empty());
 
   // Adding an id again replaces its record.
   REQUIRE(journal->Add("moved", "id-1").ok());
@@ -85,7 +87,7 @@ TEST_CASE("UploadJournal: records round-trip keys with newlines and odd bytes") 
   CHECK(left.size() == records.size() - 1);
   CHECK(left.count({"two\nlines", "id-2"}) == 0);
   for (const auto& r : journal->Records()) CHECK(std::filesystem::exists(r.file));
-  CHECK(FilesIn(dir) == records.size() - 1);
+  CHECK(FilesIn(journal->session_dir()) == records.size());
 }
 
 TEST_CASE("UploadJournal: corrupt record files are skipped, other files ignored") {
@@ -108,7 +110,7 @@ TEST_CASE("UploadJournal: corrupt record files are skipped, other files ignored"
     TempDir tmp;
     auto journal = OpenJournal(tmp.Sub("j"));
     REQUIRE(journal->Add("good/key", "good-id").ok());
-    std::ofstream(tmp.Sub("j/" + name)) << text;
+    std::ofstream(journal->session_dir() + "/" + name) << text;
     auto records = journal->Records();
     std::string seen;
     for (const auto& r : records) seen += "['" + r.key + "' '" + r.upload_id + "'] ";
@@ -122,13 +124,16 @@ TEST_CASE("UploadJournal: corrupt record files are skipped, other files ignored"
 TEST_CASE("UploadJournal: AbortLeftovers aborts recorded uploads and removes their records") {
   TempDir tmp;
   Rig rig;
-  auto journal = OpenJournal(tmp.Sub("j"));
+  auto crashed = OpenJournal(tmp.Sub("j"));
   const std::string a = InitiateOn(rig, "ckpt/a");
   const std::string b = InitiateOn(rig, "ckpt/b\nwith newline");
   InitiateOn(rig, "someone/else");  // not recorded: not ours, never aborted
-  REQUIRE(journal->Add("ckpt/a", a).ok());
-  REQUIRE(journal->Add("ckpt/b\nwith newline", b).ok());
+  REQUIRE(crashed->Add("ckpt/a", a).ok());
+  REQUIRE(crashed->Add("ckpt/b\nwith newline", b).ok());
+  const std::string crashed_session = crashed->session_dir();
+  crashed.reset();  // its daemon is gone: the lock on its session with it
   CHECK(rig.fake->OpenUploadCount() == 3);
+  auto journal = OpenJournal(tmp.Sub("j"));
 
   std::optional<std::pair<size_t, Status>> out;
   journal->AbortLeftovers(rig.client, [&](size_t n, Status s) { out.emplace(n, s); });
@@ -144,16 +149,70 @@ TEST_CASE("UploadJournal: AbortLeftovers aborts recorded uploads and removes the
   }
   CHECK(aborted == std::set<std::string>{"ckpt/a|" + a, "ckpt/b\nwith newline|" + b});
   CHECK(journal->Records().empty());
+  // The dead session is gone; the new one stays.
+  CHECK_FALSE(std::filesystem::exists(crashed_session));
+  CHECK(FilesIn(journal->dir()) == 1);
+}
+
+TEST_CASE("UploadJournal: a live daemon's uploads are never leftovers, a dead one's are") {
+  TempDir tmp;
+  Rig rig;
+  auto first = OpenJournal(tmp.Sub("j"));
+  const std::string a = InitiateOn(rig, "a");
+  REQUIRE(first->Add("a", a).ok());
+  // A second daemon starts on the same journal directory while the first writes.
+  auto second = OpenJournal(tmp.Sub("j"));
+  const std::string b = InitiateOn(rig, "b");
+  REQUIRE(second->Add("b", b).ok());
+  for (auto* journal : {&first, &second}) {
+    std::optional<size_t> aborted;
+    (*journal)->AbortLeftovers(rig.client, [&](size_t n, Status s) {
+      CHECK(s.ok());
+      aborted = n;
+    });
+    rig.Drain();
+    REQUIRE(aborted.has_value());
+    CHECK(*aborted == 0);
+  }
+  CHECK(rig.fake->count(Op::kAbort) == 0);
+  CHECK(rig.fake->OpenUploadCount() == 2);
+  // The first dies: the next daemon aborts its upload, and only it.
+  first.reset();
+  auto third = OpenJournal(tmp.Sub("j"));
+  std::optional<size_t> aborted;
+  third->AbortLeftovers(rig.client, [&](size_t n, Status) { aborted = n; });
+  rig.Drain();
+  CHECK(aborted == 1u);
+  CHECK(rig.fake->OpenUploadCount() == 1);
+  CHECK(KeysAndIds(*second) == std::set<std::pair<std::string, std::string>>{{"b", b}});
+}
+
+TEST_CASE("UploadJournal: records an older version wrote into the directory are leftovers") {
+  TempDir tmp;
+  Rig rig;
+  const std::string a = InitiateOn(rig, "old/a");
+  std::filesystem::create_directories(tmp.Sub("j"));
+  std::ofstream(tmp.Sub("j/00000000000000aa.upload")) << "5\nold/a\n" << a << "\n";
+  auto journal = OpenJournal(tmp.Sub("j"));
+  std::optional<size_t> aborted;
+  journal->AbortLeftovers(rig.client, [&](size_t n, Status) { aborted = n; });
+  rig.Drain();
+  CHECK(aborted == 1u);
+  CHECK(rig.fake->OpenUploadCount() == 0);
+  CHECK_FALSE(std::filesystem::exists(tmp.Sub("j/00000000000000aa.upload")));
 }
 
 TEST_CASE("UploadJournal: an abort that fails keeps its record for the next mount") {
   TempDir tmp;
   Rig rig(64 * MiB, 8, /*failing=*/true);
-  auto journal = OpenJournal(tmp.Sub("j"));
+  auto crashed = OpenJournal(tmp.Sub("j"));
   const std::string a = InitiateOn(rig, "a");
   const std::string b = InitiateOn(rig, "b");
-  REQUIRE(journal->Add("a", a).ok());
-  REQUIRE(journal->Add("b", b).ok());
+  REQUIRE(crashed->Add("a", a).ok());
+  REQUIRE(crashed->Add("b", b).ok());
+  const std::string crashed_session = crashed->session_dir();
+  crashed.reset();
+  auto journal = OpenJournal(tmp.Sub("j"));
   rig.fail->RefuseNext(Op::kAbort, 1, Status(ErrorCode::kAccessDenied, "no abort for you"));
 
   std::optional<std::pair<size_t, Status>> out;
@@ -163,9 +222,16 @@ TEST_CASE("UploadJournal: an abort that fails keeps its record for the next moun
   CHECK(out->first == 1);
   CHECK(out->second.code() == ErrorCode::kAccessDenied);
   CHECK(rig.fake->OpenUploadCount() == 1);
-  auto left = journal->Records();
-  REQUIRE(left.size() == 1);
-  CHECK((left[0].upload_id == a || left[0].upload_id == b));
+  // The refused one stays recorded in the dead session, for the mount after.
+  CHECK(std::filesystem::exists(crashed_session));
+  journal.reset();
+  auto next = OpenJournal(tmp.Sub("j"));
+  std::optional<size_t> aborted;
+  next->AbortLeftovers(rig.client, [&](size_t n, Status) { aborted = n; });
+  rig.Drain();
+  CHECK(aborted == 1u);
+  CHECK(rig.fake->OpenUploadCount() == 0);
+  CHECK_FALSE(std::filesystem::exists(crashed_session));
 }
 
 TEST_CASE("UploadJournal: AbortLeftovers with no records answers at once, without requests") {
@@ -241,5 +307,22 @@ TEST_CASE("UploadJournal: a small file written with one PUT leaves no record") {
   Rig::AppendAll(*up, Bytes(1000, 31), 1000);
   REQUIRE(rig.Finish(*up).ok());
   CHECK(journal->Records().empty());
-  CHECK(FilesIn(journal->dir()) == 0);
+  CHECK(FilesIn(journal->session_dir()) == 1);  // its lock alone
+}
+
+TEST_CASE("UploadJournal: an upload that cannot be recorded is refused with ENOSPC") {
+  TempDir tmp;
+  Rig rig;
+  auto journal = OpenJournal(tmp.Sub("j"));
+  std::filesystem::remove_all(journal->session_dir());  // the journal's disk went away
+  auto up = rig.Make("ckpt/model.pt", {}, journal);
+  Rig::AppendAll(*up, Bytes(3 * 64 * KiB, 32), 64 * KiB);
+  rig.Drain();
+  const Status error = up->error();
+  CHECK(error.code() == ErrorCode::kNoSpace);
+  CHECK(error.message().find("upload journal") != std::string::npos);
+  CHECK_FALSE(rig.Finish(*up).ok());
+  CHECK(rig.fake->OpenUploadCount() == 0);  // aborted at once
+  CHECK(rig.fake->count(Op::kUploadPart) == 0);
+  CHECK(rig.budget->used() == 0);
 }
