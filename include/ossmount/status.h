@@ -51,6 +51,7 @@ enum class ErrorCode {
   kTooBig,                 // Past the service's object size limit. EFBIG.
   kBusy,                   // The file is being written by this mount. EBUSY.
   kCrossDevice,            // A rename the mount will not do in place (copy instead). EXDEV.
+  kNotPermitted,           // An operation the file system does not offer (link, symlink). EPERM.
 };
 
 // A stable lowercase name for the code ("not_found", "network", ...), for logs and metrics.

@@ -66,6 +66,8 @@ const char* ErrorCodeName(ErrorCode code) {
       return "busy";
     case ErrorCode::kCrossDevice:
       return "cross_device";
+    case ErrorCode::kNotPermitted:
+      return "not_permitted";
   }
   return "unknown";
 }
@@ -116,6 +118,8 @@ int Status::ToErrno() const {
       return EBUSY;
     case ErrorCode::kCrossDevice:
       return EXDEV;
+    case ErrorCode::kNotPermitted:
+      return EPERM;
     case ErrorCode::kServerError:
     case ErrorCode::kNetwork:
     case ErrorCode::kIntegrity:

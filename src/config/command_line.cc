@@ -23,7 +23,8 @@ const char* const kDefaultConfigPath = "/etc/ossmount/config.json";
 namespace {
 
 const char* const kDescription =
-    "ossmount: mount an Alibaba Cloud OSS bucket (or an S3 bucket) read-only";
+    "ossmount: mount an Alibaba Cloud OSS bucket (or an S3 bucket) as a POSIX tree, read-only "
+    "unless --allow-writes is given";
 
 // An error about an option whose value came from a layer says where: the message's first
 // "--option" that a layer set gets " (from <origin>)" appended.
@@ -116,7 +117,8 @@ std::string UsageText() {
       "Credentials: OSS_ACCESS_KEY_ID/OSS_ACCESS_KEY_SECRET[/OSS_SESSION_TOKEN],\n"
       "  ALIBABA_CLOUD_ACCESS_KEY_ID/..., AWS_ACCESS_KEY_ID/... (S3 mode), --credentials-file,\n"
       "  --passwd-file, or --ram-role. Secrets are never accepted on the command line.\n"
-      "The mount is read-only unless --allow-writes is given.");
+      "The mount is read-only unless --allow-writes is given. chmod, chown, utime and touch -d\n"
+      "  succeed without effect: every file shows --file-mode and --uid/--gid.");
   return app.help();
 }
 

@@ -74,7 +74,9 @@ class Mapper {
       return Status::Ok();
     }
     if (field == "checkpointConfig" || field.rfind("checkpointConfig.", 0) == 0) {
-      return NoMeaning(field, "ossmount mounts read-only and does not write checkpoints");
+      return NoMeaning(field,
+                       "checkpoints are written with --allow-writes, tuned with "
+                       "--upload-concurrency and --upload-part-size");
     }
     if (leaf == "prefetchWorker") {
       return NoMeaning(field,

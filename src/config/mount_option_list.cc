@@ -49,7 +49,9 @@ Result<std::vector<std::string>> ExpandMountOptions(const std::vector<std::strin
       size_t eq = item.find('=');
       std::string name = item.substr(0, eq);
       if (IsIgnoredMountOption(name)) {
-        if (name == "rw") warnings->push_back("-o rw ignored: ossmount mounts are read-only");
+        if (name == "rw") {
+          warnings->push_back("-o rw ignored: a mount is read-only unless allow_writes is given");
+        }
         continue;
       }
       std::string flag = name;

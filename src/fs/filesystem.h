@@ -181,6 +181,21 @@ class Filesystem {
     (void)ino, (void)fh;
     done(Status::Ok());
   }
+  // fallocate(2) through a handle open for writing: `mode` 0 (posix_fallocate) makes the file
+  // at least offset + length bytes long, the bytes not written being zeros;
+  // FALLOC_FL_KEEP_SIZE changes nothing; other modes are kNotSupported.
+  virtual void Fallocate(InodeId ino, uint64_t fh, int mode, off_t offset, off_t length,
+                         StatusCallback done) {
+    (void)ino, (void)fh, (void)mode, (void)offset, (void)length;
+    done(Status(ErrorCode::kNotSupported, "fallocate is not supported"));
+  }
+  // mknod(2): a regular file (S_IFREG) is created empty, like an O_CREAT|O_EXCL open and close;
+  // devices, FIFOs and sockets are kNotPermitted (objects cannot be them).
+  virtual void MakeNode(InodeId parent, std::string name, uint32_t mode, const Caller& caller,
+                        Callback<Entry> done) {
+    (void)parent, (void)name, (void)mode, (void)caller;
+    done(ReadOnly());
+  }
   // `fh` is the handle when the caller gave one (ftruncate), else 0.
   virtual void SetAttr(InodeId ino, uint64_t fh, const SetAttrRequest& request,
                        Callback<AttrReply> done) {

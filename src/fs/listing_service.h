@@ -46,6 +46,12 @@ class ListingService : public std::enable_shared_from_this<ListingService> {
   // a probe of the one name (each shared by concurrent callers). Caches what the server
   // said unless it is an error. A cached answer is given on the calling thread.
   void Resolve(const std::string& path, ResolveCallback done);
+  // What the server says about `path` now, whatever the cache holds (joining a probe of the
+  // name in flight); the answer is cached. For decisions a stale answer would turn into lost
+  // data: whether a create would replace an object, whether a rename target is empty.
+  void ResolveFromServer(const std::string& path, ResolveCallback done) {
+    ProbePath(path, std::move(done));
+  }
   // The listing of a directory: the fresh cached one, or a new one (single-flight) that is
   // then cached. A fresh cached listing is given on the calling thread.
   void GetListing(const std::string& path, ListingCallback done);

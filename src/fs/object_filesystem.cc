@@ -10,6 +10,7 @@
 #include <functional>
 #include <string_view>
 
+#include "fs/busy_retry.h"
 #include "fs/fs_metrics.h"
 #include "meta/key_mapping.h"
 
@@ -29,7 +30,7 @@ Status BadHandle(uint64_t fh) {
 // shown_version): its etag and size. Never 0, which the table reads as "none yet".
 uint64_t VersionOf(const meta::NodeAttr& attr) {
   const uint64_t h = std::hash<std::string_view>{}(attr.etag) ^ (attr.size * 0x9E3779B97F4A7C15ull);
-  return h == 0 ? 1 : h;
+  return h == meta::InodeTable::kNoPages || h == meta::InodeTable::kUnknownPages ? 1 : h;
 }
 
 int64_t NowUnixSeconds() {
@@ -110,7 +111,7 @@ void ObjectFilesystem::Lookup(InodeId parent, std::string name, Callback<Entry> 
     return done(Status(ErrorCode::kNotFound, "not a directory"));
   }
   std::string path = meta::JoinPath(node->path, name);
-  if (auto writer = WriterOf(path)) {
+  if (auto writer = OwnerOf(path)) {
     // Being written by this mount: its size so far (the object is not on the server yet).
     InodeId ino = inodes_.Ensure(path, false, 1);
     Entry e;
@@ -141,7 +142,16 @@ void ObjectFilesystem::GetAttr(InodeId ino, Callback<AttrReply> done) {
     AttrReply reply{MakeAttributes(ino, meta::DirAttr()), listings_->cache().ttl().KernelTimeout()};
     return done(reply);
   }
-  if (auto writer = WriterOf(node->path)) {
+  if (node->detached) {
+    // A version of the file that readers opened before the path got a new inode: what they
+    // pinned, not what the path holds now.
+    if (std::optional<OpenFiles::Version> v = open_files_.ReadersVersion(ino)) {
+      Attributes a = MakeAttributes(ino, meta::NodeAttr{});
+      a.size = v->size;
+      a.mtime_sec = v->mtime_sec;
+      return done(AttrReply{a, listings_->cache().ttl().KernelTimeout()});
+    }
+  } else if (auto writer = OwnerOf(node->path)) {
     Attributes a = WritingAttributes(*writer);
     a.ino = ino;
     return done(AttrReply{a, 0});
@@ -151,7 +161,17 @@ void ObjectFilesystem::GetAttr(InodeId ino, Callback<AttrReply> done) {
                                   done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) {
     if (!r.ok()) return done(r.status());
     if (!r->has_value() || (*r)->is_dir() != is_dir) {
-      return done(Status(ErrorCode::kNotFound, "'" + path + "' no longer exists as it was"));
+      // Files open here keep the version they opened (an fstat of one answers with it).
+      if (std::optional<OpenFiles::Version> v = self->open_files_.ReadersVersion(ino)) {
+        Attributes a = self->MakeAttributes(ino, meta::NodeAttr{});
+        a.size = v->size;
+        a.mtime_sec = v->mtime_sec;
+        return done(AttrReply{a, 0});
+      }
+      // Gone (another client removed it, a create here failed) or changed kind: ESTALE makes
+      // the kernel look the name up again (stat, open) rather than fail the call.
+      return done(Status(ErrorCode::kPreconditionFailed,
+                         "'" + path + "' no longer exists as it was: look it up again"));
     }
     self->inodes_.ShowVersion(ino, VersionOf(**r));  // this reply updates the kernel
     done(AttrReply{self->MakeAttributes(ino, **r), self->listings_->cache().ttl().KernelTimeout()});
@@ -214,7 +234,7 @@ void ObjectFilesystem::ServeDir(const std::shared_ptr<DirHandle>& handle,
     pinned.push_back(ino);
     Entry entry = MakeEntry(ino, attr);
     // A file this mount is writing grows: the kernel must not keep the size listed now.
-    if (!attr.is_dir() && options_.writes.enabled && WriterOf(path)) entry.attr_timeout = 0;
+    if (!attr.is_dir() && options_.writes.enabled && OwnerOf(path)) entry.attr_timeout = 0;
     entries.push_back(DirEntry{std::string(child.name), entry, static_cast<off_t>(i + 1)});
   }
   const bool released = !handle->KeepPinned(pinned);
@@ -245,16 +265,31 @@ void ObjectFilesystem::Open(InodeId ino, int flags, const Caller& caller,
                             Callback<OpenReply> done) {
   const bool writing = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
   if (writing && !options_.writes.enabled) return done(ReadOnly());
+  RetryWhileBusy<Result<OpenReply>>(
+      io_, std::chrono::steady_clock::now() + kBusyGrace,
+      [self = shared_from_this(), ino, flags, caller](Callback<OpenReply> attempt) {
+        self->OpenOnce(ino, flags, caller, std::move(attempt));
+      },
+      std::move(done));
+}
+
+void ObjectFilesystem::OpenOnce(InodeId ino, int flags, const Caller& caller,
+                                Callback<OpenReply> done) {
+  const bool writing = (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC) != 0;
   auto node = inodes_.Get(ino);
   if (!node) return done(NoSuchInode(ino));
   if (node->is_dir) {
     return done(Status(ErrorCode::kIsDirectory, "is a directory"));
   }
+  if (node->detached) {
+    // The path has another inode now (a new version, or a file of another kind): the kernel
+    // looks the path up again and opens that one.
+    return done(Status(ErrorCode::kPreconditionFailed,
+                       "'" + node->path + "' has a newer inode: look it up again"));
+  }
   if (writing) return OpenForWriting(ino, *node, flags, caller, std::move(done));
-  if (auto writer = WriterOf(node->path)) {
-    return done(Status(ErrorCode::kBusy, "'" + node->path +
-                                             "' is being written by this mount; it can be read "
-                                             "once it is closed"));
+  if (auto writer = OwnerOf(node->path)) {
+    return done(Busy(*writer, "opening '" + node->path + "' for reading"));
   }
   OpenForReading(ino, *node, caller, std::move(done));
 }
@@ -266,15 +301,39 @@ void ObjectFilesystem::OpenForReading(InodeId ino, const meta::InodeTable::Node&
                                  done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) {
     if (!r.ok()) return done(r.status());
     if (!r->has_value() || (*r)->is_dir()) {
-      return done(Status(ErrorCode::kNotFound, "'" + path + "' is no longer a file"));
+      // The kernel's name for it is out of date (another client removed it, a create here
+      // failed): ESTALE has it look the name up again, and a create with O_CREAT follows.
+      return done(Status(ErrorCode::kPreconditionFailed,
+                         "'" + path + "' is no longer a file: look it up again"));
     }
     const meta::NodeAttr& attr = **r;
     const FsOptions& options = self->options_;
+    const uint64_t version = VersionOf(attr);
+    switch (self->open_files_.BeginRead(ino, {version, attr.size, attr.mtime_sec})) {
+      case OpenFiles::Verdict::kOpened:
+        break;
+      case OpenFiles::Verdict::kOtherVersionOpen:
+        // Readers of the version before have this inode open, and every open file of an
+        // inode shares the kernel's page cache of it: the new version gets an inode of its own
+        // (ESTALE makes the kernel look the path up again and open that one).
+        self->inodes_.Detach(ino);
+        spdlog::debug("'{}' changed while open here: the new version gets an inode of its own",
+                      path);
+        return done(Status(ErrorCode::kPreconditionFailed,
+                           "'" + path + "' changed while open here: look it up again"));
+      case OpenFiles::Verdict::kWriterOpen:
+      case OpenFiles::Verdict::kReadersOpen:
+        return done(Status(ErrorCode::kBusy, "'" + path + "' is open for writing on this mount",
+                           /*retryable=*/true));
+    }
     // Another version than the kernel was last handed (it changed on the server and the
     // metadata expired, or a read found it changed): the kernel may still hold the old
     // size, which would cut the new bytes at it, and old pages. Tell it to drop both (no
     // keep_cache, so page_cached below does not count either).
-    const bool changed = self->inodes_.ShowVersion(ino, VersionOf(attr));
+    const bool changed = self->inodes_.ShowVersion(ino, version);
+    // Whether the inode's page cache can hold bytes of another version (an older version's
+    // readers, a writer's pages): then the kernel must drop it.
+    const bool pages_clean = self->inodes_.OpenPages(ino, version);
     if (changed) {
       spdlog::debug("'{}' changed since the kernel got its attributes (now {} bytes, etag {})",
                     path, attr.size, attr.etag);
@@ -296,7 +355,7 @@ void ObjectFilesystem::OpenForReading(InodeId ino, const meta::InodeTable::Node&
     OpenReply reply;
     // Not for a version whose CRC-64 check failed: the kernel may hold its damaged pages from
     // earlier opens, and a pass that reads them would never fetch (and check) them again.
-    reply.keep_cache = self->listings_->cache().ttl().indefinite() && !changed &&
+    reply.keep_cache = self->listings_->cache().ttl().indefinite() && !changed && pages_clean &&
                        !prefetch::IsSuspectVersion(handle->key, handle->etag);
     reply.attributes_changed = changed;
     // A backing file, unless the kernel's page cache of this inode may already hold the
@@ -328,7 +387,15 @@ void ObjectFilesystem::OpenForReading(InodeId ino, const meta::InodeTable::Node&
 void ObjectFilesystem::Read(InodeId /*ino*/, uint64_t fh, off_t offset, size_t size,
                             Callback<ReadReply> done) {
   std::shared_ptr<ReadHandle> handle = read_handles_.Find(fh);
-  if (!handle) return done(BadHandle(fh));
+  if (!handle) {
+    if (auto writer = write_handles_.Find(fh)) {
+      return done(Status(ErrorCode::kNotSupported,
+                         "reading '" + writer->path +
+                             "' through a descriptor open for writing is not supported; open it "
+                             "again for reading once it is closed"));
+    }
+    return done(BadHandle(fh));
+  }
   if (offset < 0) {
     return done(Status(ErrorCode::kInvalidArgument, "negative offset"));
   }
@@ -416,6 +483,7 @@ void ObjectFilesystem::EndSession() {
 void ObjectFilesystem::Released(const std::shared_ptr<ReadHandle>& handle, bool at_unmount) {
   // Cancels readahead still in flight and frees the parts (and their budget) at once.
   if (handle->reader) handle->reader->Close();
+  open_files_.EndRead(handle->ino);
   const bool read = handle->bytes_read.load(std::memory_order_relaxed) > 0;
   // No READ came: the kernel's page cache served the file (or it was not read). The hint
   // prefetcher's reader has passed it all the same, and must not wait for it.

@@ -1,5 +1,6 @@
-// ObjectFilesystem: the Filesystem over an ObjectClient, a read-only POSIX view of a bucket or
-// of a prefix of it (docs/SEMANTICS.md), and the SessionHooks of its mount. Coordinates the
+// ObjectFilesystem: the Filesystem over an ObjectClient, a POSIX view of a bucket or of a
+// prefix of it, read-only unless FsOptions::writes says otherwise (docs/SEMANTICS.md), and
+// the SessionHooks of its mount. Coordinates the
 // inode table, the ListingService (names and listings), ObjectData (files' bytes) and the
 // open handles, and tells a ReadObserver what its readers do.
 //
@@ -23,6 +24,7 @@
 #include "fs/handle_map.h"
 #include "fs/listing_service.h"
 #include "fs/object_data.h"
+#include "fs/open_files.h"
 #include "fs/page_cache_trust.h"
 #include "fs/read_handle.h"
 #include "fs/read_observer.h"
@@ -67,6 +69,10 @@ class ObjectFilesystem : public Filesystem,
              Callback<size_t> done) override;
   void Flush(InodeId ino, uint64_t fh, const Caller& caller, StatusCallback done) override;
   void Fsync(InodeId ino, uint64_t fh, StatusCallback done) override;
+  void Fallocate(InodeId ino, uint64_t fh, int mode, off_t offset, off_t length,
+                 StatusCallback done) override;
+  void MakeNode(InodeId parent, std::string name, uint32_t mode, const Caller& caller,
+                Callback<Entry> done) override;
   void SetAttr(InodeId ino, uint64_t fh, const SetAttrRequest& request,
                Callback<AttrReply> done) override;
   void MakeDir(InodeId parent, std::string name, Callback<Entry> done) override;
@@ -131,21 +137,52 @@ class ObjectFilesystem : public Filesystem,
   void Released(const std::shared_ptr<ReadHandle>& handle, bool at_unmount);
   void NotifyRead(const std::string& path);
 
+  // Open once OwnerOf(path) allows it (Open retries it while a closed writer's release is on
+  // its way, RetryWhileBusy).
+  void OpenOnce(InodeId ino, int flags, const Caller& caller, Callback<OpenReply> done);
+
   // --- Writes (object_writes.cc, namespace_changes.cc). ---
+  // What a new write handle is.
+  struct WriteKind {
+    bool may_write = true;  // else opened as it is, refusing writes (WriteHandle::may_write)
+    bool replaces = true;   // WriteHandle::replaces
+    bool created = false;   // WriteHandle::created
+    // The server said the name was free: it is completed with forbid-overwrite.
+    bool must_be_new = false;
+  };
   // OK when writes are on (and `also` holds: delete or overwrite allowed), else why not.
   Status CheckWrites() const;
   // The path of `name` in directory `parent`, checked for a write: the parent is a known
-  // directory and the name valid.
+  // directory, the name valid and the object key it makes one the service accepts.
   Result<std::string> ChildPath(InodeId parent, const std::string& name) const;
+  void CreateOnce(const std::string& path, int flags, const Caller& caller,
+                  Callback<CreateReply> done);
+  // A create or open that may write `path`: a write handle that owns it, on its inode (or a new
+  // one when readers have the old inode open).
+  void StartWriter(const std::string& path, const Caller& caller, const WriteKind& kind,
+                   Callback<CreateReply> done);
+  // A create of a name the server says holds `attr`, without O_TRUNC: opened as it is.
+  void OpenExisting(const std::string& path, const meta::NodeAttr& attr, const Caller& caller,
+                    Callback<CreateReply> done);
   void OpenForWriting(InodeId ino, const meta::InodeTable::Node& node, int flags,
                       const Caller& caller, Callback<OpenReply> done);
-  // A handle for `path`, registered as its writer; null with *refused set when another
-  // handle of this mount is writing it.
   std::shared_ptr<WriteHandle> NewWriteHandle(InodeId ino, const std::string& path,
-                                              const Caller& caller, bool may_write, bool replaces,
-                                              bool created, Status* refused);
+                                              const Caller& caller, const WriteKind& kind);
+  // Makes `handle` the owner of its path and the writer of its inode. kBusy when another
+  // handle owns the path; kPreconditionFailed when readers have the inode open (the caller
+  // gives the path a new inode).
+  Status TakeOwnership(const std::shared_ptr<WriteHandle>& handle);
+  void DropOwnership(const WriteHandle& handle);
+  // Why an operation on a path `owner` owns cannot go on: kBusy, retryable (RetryWhileBusy)
+  // when the owner was closed and its release is on its way.
+  static Status Busy(const WriteHandle& owner, const std::string& what);
+  // Bytes written through the handle, or the size fallocate gave it if larger.
+  static uint64_t WrittenSize(WriteHandle& handle);
+  // Appends the zeros between the bytes written and the size fallocate gave the file.
+  void PadToReservedSize(const std::shared_ptr<WriteHandle>& handle, StatusCallback done);
   // Completes the handle's upload (if it has one to complete) and records the outcome.
   void FinishWrite(const std::shared_ptr<WriteHandle>& handle, StatusCallback done);
+  void CompleteUpload(const std::shared_ptr<WriteHandle>& handle, StatusCallback done);
   // The last release (or the end of the session): completes what is left, then the handle no
   // longer answers for its path.
   void ReleaseWriter(const std::shared_ptr<WriteHandle>& handle);
@@ -155,13 +192,22 @@ class ObjectFilesystem : public Filesystem,
   // lists them only once complete), which are also recorded in the cached listing.
   std::shared_ptr<const meta::DirSnapshot> WithOwnWrites(
       const std::string& dir, std::shared_ptr<const meta::DirSnapshot> listing);
-  // The handle writing `path` now, if any.
-  std::shared_ptr<WriteHandle> WriterOf(const std::string& path) const;
+  // The handle that owns `path`: open for writing and not yet released (fsync or not).
+  std::shared_ptr<WriteHandle> OwnerOf(const std::string& path) const;
   // Attributes of a file being written: its size so far.
-  Attributes WritingAttributes(const WriteHandle& handle) const;
+  Attributes WritingAttributes(WriteHandle& handle) const;
+  // Whether a handle owns a path under directory `dir`.
+  bool OwnsUnder(const std::string& dir) const;
+  void UnlinkOnce(const std::string& path, StatusCallback done);
+  void RenameOnce(const std::string& from, const std::string& to, unsigned flags,
+                  StatusCallback done);
   void RenameFile(const std::string& from, const std::string& to, const meta::NodeAttr& attr,
                   bool no_replace, StatusCallback done);
-  void RenameDir(const std::string& from, const std::string& to, StatusCallback done);
+  // A directory onto a directory the server has: only an empty one is replaced.
+  void RenameDirOntoDir(const std::string& from, const std::string& to, StatusCallback done);
+  // `target_marker`: `to` is an empty directory whose marker object exists already.
+  void RenameDir(const std::string& from, const std::string& to, bool target_marker,
+                 StatusCallback done);
 
   boost::asio::io_context& io_;
   const FsOptions options_;
@@ -176,10 +222,11 @@ class ObjectFilesystem : public Filesystem,
   HandleMap<DirHandle> dir_handles_;
   HandleMap<ReadHandle> read_handles_;
   HandleMap<WriteHandle> write_handles_;
+  OpenFiles open_files_;
   const std::shared_ptr<upload::UploadGate> upload_gate_;
   std::shared_ptr<upload::UploadJournal> journal_;
-  // writers_mu_ guards writers_: the handle writing each path. Held while asking a handle's
-  // upload whether it is active (its lock is taken after this one, never before).
+  // writers_mu_ guards writers_: the handle that owns each path (OwnerOf). Held while asking
+  // a handle's upload whether it is active (its lock is taken after this one, never before).
   mutable std::mutex writers_mu_;
   std::unordered_map<std::string, std::weak_ptr<WriteHandle>> writers_;
 };

@@ -125,7 +125,12 @@ void OpGetAttr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
   auto reply = StartInterruptible(req, "getattr");
   Ctx(req)->fs->GetAttr(ino, [reply, ino](Result<fs::AttrReply> r) {
     if (!r.ok()) {
-      LogFailure("getattr", ino, r.status());
+      // ESTALE: the name went or changed kind, and the kernel looks it up again.
+      if (r.status().code() == ErrorCode::kPreconditionFailed) {
+        spdlog::debug("fuse getattr ino {}: {}", ino, r.status().ToString());
+      } else {
+        LogFailure("getattr", ino, r.status());
+      }
       reply->Err(ErrnoOf(r.status()));
       return;
     }
@@ -244,7 +249,13 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
   const fs::Caller caller = CallerOf(req);  // for the audit log, and flush's opener check
   fs->Open(ino, fi->flags, caller, [reply, fs, ino, info, ctx](Result<fs::OpenReply> r) mutable {
     if (!r.ok()) {
-      LogFailure("open", ino, r.status());
+      // ESTALE from an open makes the kernel look the path up again and open what it finds:
+      // a file that changed while open here gets a new inode that way (fs/open_files.h).
+      if (r.status().code() == ErrorCode::kPreconditionFailed) {
+        spdlog::debug("fuse open ino {}: {}", ino, r.status().ToString());
+      } else {
+        LogFailure("open", ino, r.status());
+      }
       reply->Err(ErrnoOf(r.status()));
       return;
     }
@@ -423,7 +434,13 @@ void OpSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fu
     reply->Attr(ToStat(r->attr), r->attr_timeout);
   });
 }
-void OpMknod(fuse_req_t req, fuse_ino_t, const char*, mode_t, dev_t) { fuse_reply_err(req, EROFS); }
+void OpMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, dev_t) {
+  auto reply = Start(req, "mknod");
+  std::shared_ptr<fs::Filesystem> fs = Ctx(req)->fs;
+  fs->MakeNode(parent, name, mode, CallerOf(req), [reply, fs, parent](Result<fs::Entry> r) {
+    AnswerEntry(reply, *fs, "mknod", parent, r);
+  });
+}
 void OpMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t) {
   auto reply = Start(req, "mkdir");
   std::shared_ptr<fs::Filesystem> fs = Ctx(req)->fs;
@@ -439,14 +456,23 @@ void OpRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
   auto reply = Start(req, "rmdir");
   Ctx(req)->fs->RemoveDir(parent, name, AnswerStatus(reply, "rmdir", parent));
 }
-void OpSymlink(fuse_req_t req, const char*, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+// Objects cannot be links (a read-only mount answers EROFS in the kernel first). EPERM is what
+// symlink(2) and link(2) answer for a file system that does not support them.
+void OpSymlink(fuse_req_t req, const char*, fuse_ino_t parent, const char* name) {
+  spdlog::debug("fuse symlink '{}' in ino {}: symbolic links are not supported (EPERM)", name,
+                parent);
+  fuse_reply_err(req, EPERM);
+}
 void OpRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent,
               const char* new_name, unsigned int flags) {
   auto reply = Start(req, "rename");
   Ctx(req)->fs->Rename(parent, name, new_parent, new_name, flags,
                        AnswerStatus(reply, "rename", parent));
 }
-void OpLink(fuse_req_t req, fuse_ino_t, fuse_ino_t, const char*) { fuse_reply_err(req, EROFS); }
+void OpLink(fuse_req_t req, fuse_ino_t, fuse_ino_t parent, const char* name) {
+  spdlog::debug("fuse link '{}' in ino {}: hard links are not supported (EPERM)", name, parent);
+  fuse_reply_err(req, EPERM);
+}
 void OpWrite(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_t off,
              fuse_file_info* fi) {
   auto reply = Start(req, "write");
@@ -488,12 +514,16 @@ void OpFsync(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info* fi) {
   auto reply = Start(req, "fsync");
   Ctx(req)->fs->Fsync(ino, fi->fh, AnswerStatus(reply, "fsync", ino));
 }
-// Not supported on a writable mount (a read-only one answers EROFS in the kernel first):
-// objects have no preallocation and no extended attributes. ENOTSUP lets cp -p and cp -a
-// fall back to chmod instead of stopping.
-void OpFallocate(fuse_req_t req, fuse_ino_t, int, off_t, off_t, fuse_file_info*) {
-  fuse_reply_err(req, ENOTSUP);
+// posix_fallocate gives a file being written its size (fs::Filesystem::Fallocate); without
+// the operation glibc would emulate it by writing a byte into every 4 KiB block, out of order.
+void OpFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+                 fuse_file_info* fi) {
+  auto reply = Start(req, "fallocate");
+  Ctx(req)->fs->Fallocate(ino, fi->fh, mode, offset, length, AnswerStatus(reply, "fallocate", ino));
 }
+// Not supported on a writable mount (a read-only one answers EROFS in the kernel first):
+// objects carry no extended attributes. ENOTSUP lets cp -p and cp -a fall back to chmod
+// instead of stopping.
 void OpSetXattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) {
   fuse_reply_err(req, ENOTSUP);
 }

@@ -1,7 +1,7 @@
 // FetchEngine: libcurl multi handles driven by a Boost.Asio io_context.
 //
-// One attempt per Execute(): no retries here (those need re-signing and live in
-// src/object/retrying_executor). What the engine does:
+// One attempt per Execute(): no retries here (those need re-signing and live in the retry
+// loop, src/object/request_runner.h). What the engine does:
 //   - curl socket callbacks map to async_wait on the io_context, the curl timer to a
 //     steady_timer: there is no polling loop and no thread of its own.
 //   - keep-alive connection reuse per host (one multi handle, its connection cache);

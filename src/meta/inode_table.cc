@@ -4,11 +4,20 @@
 
 namespace ossmount::meta {
 
+size_t InodeTable::NodeBytes(const Node& node) {
+  // The node and its by_path_ entry, each with the hash table's per-node overhead, and the
+  // path's heap bytes (libstdc++ keeps 15 inline).
+  constexpr size_t kPerNode = sizeof(std::pair<const InodeId, Node>) +
+                              sizeof(std::pair<const std::string_view, InodeId>) + 2 * 48;
+  return kPerNode + (node.path.capacity() > 15 ? node.path.capacity() + 1 : 0);
+}
+
 InodeTable::InodeTable() {
   Node& root = by_ino_[kRootInodeId];
   root.is_dir = true;
   root.nlookup = 1;
   by_path_[root.path] = kRootInodeId;
+  *bytes_ = NodeBytes(root);
 }
 
 InodeId InodeTable::Ensure(const std::string& path, bool is_dir, uint64_t lookups,
@@ -38,7 +47,11 @@ InodeId InodeTable::EnsureLocked(const std::string& path, bool is_dir, uint64_t 
     const InodeId old = it->second;
     const bool unused = node.nlookup == 0 && node.pins == 0;
     by_path_.erase(it);  // before the node whose path its key views
-    if (unused) by_ino_.erase(old);
+    node.detached = true;
+    if (unused) {
+      *bytes_ -= NodeBytes(node);
+      by_ino_.erase(old);
+    }
   }
   InodeId ino = next_++;
   Node& node = by_ino_[ino];
@@ -48,6 +61,7 @@ InodeId InodeTable::EnsureLocked(const std::string& path, bool is_dir, uint64_t 
   node.pins = pins;
   node.shown_version = shown_version;
   by_path_[node.path] = ino;
+  *bytes_ += NodeBytes(node);
   return ino;
 }
 
@@ -67,12 +81,15 @@ void InodeTable::Move(const std::string& from, const std::string& to) {
   }
   for (InodeId ino : replaced) {
     by_path_.erase(by_ino_.at(ino).path);
+    by_ino_.at(ino).detached = true;
     DropIfUnusedLocked(ino);
   }
   for (InodeId ino : moving) {
     Node& node = by_ino_.at(ino);
     by_path_.erase(node.path);  // before the string its key views changes
+    *bytes_ -= NodeBytes(node);
     node.path = to + node.path.substr(from.size());
+    *bytes_ += NodeBytes(node);
   }
   for (InodeId ino : moving) {
     Node& node = by_ino_.at(ino);
@@ -87,6 +104,7 @@ bool InodeTable::DropIfUnusedLocked(InodeId ino) {
   if (node.nlookup > 0 || node.pins > 0) return false;
   auto p = by_path_.find(node.path);
   if (p != by_path_.end() && p->second == ino) by_path_.erase(p);
+  *bytes_ -= NodeBytes(node);
   by_ino_.erase(it);
   return true;
 }
@@ -124,6 +142,35 @@ bool InodeTable::ShowVersionLocked(Node& node, uint64_t version) {
   node.shown_version = version;
   if (changed) node.page_cached = false;  // those pages are of the version shown before
   return changed;
+}
+
+bool InodeTable::OpenPages(InodeId ino, uint64_t version) {
+  std::lock_guard lock(mu_);
+  auto it = by_ino_.find(ino);
+  if (it == by_ino_.end()) return false;
+  Node& node = it->second;
+  const bool clean = node.page_version == kNoPages || node.page_version == version;
+  node.page_version = version;
+  return clean;
+}
+
+void InodeTable::ForgetPages(InodeId ino) {
+  std::lock_guard lock(mu_);
+  auto it = by_ino_.find(ino);
+  if (it != by_ino_.end()) it->second.page_version = kUnknownPages;
+}
+
+bool InodeTable::Detach(InodeId ino) {
+  std::lock_guard lock(mu_);
+  auto it = by_ino_.find(ino);
+  if (it == by_ino_.end() || ino == kRootInodeId || it->second.detached) return false;
+  Node& node = it->second;
+  auto p = by_path_.find(node.path);
+  if (p == by_path_.end() || p->second != ino) return false;
+  by_path_.erase(p);
+  node.detached = true;
+  DropIfUnusedLocked(ino);
+  return true;
 }
 
 bool InodeTable::PageCached(const std::string& path) const {

@@ -9,13 +9,16 @@
 // so memory does not grow with the number of names ever listed.
 // When a path changes kind (a file became a directory), Ensure gives it a fresh inode and
 // the old one lives on, detached from the path, until the kernel forgets it: the kernel
-// must never see one inode change type.
+// must never see one inode change type. Detach does the same on request: a new version of a
+// file opened while another version is open gets an inode (and a page cache) of its own.
 //
 // Thread-safety: all methods are thread-safe (one mutex, mu_, a leaf lock: no callbacks or
 // other locks are taken while it is held).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -38,12 +41,20 @@ class InodeTable {
     // keeps those attributes (the file's size above all) until its attribute timeout, so
     // an open that finds another version must tell it to drop them (ShowVersion).
     uint64_t shown_version = 0;
+    // The object version whose bytes the kernel's page cache of this inode may hold
+    // (OpenPages): kNoPages while no file of it was opened, kUnknownPages after a writer.
+    uint64_t page_version = kNoPages;
     uint32_t pins = 0;  // open directory handles that listed it (Pin/Unpin)
     bool is_dir = false;
     // Bytes of this inode were replied to a READ: the kernel's page cache of the inode,
     // which lives as long as the kernel references it, may hold them.
     bool page_cached = false;
+    // No longer the inode of `path` (Detach, or the path changed kind): it lives on for the
+    // kernel's references and open files, and `path` is where it was.
+    bool detached = false;
   };
+  static constexpr uint64_t kNoPages = 0;
+  static constexpr uint64_t kUnknownPages = ~uint64_t{0};
 
   InodeTable();
 
@@ -71,6 +82,19 @@ class InodeTable {
   bool ShowVersion(InodeId ino, uint64_t version);
   // The page_cached of the current inode of `path` (false when it has none).
   bool PageCached(const std::string& path) const;
+  // A file of `version` (nonzero) of the inode's object is being opened for reading. The
+  // kernel's page cache of an inode is shared by all its open files and kept across opens
+  // (keep_cache): returns true when it can hold nothing of another version (no file of the
+  // inode was opened yet, or the last was of this version and no writer came since), so the
+  // kernel may keep it; false when the open must have the kernel drop it. Either way the page
+  // cache holds `version` from now on. False for an unknown inode.
+  bool OpenPages(InodeId ino, uint64_t version);
+  // A writer opened the inode: its page cache may hold bytes of no complete version.
+  void ForgetPages(InodeId ino);
+  // Detaches the inode from its path: the path's next Ensure makes a new inode, while this
+  // one lives on (its kernel references, pins and open files) until unused. True when it was
+  // the path's inode.
+  bool Detach(InodeId ino);
   // A rename: the inode of `from`, and of every path under it, now has the path `to` (or the
   // same path under `to`), keeping its number, as the kernel expects. Inodes that had those
   // paths before are detached (they live on until the kernel forgets them).
@@ -78,6 +102,11 @@ class InodeTable {
   // The current inode of a path, if any (for tests and diagnostics).
   std::optional<InodeId> Find(const std::string& path) const;
   size_t size() const;
+  // The bytes the table holds (estimated): about 150 plus the path per inode. Lock-free, so
+  // that the metadata cache can weigh it against their shared budget.
+  size_t bytes() const { return bytes_->load(std::memory_order_relaxed); }
+  // The counter bytes() reads, for whoever must read it after the table is gone.
+  std::shared_ptr<const std::atomic<size_t>> bytes_counter() const { return bytes_; }
 
  private:
   InodeId EnsureLocked(const std::string& path, bool is_dir, uint64_t lookups, uint32_t pins,
@@ -86,6 +115,7 @@ class InodeTable {
   static bool ShowVersionLocked(Node& node, uint64_t version);
   // Drops `ino` if it has no kernel reference and no pin (never the root).
   bool DropIfUnusedLocked(InodeId ino);
+  static size_t NodeBytes(const Node& node);
 
   // mu_ guards by_ino_, by_path_ and next_.
   mutable std::mutex mu_;
@@ -96,6 +126,8 @@ class InodeTable {
   // without one).
   std::unordered_map<std::string_view, InodeId> by_path_;
   InodeId next_ = kRootInodeId + 1;
+  // Written under mu_.
+  const std::shared_ptr<std::atomic<size_t>> bytes_ = std::make_shared<std::atomic<size_t>>(0);
 };
 
 }  // namespace ossmount::meta

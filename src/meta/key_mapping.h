@@ -38,6 +38,15 @@ bool ValidComponent(std::string_view name);
 // over kNameMax bytes -> kNameTooLong (ENAMETOOLONG).
 Status CheckLookupName(std::string_view name);
 
+// The longest object key OSS and S3 accept, in bytes.
+constexpr size_t kKeyMax = 1023;
+
+// Checks the object key a write would create (a file, a directory's "dir/" marker, a rename
+// target), before any request is made: the service refuses keys over kKeyMax bytes
+// (kNameTooLong, ENAMETOOLONG), keys that are not valid UTF-8, and keys starting with '\'
+// (kInvalidArgument, EINVAL). `what` names the path in the message.
+Status CheckNewKey(std::string_view key, std::string_view what);
+
 // "a/b" + "c" -> "a/b/c"; "" + "c" -> "c". REQUIRES: ValidComponent(name).
 std::string JoinPath(std::string_view parent, std::string_view name);
 // The parent path and the last name: "a/b/c" -> {"a/b", "c"}; "c" -> {"", "c"}.

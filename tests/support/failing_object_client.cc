@@ -45,9 +45,9 @@ void FailingObjectClient::RefuseNext(Op op, int times, std::optional<Status> err
   write_faults_[op] = WriteFault{Fault::kRefuse, times, std::move(error), part_number};
 }
 
-void FailingObjectClient::LoseAnswerOfNext(Op op, int times) {
+void FailingObjectClient::LoseAnswerOfNext(Op op, int times, std::optional<Status> answer) {
   std::lock_guard lock(mu_);
-  write_faults_[op] = WriteFault{Fault::kLoseAnswer, times, std::nullopt, std::nullopt};
+  write_faults_[op] = WriteFault{Fault::kLoseAnswer, times, std::move(answer), std::nullopt};
 }
 
 void FailingObjectClient::CutBodyOfNext(Op op, int times) {
@@ -105,26 +105,6 @@ void FailingObjectClient::Get(const GetRequest& request, GetTarget target, GetHa
   inner_->Get(request, target, std::move(handler));
 }
 
-FailingObjectClient::Fault FailingObjectClient::NextFault(Op op, const std::string& key,
-                                                          int part_number, Status* error) {
-  {
-    std::lock_guard lock(mu_);
-    auto it = write_faults_.find(op);
-    if (it != write_faults_.end() && it->second.remaining > 0 &&
-        (!it->second.part_number || *it->second.part_number == part_number)) {
-      WriteFault& f = it->second;
-      --f.remaining;
-      ++failures_;
-      if (f.fault == Fault::kRefuse) *error = f.error ? *f.error : error_;
-      return f.fault;
-    }
-  }
-  if (!ShouldFail(op, key)) return Fault::kNone;
-  std::lock_guard lock(mu_);
-  *error = error_;
-  return Fault::kRefuse;
-}
-
 namespace {
 
 Status CutBody() {
@@ -137,6 +117,27 @@ Status LostAnswer() {
 
 }  // namespace
 
+FailingObjectClient::Fault FailingObjectClient::NextFault(Op op, const std::string& key,
+                                                          int part_number, Status* error) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = write_faults_.find(op);
+    if (it != write_faults_.end() && it->second.remaining > 0 &&
+        (!it->second.part_number || *it->second.part_number == part_number)) {
+      WriteFault& f = it->second;
+      --f.remaining;
+      ++failures_;
+      if (f.fault == Fault::kRefuse) *error = f.error ? *f.error : error_;
+      if (f.fault == Fault::kLoseAnswer) *error = f.error ? *f.error : LostAnswer();
+      return f.fault;
+    }
+  }
+  if (!ShouldFail(op, key)) return Fault::kNone;
+  std::lock_guard lock(mu_);
+  *error = error_;
+  return Fault::kRefuse;
+}
+
 template <typename Handler>
 void FailingObjectClient::PostStatus(Handler handler, Status status) {
   boost::asio::post(
@@ -144,9 +145,10 @@ void FailingObjectClient::PostStatus(Handler handler, Status status) {
 }
 
 template <typename Result>
-std::function<void(Result)> FailingObjectClient::LoseAnswer(std::function<void(Result)> handler) {
+std::function<void(Result)> FailingObjectClient::LoseAnswer(std::function<void(Result)> handler,
+                                                            Status answer) {
   // The wrapped client has acted; only its answer goes missing.
-  return [handler = std::move(handler)](Result) { handler(LostAnswer()); };
+  return [handler = std::move(handler), answer = std::move(answer)](Result) { handler(answer); };
 }
 
 template <typename Result>
@@ -162,7 +164,7 @@ void FailingObjectClient::Dispatch(
     case Fault::kCutBody:
       return PostStatus(std::move(handler), CutBody());
     case Fault::kLoseAnswer:
-      return forward(LoseAnswer<Result>(std::move(handler)));
+      return forward(LoseAnswer<Result>(std::move(handler), std::move(error)));
   }
 }
 

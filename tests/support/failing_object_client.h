@@ -15,7 +15,9 @@
 //     number ("part 3 refused twice").
 //   - LoseAnswerOfNext: the call reaches the wrapped client, which applies it, but the
 //     caller gets kNetwork (retryable), as when the connection drops after the server acted
-//     (a lost Complete answer: the object exists, the upload id is gone).
+//     (a lost Complete answer: the object exists, the upload id is gone), or `answer` when
+//     given (what a retry after the lost answer got: "already exists" for a copy made with
+//     forbid-overwrite).
 //   - CutBodyOfNext: the call fails with kNetwork (retryable) without reaching the wrapped
 //     client, as when the connection is cut while the body is sent: the server keeps nothing.
 //
@@ -49,7 +51,7 @@ class FailingObjectClient : public ObjectClient {
 
   void RefuseNext(Op op, int times, std::optional<Status> error = std::nullopt,
                   std::optional<int> part_number = std::nullopt);
-  void LoseAnswerOfNext(Op op, int times);
+  void LoseAnswerOfNext(Op op, int times, std::optional<Status> answer = std::nullopt);
   void CutBodyOfNext(Op op, int times);
 
   uint64_t calls() const;     // calls matching the FailNth filter since it was set
@@ -98,7 +100,7 @@ class FailingObjectClient : public ObjectClient {
   void PostStatus(Handler handler, Status status);
   // The handler to give the wrapped client when its answer is to be lost.
   template <typename Result>
-  std::function<void(Result)> LoseAnswer(std::function<void(Result)> handler);
+  std::function<void(Result)> LoseAnswer(std::function<void(Result)> handler, Status answer);
   // Runs `forward` unless a fault applies, in which case the handler gets the fault.
   template <typename Result>
   void Dispatch(Op op, const std::string& key, int part_number, std::function<void(Result)> handler,

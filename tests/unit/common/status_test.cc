@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <cerrno>
+#include <string>
 
 using namespace ossmount;
 
@@ -13,6 +14,9 @@ TEST_CASE("status maps codes to errno and prints service details") {
   CHECK(Status(ErrorCode::kReadOnly, "x").ToErrno() == EROFS);
   CHECK(Status(ErrorCode::kPreconditionFailed, "x").ToErrno() == ESTALE);
   CHECK(Status(ErrorCode::kNetwork, "x").ToErrno() == EIO);
+  CHECK(Status(ErrorCode::kBusy, "x").ToErrno() == EBUSY);
+  CHECK(Status(ErrorCode::kNotPermitted, "x").ToErrno() == EPERM);
+  CHECK(std::string(ErrorCodeName(ErrorCode::kNotPermitted)) == "not_permitted");
   Status s(ErrorCode::kNotFound, "The specified key does not exist.");
   s.WithService({404, "NoSuchKey", "RID1", "0026-00000001", ""});
   CHECK(s.ToString() ==

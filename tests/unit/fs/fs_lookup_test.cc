@@ -69,10 +69,12 @@ TEST_CASE("Lookup of unlisted names: file, directory, missing, negative cache an
   CHECK(fresh->attr.size == 12);
   CHECK(fresh->attr.ino == f->attr.ino);
   CHECK(h.fake->total_count() == 5);
-  // And a deleted object becomes ENOENT once revalidated.
+  // And a deleted object's inode is ESTALE once revalidated: the kernel looks the name up
+  // again (stat and open do), which says ENOENT.
   h.fake->DeleteObject("f.bin");
   h.Advance(60s);
-  CHECK(h.GetAttr(f->attr.ino).status().ToErrno() == ENOENT);
+  CHECK(h.GetAttr(f->attr.ino).status().ToErrno() == ESTALE);
+  CHECK(h.Lookup(kRootInode, "f.bin").status().ToErrno() == ENOENT);
 }
 
 TEST_CASE("A fully listed directory answers missing names with no request") {
@@ -526,4 +528,22 @@ TEST_CASE("DirectoryPath names a directory inode from the root, and nothing else
   CHECK(h.fs->DirectoryPath(e->attr.ino) == std::optional<std::string>("d/e"));
   CHECK_FALSE(h.fs->DirectoryPath(f->attr.ino).has_value());         // a file
   CHECK_FALSE(h.fs->DirectoryPath(f->attr.ino + 1000).has_value());  // no such inode
+}
+
+TEST_CASE("GetAttr of a file open here that another client removed answers with its version") {
+  FsOptions options = Harness::DefaultOptions();
+  options.metadata_ttl = 60s;
+  Harness h(options);
+  h.fake->PutObject("f", "12345");
+  auto f = h.Lookup(kRootInode, "f");
+  REQUIRE(f.ok());
+  auto open = h.Open(f->attr.ino);
+  REQUIRE(open.ok());
+  h.fake->DeleteObject("f");
+  h.Advance(61s);
+  auto attr = h.GetAttr(f->attr.ino);
+  REQUIRE(attr.ok());
+  CHECK(attr->attr.size == 5);  // fstat of the open file: what it opened
+  h.fs->Release(f->attr.ino, open->fh);
+  CHECK(h.GetAttr(f->attr.ino).status().ToErrno() == ESTALE);  // stat: the kernel looks again
 }

@@ -2,6 +2,10 @@
 // unlink, and rename as a server-side copy then a delete, for files and whole directories,
 // with inodes keeping their numbers across a rename.
 #include <linux/fs.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <sstream>
 
 #include "write_harness.h"
 
@@ -393,4 +397,102 @@ TEST_CASE("Namespace: changes made while their directory's listing is in flight 
   // The cached listing answered all of that.
   CHECK(ListingsAndProbes(h, "shards/").first == 1);
   CHECK(h.fs->listings()->cache().changes_kept_for_listings() == 0);
+}
+
+TEST_CASE("Namespace: a directory rename onto a directory the server has filled is kNotEmpty") {
+  FsOptions o = WritableOptions();
+  o.metadata_ttl = std::chrono::seconds(60);
+  WriteRig h(o);
+  h.fake->PutObject("src/a", "mine");
+  h.fake->PutObject("s2/x", "x");
+  CHECK(Names(h.List(kRootInode)) == std::vector<std::string>{"s2/", "src/"});
+  // Another client fills dst/ after this mount listed the root (the cache says no dst).
+  h.fake->PutObject("dst/a", "theirs a");
+  h.fake->PutObject("dst/b", "theirs b");
+  CHECK(h.Rename(kRootInode, "src", kRootInode, "dst").code() == ErrorCode::kNotEmpty);
+  CHECK(*h.fake->Data("dst/a") == "theirs a");
+  CHECK(*h.fake->Data("src/a") == "mine");
+  CHECK(h.fake->count(Op::kCopy) == 0);
+  // Onto an empty directory (its marker alone): replaced, the marker kept.
+  h.fake->PutObject("empty/", "");
+  REQUIRE(h.Rename(kRootInode, "src", kRootInode, "empty").ok());
+  CHECK(*h.fake->Data("empty/a") == "mine");
+  CHECK(h.fake->HasObject("empty/"));
+  CHECK_FALSE(h.fake->HasObject("src/a"));
+  // Onto a file another client put on the server: kNotDirectory.
+  h.fake->PutObject("file", "f");
+  CHECK(h.Rename(kRootInode, "s2", kRootInode, "file").code() == ErrorCode::kNotDirectory);
+  CHECK(*h.fake->Data("file") == "f");
+}
+
+TEST_CASE("Namespace: a directory rename's copies never replace an object") {
+  WriteRig h;
+  for (const char* k : {"d/1", "d/2", "d/3"}) h.fake->PutObject(k, k);
+  REQUIRE(h.Rename(kRootInode, "d", kRootInode, "e").ok());
+  size_t copies = 0;
+  for (const auto& r : h.fake->requests()) {
+    if (r.op == Op::kCopy) {
+      CHECK(r.forbid_overwrite);
+      ++copies;
+    }
+  }
+  CHECK(copies == 3);
+}
+
+TEST_CASE("Namespace: a failed directory rename removes the copies whose answers were lost") {
+  WriteRig h(WritableOptions(), /*failing=*/true);
+  const std::vector<std::string> keys = {"d/1", "d/2", "d/3", "d/4", "d/5", "d/6"};
+  for (const auto& k : keys) h.fake->PutObject(k, k);
+  // Two copies are made on the server but their answers are lost (their retries within the
+  // client are not modelled here: the rename sees kNetwork), and one is refused.
+  h.fail->LoseAnswerOfNext(Op::kCopy, 2);
+  h.fail->RefuseNext(Op::kCopy, 1);
+  const Status s = h.Rename(kRootInode, "d", kRootInode, "e");
+  CHECK_FALSE(s.ok());
+  for (const auto& k : keys) {
+    CHECK(*h.fake->Data(k) == k);
+    CHECK_FALSE(h.fake->HasObject("e" + k.substr(1)));
+  }
+}
+
+TEST_CASE(
+    "Namespace: a copy refused because its target exists is the rename's own when it is "
+    "the source's object, another client's otherwise") {
+  SECTION("its own: an attempt whose answer was lost made it") {
+    WriteRig h(WritableOptions(), /*failing=*/true);
+    for (const char* k : {"d/1", "d/2"}) h.fake->PutObject(k, k);
+    h.fail->LoseAnswerOfNext(Op::kCopy, 1, Status(ErrorCode::kAlreadyExists, "exists"));
+    REQUIRE(h.Rename(kRootInode, "d", kRootInode, "e").ok());
+    CHECK(*h.fake->Data("e/1") == "d/1");
+    CHECK(*h.fake->Data("e/2") == "d/2");
+    CHECK_FALSE(h.fake->HasObject("d/1"));
+  }
+  SECTION("another client's: the rename fails, leaves it and removes its own copies") {
+    WriteRig h(WritableOptions(), /*failing=*/true);
+    for (const char* k : {"d/1", "d/2"}) h.fake->PutObject(k, k);
+    h.fail->RefuseNext(Op::kCopy, 1, Status(ErrorCode::kAlreadyExists, "exists"));
+    CHECK(h.Rename(kRootInode, "d", kRootInode, "e").code() == ErrorCode::kNotEmpty);
+    CHECK(*h.fake->Data("d/1") == "d/1");
+    CHECK(*h.fake->Data("d/2") == "d/2");
+    CHECK_FALSE(h.fake->HasObject("e/1"));
+    CHECK_FALSE(h.fake->HasObject("e/2"));
+  }
+}
+
+TEST_CASE("Namespace: a failed directory rename logs each copy it could not remove") {
+  WriteRig h(WritableOptions(), /*failing=*/true);
+  for (const char* k : {"d/1", "d/2", "d/3"}) h.fake->PutObject(k, k);
+  std::ostringstream log;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
+  auto previous = spdlog::default_logger();
+  spdlog::set_default_logger(std::make_shared<spdlog::logger>("test", sink));
+  h.fail->RefuseNext(Op::kCopy, 1);            // the rename fails...
+  h.fail->RefuseNext(Op::kDeleteMultiple, 1);  // ...its cleanup's batch is refused,
+  h.fail->FailNth(1, Op::kDelete);             // and so is one copy's own delete
+  CHECK_FALSE(h.Rename(kRootInode, "d", kRootInode, "e").ok());
+  spdlog::set_default_logger(previous);
+  const std::vector<std::string> left = KeysUnder(h, "e/", {"e/1", "e/2", "e/3"});
+  REQUIRE(left.size() == 1);
+  CHECK(log.str().find("could not remove '" + left[0] + "'") != std::string::npos);
+  for (const char* k : {"d/1", "d/2", "d/3"}) CHECK(*h.fake->Data(k) == k);
 }

@@ -47,8 +47,9 @@ class WriteRig : public Harness {
     return r.ok() ? Status::Ok() : r.status();
   }
 
+  // open(path, "w") unless `flags` say otherwise.
   Result<CreateReply> Create(InodeId parent, const std::string& name,
-                             int flags = O_WRONLY | O_CREAT, Caller caller = Opener()) {
+                             int flags = O_WRONLY | O_CREAT | O_TRUNC, Caller caller = Opener()) {
     return Wait<CreateReply>(
         [&](Callback<CreateReply> cb) { fs->Create(parent, name, flags, caller, std::move(cb)); });
   }

@@ -1,10 +1,14 @@
 // The filesystem's file writes (object_writes.cc): create, write, flush, fsync, release and
 // setattr, the write handle's rules (sequential writes, one writer per path, whole objects
 // only), the write policies, and what lookups and listings show of files being written.
+#include <linux/falloc.h>
 #include <sys/stat.h>
 
 #include <atomic>
+#include <chrono>
+#include <future>
 
+#include "fs/busy_retry.h"
 #include "write_harness.h"
 
 using namespace fswrite;
@@ -372,7 +376,7 @@ TEST_CASE("Writes: a close before the first write completes a new file, empty") 
   }
 }
 
-TEST_CASE("Writes: a file being written cannot be opened for reading until it is closed") {
+TEST_CASE("Writes: a file being written cannot be opened for reading until it is released") {
   WriteRig h;
   auto c = h.Create(kRootInode, "f");
   REQUIRE(c.ok());
@@ -380,8 +384,48 @@ TEST_CASE("Writes: a file being written cannot be opened for reading until it is
   REQUIRE(h.WriteAll(ino, c->fh, "contents").ok());
   CHECK(h.OpenAs(ino, O_RDONLY).status().code() == ErrorCode::kBusy);
   REQUIRE(h.Flush(ino, c->fh).ok());
-  CHECK(h.ReadFile(ino) == "contents");
+  // Complete, but not released: still its writer's, even after an fsync.
+  REQUIRE(h.Fsync(ino, c->fh).ok());
+  CHECK(*h.fake->Data("f") == "contents");
+  // Its opener closed it (the flush): an open waits for the release the kernel sends next,
+  // instead of failing.
+  auto opened = std::make_shared<std::promise<Result<OpenReply>>>();
+  auto answer = opened->get_future();
+  h.fs->Open(ino, O_RDONLY, [opened](Result<OpenReply> r) { opened->set_value(std::move(r)); });
+  CHECK(answer.wait_for(std::chrono::milliseconds(100)) == std::future_status::timeout);
   h.fs->Release(ino, c->fh);
+  REQUIRE(answer.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  auto r = answer.get();
+  REQUIRE(r.ok());
+  auto read = h.ReadAll(ino, r->fh);
+  REQUIRE(read.ok());
+  CHECK(*read == "contents");
+  h.fs->Release(ino, r->fh);
+}
+
+TEST_CASE("Writes: a writer still open is kBusy at once, a closed one's release is waited for") {
+  WriteRig h;
+  auto c = h.Create(kRootInode, "f");
+  REQUIRE(c.ok());
+  const InodeId ino = c->entry.attr.ino;
+  REQUIRE(h.WriteAll(ino, c->fh, "x").ok());
+  REQUIRE(h.Fsync(ino, c->fh).ok());
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(h.Rename(kRootInode, "f", kRootInode, "g").code() == ErrorCode::kBusy);
+  CHECK(h.Unlink(kRootInode, "f").code() == ErrorCode::kBusy);
+  CHECK(h.Create(kRootInode, "f").status().code() == ErrorCode::kBusy);
+  // No grace for a writer that was not closed: far below kBusyGrace for the three.
+  CHECK(std::chrono::steady_clock::now() - start < kBusyGrace);
+  REQUIRE(h.Flush(ino, c->fh).ok());
+  auto renamed = std::make_shared<std::promise<Status>>();
+  auto answer = renamed->get_future();
+  h.fs->Rename(kRootInode, "f", kRootInode, "g", 0,
+               [renamed](Status s) { renamed->set_value(std::move(s)); });
+  h.fs->Release(ino, c->fh);
+  REQUIRE(answer.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CHECK(answer.get().ok());
+  CHECK(*h.fake->Data("g") == "x");
+  CHECK_FALSE(h.fake->HasObject("f"));
 }
 
 TEST_CASE("Writes: one writer per path: a second Create or open for writing is kBusy") {
@@ -673,4 +717,188 @@ TEST_CASE("Writes: after a failure every later write returns the first error") {
   CHECK(h.Write(ino, c->fh, 100, "elsewhere").status().code() == ErrorCode::kAccessDenied);
   CHECK(h.Flush(ino, c->fh).code() == ErrorCode::kAccessDenied);
   h.fs->Release(ino, c->fh);
+}
+
+// --- What a write may replace is asked of the server (docs/SEMANTICS.md, "Writing") --------
+
+TEST_CASE("Writes: O_EXCL and creates without O_TRUNC ask the server, not the cache") {
+  WriteRig h;  // indefinite TTL
+  h.fake->PutObject("empty", "");
+  CHECK(Names(h.List(kRootInode)) == std::vector<std::string>{"empty"});
+  // Another client PUTs after this mount listed the root: the cache says "absent".
+  const std::string theirs = Content(100 * KiB, 40);
+  h.fake->PutObject("leader", theirs);
+  CHECK(h.Create(kRootInode, "leader", O_WRONLY | O_CREAT | O_EXCL).status().code() ==
+        ErrorCode::kAlreadyExists);
+  // touch: opened as it is, with its size, refusing writes; closing it changes nothing.
+  auto t = h.Create(kRootInode, "leader", O_WRONLY | O_CREAT);
+  REQUIRE(t.ok());
+  CHECK(t->entry.attr.size == theirs.size());
+  CHECK(h.Write(t->entry.attr.ino, t->fh, 0, "x").status().code() == ErrorCode::kNotSupported);
+  REQUIRE(h.Flush(t->entry.attr.ino, t->fh).ok());
+  h.fs->Release(t->entry.attr.ino, t->fh);
+  CHECK(*h.fake->Data("leader") == theirs);
+  CHECK(h.fake->count(Op::kPut) == 0);
+  // An open for writing without O_TRUNC of an object that grew on the server: as it is too.
+  auto empty = h.Lookup(kRootInode, "empty");
+  REQUIRE(empty.ok());
+  h.fake->PutObject("empty", "now 7 bytes");
+  auto o = h.OpenAs(empty->attr.ino, O_WRONLY);
+  REQUIRE(o.ok());
+  CHECK(h.Write(empty->attr.ino, o->fh, 0, "x").status().code() == ErrorCode::kNotSupported);
+  h.fs->Release(empty->attr.ino, o->fh);
+  CHECK(*h.fake->Data("empty") == "now 7 bytes");
+}
+
+TEST_CASE("Writes: a create the server said was new completes with forbid-overwrite, once") {
+  WriteRig h;
+  auto c = h.Create(kRootInode, "f", O_WRONLY | O_CREAT | O_EXCL);
+  REQUIRE(c.ok());
+  const InodeId ino = c->entry.attr.ino;
+  REQUIRE(h.WriteAll(ino, c->fh, "first").ok());
+  REQUIRE(h.Fsync(ino, c->fh).ok());
+  // Bytes after the fsync continue the file: its own object, replaced without the guard.
+  REQUIRE(h.Write(ino, c->fh, 5, " second").ok());
+  REQUIRE(h.Flush(ino, c->fh).ok());
+  h.fs->Release(ino, c->fh);
+  CHECK(*h.fake->Data("f") == "first second");
+  std::vector<bool> guarded;
+  for (const auto& r : h.fake->requests()) {
+    if (r.op == Op::kPut && r.key == "f") guarded.push_back(r.forbid_overwrite);
+  }
+  CHECK(guarded == std::vector<bool>{true, false});
+
+  // Raced: another client takes the name before the close, which fails with EEXIST.
+  auto raced = h.Create(kRootInode, "g", O_WRONLY | O_CREAT | O_EXCL);
+  REQUIRE(raced.ok());
+  REQUIRE(h.WriteAll(raced->entry.attr.ino, raced->fh, Content(3 * 64 * KiB, 41)).ok());
+  h.fake->PutObject("g", "theirs");
+  CHECK(h.Flush(raced->entry.attr.ino, raced->fh).code() == ErrorCode::kAlreadyExists);
+  h.fs->Release(raced->entry.attr.ino, raced->fh);
+  CHECK(*h.fake->Data("g") == "theirs");
+  CHECK(Eventually([&] { return h.WritesSettled(); }));
+  // O_CREAT|O_TRUNC replaces whatever is there, as POSIX truncation does: no guard.
+  h.WriteFile(kRootInode, "g", "mine after all");
+  CHECK(*h.fake->Data("g") == "mine after all");
+}
+
+TEST_CASE("Writes: a rewrite while readers have the file open gets an inode of its own") {
+  WriteRig h;
+  const std::string old = Content(300 * KiB, 42);
+  h.fake->PutObject("f", old);
+  auto e = h.Lookup(kRootInode, "f");
+  REQUIRE(e.ok());
+  const InodeId old_ino = e->attr.ino;
+  auto reader = h.Open(old_ino);
+  REQUIRE(reader.ok());
+  CHECK(h.Read(old_ino, reader->fh, 0, 10).value() == old.substr(0, 10));
+  // The kernel sends the O_TRUNC open to the inode its dentry names: ESTALE makes it look
+  // the path up again, which finds a new inode.
+  CHECK(h.OpenAs(old_ino, O_WRONLY | O_TRUNC).status().code() == ErrorCode::kPreconditionFailed);
+  auto again = h.Lookup(kRootInode, "f");
+  REQUIRE(again.ok());
+  const InodeId new_ino = again->attr.ino;
+  CHECK(new_ino != old_ino);
+  auto w = h.OpenAs(new_ino, O_WRONLY | O_TRUNC);
+  REQUIRE(w.ok());
+  REQUIRE(h.WriteAll(new_ino, w->fh, "new").ok());
+  // The reader keeps the old file: its size, its bytes.
+  CHECK(h.GetAttr(old_ino)->attr.size == old.size());
+  CHECK(h.ReadAll(old_ino, reader->fh).value() == old);
+  // A new reader waits for the writer: the path is its until released.
+  CHECK(h.OpenAs(new_ino, O_RDONLY).status().code() == ErrorCode::kBusy);
+  REQUIRE(h.Flush(new_ino, w->fh).ok());
+  h.fs->Release(new_ino, w->fh);
+  h.fs->Release(old_ino, reader->fh);
+  CHECK(h.ReadFile(new_ino) == "new");
+  CHECK(*h.fake->Data("f") == "new");
+}
+
+TEST_CASE("Writes: a version opened while another is open here gets an inode of its own") {
+  FsOptions o = WritableOptions();
+  o.metadata_ttl = std::chrono::milliseconds(0);
+  WriteRig h(o);
+  h.fake->PutObject("f", "version one");
+  auto e = h.Lookup(kRootInode, "f");
+  REQUIRE(e.ok());
+  auto first = h.Open(e->attr.ino);
+  REQUIRE(first.ok());
+  h.fake->PutObject("f", "version two!");
+  CHECK(h.Open(e->attr.ino).status().code() == ErrorCode::kPreconditionFailed);
+  auto again = h.Lookup(kRootInode, "f");
+  REQUIRE(again.ok());
+  CHECK(again->attr.ino != e->attr.ino);
+  CHECK(h.ReadFile(again->attr.ino) == "version two!");
+  CHECK(h.GetAttr(e->attr.ino)->attr.size == std::string("version one").size());
+  h.fs->Release(e->attr.ino, first->fh);
+}
+
+TEST_CASE("Writes: reading through a descriptor open for writing is kNotSupported") {
+  WriteRig h;
+  auto c = h.Create(kRootInode, "f", O_RDWR | O_CREAT | O_TRUNC);
+  REQUIRE(c.ok());
+  REQUIRE(h.WriteAll(c->entry.attr.ino, c->fh, "abc").ok());
+  CHECK(h.Read(c->entry.attr.ino, c->fh, 0, 3).status().code() == ErrorCode::kNotSupported);
+  REQUIRE(h.Flush(c->entry.attr.ino, c->fh).ok());
+  h.fs->Release(c->entry.attr.ino, c->fh);
+  CHECK(*h.fake->Data("f") == "abc");
+}
+
+TEST_CASE("Writes: posix_fallocate gives a file being written its size, the rest zeros") {
+  WriteRig h;
+  auto c = h.Create(kRootInode, "f");
+  REQUIRE(c.ok());
+  const InodeId ino = c->entry.attr.ino;
+  auto fallocate = [&](int mode, off_t offset, off_t length) {
+    return h.WaitStatus([&](StatusCallback cb) {
+      h.fs->Fallocate(ino, c->fh, mode, offset, length, std::move(cb));
+    });
+  };
+  CHECK(fallocate(FALLOC_FL_KEEP_SIZE, 0, 1 * MiB).ok());  // preallocation only
+  CHECK(h.GetAttr(ino)->attr.size == 0);
+  CHECK(fallocate(0, 0, 200 * KiB).ok());
+  CHECK(h.GetAttr(ino)->attr.size == 200 * KiB);
+  CHECK(fallocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 10).code() ==
+        ErrorCode::kNotSupported);
+  // Written in order from the start, as far as the writer goes; zeros after.
+  const std::string data = Content(70 * KiB, 43);
+  REQUIRE(h.WriteAll(ino, c->fh, data).ok());
+  REQUIRE(h.Flush(ino, c->fh).ok());
+  h.fs->Release(ino, c->fh);
+  CHECK(*h.fake->Data("f") == data + std::string(200 * KiB - data.size(), '\0'));
+}
+
+TEST_CASE("Writes: mknod makes an empty regular file and refuses other kinds") {
+  WriteRig h;
+  auto make = [&](const std::string& name, uint32_t mode) {
+    return h.Wait<Entry>([&](Callback<Entry> cb) {
+      h.fs->MakeNode(kRootInode, name, mode, Opener(), std::move(cb));
+    });
+  };
+  auto f = make("regular", S_IFREG | 0644);
+  REQUIRE(f.ok());
+  CHECK(f->attr.size == 0);
+  CHECK(Eventually([&] { return h.fake->Data("regular") == std::optional<std::string>(""); }));
+  CHECK(make("regular", S_IFREG | 0644).status().code() == ErrorCode::kAlreadyExists);
+  CHECK(make("fifo", S_IFIFO | 0644).status().code() == ErrorCode::kNotPermitted);
+  CHECK(make("dev", S_IFCHR | 0644).status().code() == ErrorCode::kNotPermitted);
+  CHECK_FALSE(h.fake->HasObject("fifo"));
+}
+
+TEST_CASE("Writes: names whose keys the service would refuse are refused at create") {
+  FsOptions o = WritableOptions();
+  o.prefix = std::string(800, 'p') + "/";
+  WriteRig h(o);
+  auto d = h.MakeDir(kRootInode, std::string(200, 'd'));
+  REQUIRE(d.ok());
+  // 801 + 201 + 30 bytes: over the 1,023 a key may have.
+  CHECK(h.Create(d->attr.ino, std::string(30, 'f')).status().code() == ErrorCode::kNameTooLong);
+  CHECK(h.Create(d->attr.ino, std::string(10, 'f')).ok());
+  WriteRig root;
+  CHECK(root.Create(kRootInode, "bad \xff\xfe utf-8").status().code() ==
+        ErrorCode::kInvalidArgument);
+  CHECK(root.Create(kRootInode, "\\leading").status().code() == ErrorCode::kInvalidArgument);
+  CHECK(root.MakeDir(kRootInode, "\\dir").status().code() == ErrorCode::kInvalidArgument);
+  CHECK(root.Create(kRootInode, "caf\xc3\xa9 ok").ok());
+  CHECK(root.fake->count(Op::kPut) == 0);
 }

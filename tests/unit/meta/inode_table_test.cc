@@ -157,3 +157,50 @@ TEST_CASE("InodeTable: every path finds its own inode through growth, drops and 
   }
   CHECK(t.Find("") == std::optional<InodeId>(kRootInodeId));
 }
+
+TEST_CASE("InodeTable: the page cache may be kept only for the version last opened") {
+  InodeTable t;
+  const InodeId a = t.Ensure("a", false, 1);
+  CHECK(t.OpenPages(a, 7));        // nothing was opened: nothing to drop
+  CHECK(t.OpenPages(a, 7));        // the same version again
+  CHECK_FALSE(t.OpenPages(a, 8));  // another version: drop what the kernel holds
+  CHECK(t.OpenPages(a, 8));
+  t.ForgetPages(a);  // a writer opened it: unknown pages
+  CHECK_FALSE(t.OpenPages(a, 8));
+  CHECK(t.OpenPages(a, 8));
+  CHECK_FALSE(t.OpenPages(999, 8));  // an unknown inode
+}
+
+TEST_CASE("InodeTable: a detached inode lives on for its references, the path gets a new one") {
+  InodeTable t;
+  const InodeId a = t.Ensure("a", false, 1);
+  CHECK(t.Detach(a));
+  CHECK_FALSE(t.Detach(a));  // once
+  REQUIRE(t.Get(a));
+  CHECK(t.Get(a)->detached);
+  CHECK(t.Get(a)->path == "a");
+  const InodeId b = t.Ensure("a", false, 1);
+  CHECK(b != a);
+  CHECK(t.Find("a") == b);
+  CHECK_FALSE(t.Get(b)->detached);
+  CHECK(t.Forget(a, 1));  // the last reference: gone, and the path keeps its new inode
+  CHECK_FALSE(t.Get(a));
+  CHECK(t.Find("a") == b);
+  CHECK_FALSE(t.Detach(kRootInodeId));
+}
+
+TEST_CASE("InodeTable: bytes count every inode with its path") {
+  InodeTable t;
+  const size_t empty = t.bytes();
+  CHECK(empty > 0);  // the root
+  const InodeId a = t.Ensure(std::string(100, 'a'), false, 1);
+  const size_t one = t.bytes();
+  CHECK(one > empty + 100);
+  CHECK(one < empty + 400);
+  t.Move(std::string(100, 'a'), std::string(300, 'b'));
+  CHECK(t.bytes() > one + 150);
+  CHECK(t.Forget(a, 1));
+  CHECK(t.bytes() == empty);
+  auto counter = t.bytes_counter();
+  CHECK(counter->load() == empty);
+}

@@ -171,3 +171,28 @@ TEST_CASE("DirectoryBuilder: children come out sorted and unique") {
   b.AddPage(p);
   CHECK(Names(b.Finish()) == std::vector<std::string>{"a", "b/", "c"});
 }
+
+TEST_CASE("CheckNewKey refuses keys the service would refuse, before any request") {
+  struct Row {
+    std::string key;
+    ErrorCode code;
+  };
+  const std::vector<Row> rows = {
+      {"plain/key.bin", ErrorCode::kOk},
+      {std::string(1023, 'k'), ErrorCode::kOk},
+      {std::string(1024, 'k'), ErrorCode::kNameTooLong},
+      {"caf\xc3\xa9/\xe6\x97\xa5\xe6\x9c\xac/\xf0\x9f\x98\x80", ErrorCode::kOk},
+      {"bad \xff byte", ErrorCode::kInvalidArgument},
+      {"cut \xe6\x97", ErrorCode::kInvalidArgument},            // a sequence cut short
+      {"overlong \xc0\xaf", ErrorCode::kInvalidArgument},       // '/' in two bytes
+      {"surrogate \xed\xa0\x80", ErrorCode::kInvalidArgument},  // U+D800
+      {"\\leading backslash", ErrorCode::kInvalidArgument},
+      {"inner\\backslash", ErrorCode::kOk},
+  };
+  for (const Row& row : rows) {
+    INFO(row.key);
+    CHECK(CheckNewKey(row.key, "p").code() == row.code);
+  }
+  CHECK(CheckNewKey(std::string(1024, 'k'), "the/path").message().find("'the/path'") !=
+        std::string::npos);
+}
