@@ -238,6 +238,10 @@ std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* bef
               Get(s, "ossmount_inodes"), Get(s, "ossmount_metadata_listings"),
               Get(s, "ossmount_metadata_listed_names"),
               FormatBytes(Get(s, "ossmount_metadata_listing_bytes")).c_str());
+  out += Line("               %s of %s held (--max-metadata-memory), %.0f dropped for it",
+              FormatBytes(Get(s, "ossmount_metadata_bytes")).c_str(),
+              FormatBytes(Get(s, "ossmount_metadata_limit_bytes")).c_str(),
+              Get(s, "ossmount_metadata_evictions_total"));
   out += Line("Open files     %.0f (%.0f opened in all)", Get(s, "ossmount_open_handles"),
               Get(s, "ossmount_opens_total"));
   const double files_written = Get(s, "ossmount_upload_files_total");

@@ -54,6 +54,9 @@ class FilesystemGroup final : public OptionGroup {
     d.Value("--max-list-pages", max_list_pages_,
             "A listing (a directory's, or a warm-up's) that goes past N pages of up to 1,000 "
             "keys fails with EIO (default 100000)");
+    d.Value("--max-metadata-memory", max_metadata_memory_,
+            "Listings, cached names and inodes together; the least recently used go past it, "
+            "and a directory larger than half of it is read page by page (default 512MiB)");
     d.Value("--negative-metadata-ttl", negative_metadata_ttl_,
             "How long 'no such file' stays cached, SECONDS (default 5)");
     d.Value("--small-file-threshold", small_file_threshold_,
@@ -80,6 +83,11 @@ class FilesystemGroup final : public OptionGroup {
     auto max_list_pages = ParseInteger("--max-list-pages", max_list_pages_, 1, 100000000);
     if (!max_list_pages.ok()) return max_list_pages.status();
     fso.max_list_pages = static_cast<int>(*max_list_pages);
+    auto max_metadata = ParseSize("--max-metadata-memory", max_metadata_memory_);
+    if (!max_metadata.ok()) return max_metadata.status();
+    if (*max_metadata < (16ull << 20))
+      return InvalidOption("--max-metadata-memory: at least 16MiB");
+    fso.max_metadata_memory = *max_metadata;
     auto neg = ParseDuration("--negative-metadata-ttl", negative_metadata_ttl_);
     if (!neg.ok()) return neg.status();
     fso.negative_ttl = *neg;
@@ -122,7 +130,7 @@ class FilesystemGroup final : public OptionGroup {
 
  private:
   std::string metadata_ttl_ = "60", negative_metadata_ttl_ = "5", small_file_threshold_ = "8MiB";
-  std::string list_ahead_ = "64", max_list_pages_ = "100000";
+  std::string list_ahead_ = "64", max_list_pages_ = "100000", max_metadata_memory_ = "512MiB";
   std::string uid_, gid_, file_mode_, dir_mode_;
   std::string manifest_;
 };

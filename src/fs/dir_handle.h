@@ -1,6 +1,7 @@
 // DirHandle: one open directory. The first listing attached stays for the handle's life, so
 // offsets are stable; the inodes its replies pinned (InodeTable::Pin) are handed back at its
-// release, so entries the kernel took no reference to are dropped then.
+// release, so entries the kernel took no reference to are dropped then. A directory too large
+// to hold whole is read through a DirStream instead, attached the same way.
 //
 // Thread-safety: thread-safe; mu_ is a leaf lock.
 #pragma once
@@ -11,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "fs/dir_stream.h"
 #include "fs/filesystem.h"
 #include "meta/dir_snapshot.h"
 
@@ -35,6 +37,23 @@ class DirHandle {
     if (!snapshot_) snapshot_ = std::move(listing);
     return snapshot_;
   }
+  // Null unless the directory is read page by page.
+  std::shared_ptr<DirStream> stream() const {
+    std::lock_guard lock(mu_);
+    return stream_;
+  }
+  // Attaches `stream` unless a listing or a stream is attached already; returns the stream
+  // attached (null when a listing was).
+  std::shared_ptr<DirStream> AttachStream(std::shared_ptr<DirStream> stream) {
+    std::lock_guard lock(mu_);
+    if (!snapshot_ && !stream_) stream_ = std::move(stream);
+    return stream_;
+  }
+  // Whether the kernel released the handle (its reader closed the directory).
+  bool released() const {
+    std::lock_guard lock(mu_);
+    return released_;
+  }
   // Keeps `pinned` until the release; false when released already (the caller unpins them).
   bool KeepPinned(const std::vector<InodeId>& pinned) {
     std::lock_guard lock(mu_);
@@ -54,6 +73,7 @@ class DirHandle {
   const std::string path_;
   mutable std::mutex mu_;  // guards the members below
   std::shared_ptr<const meta::DirSnapshot> snapshot_;
+  std::shared_ptr<DirStream> stream_;
   std::vector<InodeId> pinned_;
   bool released_ = false;
 };

@@ -10,8 +10,9 @@ namespace {
 
 struct ListState : std::enable_shared_from_this<ListState> {
   ListState(std::shared_ptr<ObjectClient> c, std::string p, ListingCallback d, KeepListing k,
-            int max_pages)
-      : client(std::move(c)),
+            int max_pages, size_t max_bytes)
+      : max_bytes(max_bytes),
+        client(std::move(c)),
         prefix(p),
         guard(p, max_pages),
         builder(std::move(p)),
@@ -42,6 +43,14 @@ struct ListState : std::enable_shared_from_this<ListState> {
       return;
     }
     builder.AddPage(*page);
+    if (builder.MemoryBytes() > max_bytes) {
+      done(Status(ErrorCode::kTooBig, "listing '" + prefix + "' would hold more than " +
+                                          std::to_string(max_bytes >> 20) +
+                                          " MiB of names (half of --max-metadata-memory) after " +
+                                          std::to_string(guard.pages()) +
+                                          " pages: it is read page by page instead"));
+      return;
+    }
     if (page->truncated) {
       if (keep_going && !keep_going(guard.pages())) {
         done(Status(ErrorCode::kCancelled, "listing '" + prefix + "' stopped after " +
@@ -68,6 +77,7 @@ struct ListState : std::enable_shared_from_this<ListState> {
     done(std::move(snapshot));
   }
 
+  const size_t max_bytes;
   std::shared_ptr<ObjectClient> client;
   std::string prefix;
   ListingGuard guard;
@@ -79,9 +89,10 @@ struct ListState : std::enable_shared_from_this<ListState> {
 }  // namespace
 
 void ListDirectory(std::shared_ptr<ObjectClient> client, std::string list_prefix,
-                   ListingCallback done, KeepListing keep_going, int max_pages) {
-  auto state = std::make_shared<ListState>(std::move(client), std::move(list_prefix),
-                                           std::move(done), std::move(keep_going), max_pages);
+                   ListingCallback done, KeepListing keep_going, int max_pages, size_t max_bytes) {
+  auto state =
+      std::make_shared<ListState>(std::move(client), std::move(list_prefix), std::move(done),
+                                  std::move(keep_going), max_pages, max_bytes);
   state->FetchPage("");
 }
 

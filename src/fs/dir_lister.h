@@ -9,10 +9,13 @@
 //
 // `keep_going`, if given, is asked before each page after the first, with the number of
 // pages fetched so far; false ends the listing there with kCancelled (nothing is returned).
+// A listing whose names would take more than `max_bytes` (MetadataCache::max_listing_bytes)
+// ends with kTooBig, so that no directory is held whole beyond the metadata budget.
 //
 // Thread-safety: a free function; `done` runs once, on the client's completion thread.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -28,6 +31,7 @@ using ListingCallback = std::function<void(Result<std::shared_ptr<const meta::Di
 using KeepListing = std::function<bool(int pages_fetched)>;
 
 void ListDirectory(std::shared_ptr<ObjectClient> client, std::string list_prefix,
-                   ListingCallback done, KeepListing keep_going, int max_pages);
+                   ListingCallback done, KeepListing keep_going, int max_pages,
+                   size_t max_bytes = SIZE_MAX);
 
 }  // namespace ossmount::fs

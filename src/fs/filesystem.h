@@ -53,6 +53,11 @@ struct Entry {
   Attributes attr;
   double entry_timeout = 0;  // seconds the kernel may cache the name -> inode mapping
   double attr_timeout = 0;   // seconds the kernel may cache the attributes
+  // A readdirplus entry that hands the kernel no inode, only the name and type (attr.ino is
+  // the directory entry's d_ino): the kernel looks the name up when it needs it. Used where
+  // the mount holds no inode for the name (a directory read page by page, the inode table
+  // over its share of the metadata budget).
+  bool name_only = false;
 };
 
 struct AttrReply {

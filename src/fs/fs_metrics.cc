@@ -110,6 +110,17 @@ void RegisterFilesystemGauges(std::weak_ptr<ObjectFilesystem> filesystem) {
         "Bytes the cached directory listings hold (a 32-byte record per name, plus the names "
         "and etags).",
         &ObjectFilesystem::Stats::listing_bytes);
+  gauge("ossmount_metadata_bytes",
+        "Bytes the metadata budget holds: cached listings and names, and the inode table.",
+        &ObjectFilesystem::Stats::metadata_bytes);
+  gauge("ossmount_metadata_limit_bytes", "The metadata budget (--max-metadata-memory).",
+        &ObjectFilesystem::Stats::metadata_limit);
+  metrics::Registry::Global().SetCallbackCounter(
+      "ossmount_metadata_evictions_total",
+      "Cached listings and names dropped to stay within --max-metadata-memory.", {}, [filesystem] {
+        auto fs = filesystem.lock();
+        return fs ? static_cast<double>(fs->stats().metadata_evictions) : 0.0;
+      });
 }
 
 }  // namespace ossmount::fs

@@ -69,6 +69,8 @@ struct FsOptions {
   uint32_t dir_mode = 0555;
   // All data buffers together (whole objects, readahead parts): --max-memory / prefetchMB.
   uint64_t max_memory = 1ull << 30;
+  // Listings, cached names and inodes together (--max-metadata-memory; MetadataCache).
+  uint64_t max_metadata_memory = 512ull << 20;
   ReadaheadOptions readahead;
   // Local disk cache of object data (--cache DIR); null = none. Opened by the daemon.
   std::shared_ptr<data::DiskBlockCache> disk_cache;

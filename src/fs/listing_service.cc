@@ -51,7 +51,7 @@ ListingService::ListingService(std::shared_ptr<ObjectClient> client, const FsOpt
                 done();
               },
               FetchMode{.fresh_will_do = true,
-                        .worth_going_on = [](int pages) { return pages < ListAhead::kMaxPages; },
+                        .wants = [](int pages) { return pages < ListAhead::kMaxPages; },
                         .counted_in = &ListAheadOutcomes()});
         });
   }
@@ -70,13 +70,17 @@ void ListingService::Resolve(const std::string& path, ResolveCallback done) {
   }
   const std::string parent(meta::SplitPath(path).first);
   if (!cache_.WorthRelisting(parent)) return ProbePath(path, std::move(done));
-  // One listing answers this name and its siblings until it expires again.
-  GetListing(parent, [self = shared_from_this(), path, done = std::move(done)](
-                         Result<std::shared_ptr<const meta::DirSnapshot>> r) mutable {
-    if (r.ok() && AnswerFromCache(self->cache_.Find(path), done)) return;
-    // The listing failed, or something newer said "unknown" (an invalidation meanwhile).
-    self->ProbePath(path, std::move(done));
-  });
+  // One listing answers this name and its siblings until it expires again, unless it grew
+  // too large to be worth waiting for.
+  GetListing(
+      parent,
+      [self = shared_from_this(), path,
+       done = std::move(done)](Result<std::shared_ptr<const meta::DirSnapshot>> r) mutable {
+        if (r.ok() && AnswerFromCache(self->cache_.Find(path), done)) return;
+        // The listing failed, or something newer said "unknown" (an invalidation meanwhile).
+        self->ProbePath(path, std::move(done));
+      },
+      [](int pages) { return pages < kRelistMaxPages; });
 }
 
 void ListingService::ProbePath(const std::string& path, ResolveCallback done) {
@@ -96,11 +100,13 @@ void ListingService::ProbePath(const std::string& path, ResolveCallback done) {
             });
 }
 
-void ListingService::GetListing(const std::string& path, ListingCallback done) {
+void ListingService::GetListing(
+    const std::string& path, ListingCallback done,
+    SingleFlight<std::shared_ptr<const meta::DirSnapshot>>::Wants wants) {
   if (auto fresh = cache_.FreshListing(path)) {
     return done(std::move(fresh));
   }
-  FetchListing(path, std::move(done), FetchMode{.fresh_will_do = true});
+  FetchListing(path, std::move(done), FetchMode{.fresh_will_do = true, .wants = std::move(wants)});
 }
 
 void ListingService::RefreshListingAhead(const std::string& path) {
@@ -115,9 +121,17 @@ void ListingService::RefreshListingAhead(const std::string& path) {
 }
 
 void ListingService::FetchListing(const std::string& path, ListingCallback done, FetchMode mode) {
+  if (cache_.TooLarge(path)) {
+    return done(Status(ErrorCode::kTooBig, "'" + path +
+                                               "' is too large to list whole: it is read page "
+                                               "by page"));
+  }
   if (!listings_.Join(
-          path, [done = std::move(done)](
-                    const Result<std::shared_ptr<const meta::DirSnapshot>>& r) { done(r); })) {
+          path,
+          [done = std::move(done)](const Result<std::shared_ptr<const meta::DirSnapshot>>& r) {
+            done(r);
+          },
+          std::move(mode.wants))) {
     return;
   }
   // A flight completes after caching its listing, so one that ended before this Join is
@@ -128,23 +142,19 @@ void ListingService::FetchListing(const std::string& path, ListingCallback done,
       return;
     }
   }
-  // Set when the listing was given up with nobody else waiting: it completed there already.
+  // Set when the listing was given up because no caller wanted it any more: its callers
+  // were answered there already.
   auto abandoned = std::make_shared<bool>(false);
-  KeepListing keep_going;
-  if (mode.worth_going_on) {
-    keep_going = [self = shared_from_this(), path, abandoned,
-                  worth = std::move(mode.worth_going_on)](int pages) {
-      if (worth(pages)) return true;
-      // A reader joined: it gets the whole directory.
-      if (!self->listings_.CompleteIfAlone(
-              path, Status(ErrorCode::kCancelled, "listing of '" + path + "' abandoned"))) {
-        return true;
-      }
-      spdlog::debug("abandoned the listing of '{}' after {} pages", path, pages);
-      *abandoned = true;
-      return false;
-    };
-  }
+  KeepListing keep_going = [self = shared_from_this(), path, abandoned](int pages) {
+    // A caller that joined and still waits (a reader) gets the whole directory.
+    if (!self->listings_.CompleteIfUnwanted(
+            path, pages, Status(ErrorCode::kCancelled, "listing of '" + path + "' abandoned"))) {
+      return true;
+    }
+    spdlog::debug("abandoned the listing of '{}' after {} pages: nobody waits for it", path, pages);
+    *abandoned = true;
+    return false;
+  };
   const meta::MetadataCache::Asked asked = cache_.StartListing();
   ListDirectory(
       client_, meta::DirPrefix(prefix_, path),
@@ -154,6 +164,10 @@ void ListingService::FetchListing(const std::string& path, ListingCallback done,
           r = self->cache_.PutListing(path, std::move(*r), asked);
         } else {
           self->cache_.ListingEnded(asked);
+          if (r.status().code() == ErrorCode::kTooBig) {
+            spdlog::info("{}", r.status().message());
+            self->cache_.MarkTooLarge(path);
+          }
         }
         if (!*abandoned) {
           if (r.ok() && self->observer_) self->observer_->OnListed(path, **r);
@@ -162,18 +176,18 @@ void ListingService::FetchListing(const std::string& path, ListingCallback done,
         // Last, so that whoever sees the count sees what the listing's callers did.
         if (counted_in) counted_in->Count(*abandoned, r.status());
       },
-      std::move(keep_going), max_list_pages_);
+      std::move(keep_going), max_list_pages_, cache_.max_listing_bytes());
 }
 
 void ListingService::ListForLookups(const std::string& dir) {
-  if (!list_for_lookups_) return;
+  if (!list_for_lookups_ || cache_.TooLarge(dir)) return;
   const meta::MetadataCache::LookupListing claim = cache_.ClaimListingForLookups(dir);
   if (claim == meta::MetadataCache::LookupListing::kNone) return;
   FetchMode mode{.counted_in = &LookupListingOutcomes()};
   // Pages fetched when last asked whether to go on: how far an abandoned listing got.
   auto pages_fetched = std::make_shared<int>(0);
   if (claim == meta::MetadataCache::LookupListing::kFirst) {
-    mode.worth_going_on = [self = shared_from_this(), dir, pages_fetched](int pages) {
+    mode.wants = [self = shared_from_this(), dir, pages_fetched](int pages) {
       *pages_fetched = pages;
       return self->cache_.LookupsStillWaiting(dir, pages);
     };
@@ -205,7 +219,8 @@ void ListingService::ListAheadOf(const std::string& path) {
     if (!child.is_dir()) continue;
     ++directories;
     std::string sibling = meta::JoinPath(parent, child.name);
-    if (!cache_.FreshListing(sibling)) next.push_back(std::move(sibling));
+    if (!cache_.FreshListing(sibling) && !cache_.TooLarge(sibling))
+      next.push_back(std::move(sibling));
   }
   if (!next.empty()) list_ahead_->Queue(next);
 }

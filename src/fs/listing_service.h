@@ -53,8 +53,12 @@ class ListingService : public std::enable_shared_from_this<ListingService> {
     ProbePath(path, std::move(done));
   }
   // The listing of a directory: the fresh cached one, or a new one (single-flight) that is
-  // then cached. A fresh cached listing is given on the calling thread.
-  void GetListing(const std::string& path, ListingCallback done);
+  // then cached. A fresh cached listing is given on the calling thread. `wants`, if given,
+  // says whether the caller still waits (a directory handle not yet released): a listing
+  // that no caller waits for any more stops after the page in flight (kCancelled). A
+  // directory too large to hold whole fails with kTooBig (read it with a DirStream).
+  void GetListing(const std::string& path, ListingCallback done,
+                  SingleFlight<std::shared_ptr<const meta::DirSnapshot>>::Wants wants = nullptr);
   // A program entered directory `path`: if that looks like a walk of its parent, the
   // directories after it in the parent's fresh listing are listed ahead (ListAhead).
   void ListAheadOf(const std::string& path);
@@ -71,9 +75,9 @@ class ListingService : public std::enable_shared_from_this<ListingService> {
     // A fresh listing cached by the time this call leads the flight answers instead of a
     // new one: the one a caller found missing may have landed just before it joined.
     bool fresh_will_do = false;
-    // Asked after each page: once it says no, a listing nobody else joined stops there
-    // (kCancelled, uncached). Empty: the listing goes on to its last page.
-    KeepListing worth_going_on = nullptr;
+    // Whether this caller still wants the listing after so many pages: once no caller that
+    // joined it does, it stops there (kCancelled, uncached). Empty: it always does.
+    SingleFlight<std::shared_ptr<const meta::DirSnapshot>>::Wants wants = nullptr;
     // Where the outcome of a listing this call sent itself is counted (ListingOutcomes):
     // not when it joins a listing in flight or the cache answers, with no request of its own.
     ListingOutcomes* counted_in = nullptr;
@@ -100,6 +104,10 @@ class ListingService : public std::enable_shared_from_this<ListingService> {
   // MetadataCache::ClaimListingForLookups says so; nobody waits for it.
   void ListForLookups(const std::string& dir);
   void ListRecursive(std::shared_ptr<RecursiveListing> listing, std::string token = "");
+
+  // Pages a listing for a lookup (WorthRelisting) may take before it is given up for probes.
+  static constexpr int kRelistMaxPages =
+      2 * static_cast<int>(meta::MetadataCache::kRelistMaxEntries / 1000);
 
   const std::shared_ptr<ObjectClient> client_;
   const std::string prefix_;

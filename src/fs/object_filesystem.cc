@@ -55,7 +55,11 @@ ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
       listings_(std::make_shared<ListingService>(client, options_)),
       data_(io, std::move(client), options_),
       upload_gate_(std::make_shared<upload::UploadGate>(
-          data_.budget(), options_.writes.upload.max_parts_in_flight)) {}
+          data_.budget(), options_.writes.upload.max_parts_in_flight)) {
+  // Listings and cached names share the metadata budget with the inodes.
+  listings_->cache().SetBudget(options_.max_metadata_memory,
+                               [counter = inodes_.bytes_counter()] { return counter->load(); });
+}
 
 void ObjectFilesystem::SetReadObserver(std::shared_ptr<ReadObserver> observer) {
   observer_ = observer;
@@ -206,17 +210,64 @@ void ObjectFilesystem::ReadDir(InodeId /*ino*/, uint64_t dir_handle, off_t offse
     });
     return;
   }
+  if (auto stream = handle->stream()) return ServeStream(handle, stream, offset, std::move(done));
   // The handle's first read: a walk has entered this directory.
   listings_->ListAheadOf(handle->path());
-  listings_->GetListing(handle->path(),
-                        [self = shared_from_this(), handle, offset, done = std::move(done)](
-                            Result<std::shared_ptr<const meta::DirSnapshot>> r) mutable {
-                          if (!r.ok()) return done(r.status());
-                          // The first listing attached to the handle stays for its life: stable
-                          // offsets.
-                          auto listing = self->WithOwnWrites(handle->path(), std::move(*r));
-                          self->ServeDir(handle, handle->Attach(std::move(listing)), offset, done);
-                        });
+  listings_->GetListing(
+      handle->path(),
+      [self = shared_from_this(), handle, offset,
+       done = std::move(done)](Result<std::shared_ptr<const meta::DirSnapshot>> r) mutable {
+        if (!r.ok() && r.status().code() == ErrorCode::kTooBig) {
+          // Too large to hold whole: read page by page, as the reader asks.
+          auto stream = handle->AttachStream(std::make_shared<DirStream>(
+              self->data_.client(), meta::DirPrefix(self->options_.prefix, handle->path()),
+              self->options_.max_list_pages));
+          if (stream) return self->ServeStream(handle, stream, offset, std::move(done));
+          return self->ServeDir(handle, handle->snapshot(), offset, done);
+        }
+        if (!r.ok()) return done(r.status());
+        // The first listing attached to the handle stays for its life: stable offsets.
+        auto listing = self->WithOwnWrites(handle->path(), std::move(*r));
+        self->ServeDir(handle, handle->Attach(std::move(listing)), offset, done);
+      },
+      // A reader that went (killed, or closed the directory) no longer waits for the listing.
+      [weak = std::weak_ptr<DirHandle>(handle)](int) {
+        auto h = weak.lock();
+        return h && !h->released();
+      });
+}
+
+void ObjectFilesystem::ServeStream(const std::shared_ptr<DirHandle>& handle,
+                                   const std::shared_ptr<DirStream>& stream, off_t offset,
+                                   Callback<std::vector<DirEntry>> done) {
+  stream->Read(static_cast<uint64_t>(offset), kReadDirBatch,
+               [self = shared_from_this(), handle, offset,
+                done = std::move(done)](Result<std::vector<meta::DirChild>> r) {
+                 if (!r.ok()) return done(r.status());
+                 std::vector<DirEntry> entries;
+                 entries.reserve(r->size());
+                 off_t next = offset;
+                 for (const meta::DirChild& child : *r) {
+                   const std::string path = meta::JoinPath(handle->path(), child.name);
+                   Entry entry = self->NameOnlyEntry(path, child.attr);
+                   entries.push_back(DirEntry{child.name, entry, ++next});
+                 }
+                 done(std::move(entries));
+               });
+}
+
+Entry ObjectFilesystem::NameOnlyEntry(const std::string& path, const meta::NodeAttr& attr) const {
+  Entry entry;
+  entry.attr = MakeAttributes(0, attr);
+  // d_ino: the inode the name has, when it has one; else a number of its own, never one the
+  // table hands out (those count up from 2), and never 0, which readdir(3) skips.
+  if (std::optional<InodeId> ino = inodes_.Find(path)) {
+    entry.attr.ino = *ino;
+  } else {
+    entry.attr.ino = (std::hash<std::string>{}(path) | (uint64_t{1} << 63));
+  }
+  entry.name_only = true;
+  return entry;
 }
 
 void ObjectFilesystem::ServeDir(const std::shared_ptr<DirHandle>& handle,
@@ -226,10 +277,18 @@ void ObjectFilesystem::ServeDir(const std::shared_ptr<DirHandle>& handle,
   std::vector<InodeId> pinned;
   const size_t n = snap->size();
   const size_t begin = static_cast<size_t>(offset);
+  // Over its share of the metadata budget, the inode table takes no more names from listings:
+  // their entries carry names only, and the kernel looks up those it opens.
+  const bool inodes_full = inodes_.bytes() > options_.max_metadata_memory / 2;
   for (size_t i = begin; i < n && i < begin + kReadDirBatch; ++i) {
     const meta::DirSnapshot::Child child = snap->child(i);
     const meta::NodeAttr attr = child.attr();
     const std::string path = meta::JoinPath(handle->path(), child.name);
+    if (inodes_full) {
+      entries.push_back(
+          DirEntry{std::string(child.name), NameOnlyEntry(path, attr), static_cast<off_t>(i + 1)});
+      continue;
+    }
     InodeId ino = inodes_.Pin(path, attr.is_dir(), VersionOf(attr));
     pinned.push_back(ino);
     Entry entry = MakeEntry(ino, attr);
@@ -521,6 +580,9 @@ ObjectFilesystem::Stats ObjectFilesystem::stats() const {
   s.cached_listings = cache.listing_count();
   s.listed_names = cache.listed_names();
   s.listing_bytes = cache.listing_bytes();
+  s.metadata_bytes = cache.listing_bytes() + cache.entry_bytes() + inodes_.bytes();
+  s.metadata_limit = options_.max_metadata_memory;
+  s.metadata_evictions = cache.evictions();
   return s;
 }
 

@@ -116,6 +116,11 @@ class ObjectFilesystem : public Filesystem,
     size_t cached_listings = 0;
     size_t listed_names = 0;   // names in the cached listings
     size_t listing_bytes = 0;  // bytes those listings hold
+    // The metadata budget: what listings, cached names and inodes hold, its limit
+    // (--max-metadata-memory), and the listings and names dropped for it so far.
+    size_t metadata_bytes = 0;
+    size_t metadata_limit = 0;
+    size_t metadata_evictions = 0;
   };
   Stats stats() const;
   // The inode the table currently gives `path` ("" = root), for tests.
@@ -129,6 +134,12 @@ class ObjectFilesystem : public Filesystem,
   void ServeDir(const std::shared_ptr<DirHandle>& handle,
                 const std::shared_ptr<const meta::DirSnapshot>& snap, off_t offset,
                 Callback<std::vector<DirEntry>>& done);
+  // Replies with the entries from `offset` of a directory read page by page: names only.
+  void ServeStream(const std::shared_ptr<DirHandle>& handle,
+                   const std::shared_ptr<DirStream>& stream, off_t offset,
+                   Callback<std::vector<DirEntry>> done);
+  // A readdirplus entry for `path` that hands the kernel no inode (Entry::name_only).
+  Entry NameOnlyEntry(const std::string& path, const meta::NodeAttr& attr) const;
   void OpenForReading(InodeId ino, const meta::InodeTable::Node& node, const Caller& caller,
                       Callback<OpenReply> done);
   void ReadSmall(const std::shared_ptr<ReadHandle>& handle, uint64_t offset, size_t size,

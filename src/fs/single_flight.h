@@ -5,7 +5,14 @@
 // until then gets that result. Waiters run inside Complete, after the lock is released, on
 // the thread that calls Complete.
 //
-// Thread-safety: thread-safe; mu_ is a leaf lock, never held while a waiter runs.
+// Work that goes on in steps (a listing, page after page) asks between steps whether anyone
+// still wants it: each waiter may bring a `wants` predicate, asked with how far the work got,
+// and CompleteIfUnwanted ends the work once no waiter wants it any more (a reader that was
+// killed, a background listing that has gone far enough). A waiter without one always wants
+// the result.
+//
+// Thread-safety: thread-safe; mu_ is a leaf lock, never held while a waiter runs. Predicates
+// run under mu_ and must not call back into this object.
 #pragma once
 
 #include <functional>
@@ -22,16 +29,18 @@ template <typename T>
 class SingleFlight {
  public:
   using Waiter = std::function<void(const Result<T>&)>;
+  // Whether a waiter still wants the result, given how far the work got (its steps).
+  using Wants = std::function<bool(int steps)>;
 
-  bool Join(const std::string& key, Waiter waiter) {
+  bool Join(const std::string& key, Waiter waiter, Wants wants = nullptr) {
     std::lock_guard lock(mu_);
     auto& waiters = pending_[key];
-    waiters.push_back(std::move(waiter));
+    waiters.push_back({std::move(waiter), std::move(wants)});
     return waiters.size() == 1;
   }
 
   void Complete(const std::string& key, const Result<T>& result) {
-    std::vector<Waiter> waiters;
+    std::vector<Entry> waiters;
     {
       std::lock_guard lock(mu_);
       auto it = pending_.find(key);
@@ -39,22 +48,26 @@ class SingleFlight {
       waiters.swap(it->second);
       pending_.erase(it);
     }
-    for (auto& w : waiters) w(result);
+    for (auto& w : waiters) w.waiter(result);
   }
 
-  // Complete(key, result), but only if the first caller's is the one waiter: nobody else
-  // joined. Atomic with Join: a caller that joined before gets the work's real result (this
-  // returns false and the work must go on), one that joins after starts new work.
-  bool CompleteIfAlone(const std::string& key, const Result<T>& result) {
-    std::vector<Waiter> waiters;
+  // Complete(key, result), but only if no waiter wants the result after `steps` steps.
+  // Atomic with Join: a caller that joined before is asked, one that joins after starts new
+  // work. Returns true when it completed (the work must stop), false when someone still
+  // wants it (the work must go on).
+  bool CompleteIfUnwanted(const std::string& key, int steps, const Result<T>& result) {
+    std::vector<Entry> waiters;
     {
       std::lock_guard lock(mu_);
       auto it = pending_.find(key);
-      if (it == pending_.end() || it->second.size() != 1) return false;
+      if (it == pending_.end()) return false;
+      for (const Entry& e : it->second) {
+        if (!e.wants || e.wants(steps)) return false;
+      }
       waiters.swap(it->second);
       pending_.erase(it);
     }
-    waiters.front()(result);
+    for (auto& w : waiters) w.waiter(result);
     return true;
   }
 
@@ -64,8 +77,12 @@ class SingleFlight {
   }
 
  private:
+  struct Entry {
+    Waiter waiter;
+    Wants wants;
+  };
   mutable std::mutex mu_;
-  std::unordered_map<std::string, std::vector<Waiter>> pending_;
+  std::unordered_map<std::string, std::vector<Entry>> pending_;
 };
 
 }  // namespace ossmount::fs

@@ -587,7 +587,9 @@ struct stat ToStat(const fs::Attributes& attr) {
 
 fuse_entry_param ToEntryParam(const fs::Entry& entry) {
   fuse_entry_param e{};
-  e.ino = entry.attr.ino;
+  // Nodeid 0 in a readdirplus entry: the kernel makes no dentry for it (and takes no
+  // reference), while st_ino still fills the entry's d_ino.
+  e.ino = entry.name_only ? 0 : entry.attr.ino;
   e.generation = 0;
   e.attr = ToStat(entry.attr);
   e.attr_timeout = entry.attr_timeout;

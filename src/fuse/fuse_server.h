@@ -11,11 +11,11 @@
 //   (tear down the Filesystem and io_context: dropped handlers reply EIO)
 //   server.reset();        // destroys the session (or leaks it if replies are still owed)
 //
-// Mount options: fsname=<options.fsname>, subtype=ossmount, ro, default_permissions, plus
-// allow_other / allow_root when asked. Ops never block: each starts an asynchronous
-// Filesystem call and returns. Run() wakes its own thread with SIGUSR1 (a no-op handler
-// installed by Mount): callers must not repurpose SIGUSR1, and other threads should block
-// the termination signals (BlockTerminationSignals).
+// Mount options: fsname=<options.fsname>, subtype=ossmount, ro (rw when the Filesystem
+// writes), default_permissions, plus allow_other / allow_root when asked. Ops never block: each
+// starts an asynchronous Filesystem call and returns. Run() wakes its own thread with SIGUSR1 (a
+// no-op handler installed by Mount): callers must not repurpose SIGUSR1, and other threads should
+// block the termination signals (BlockTerminationSignals).
 //
 // Thread-safety: RequestExit() may be called from any thread (and from a signal handler);
 // the other methods from one controlling thread.

@@ -162,6 +162,9 @@ void DirectoryBuilder::AddPage(const ListPage& page) {
       continue;
     }
     files_.push_back({std::string(rest), FileAttrFrom(obj)});
+    const DirChild& added = files_.back();
+    bytes_ += sizeof(DirChild) + (added.name.capacity() > 15 ? added.name.capacity() + 1 : 0) +
+              (added.attr.etag.capacity() > 15 ? added.attr.etag.capacity() + 1 : 0);
   }
   for (const auto& cp : page.common_prefixes) {
     if (cp.size() <= prefix_.size() || cp.compare(0, prefix_.size(), prefix_) != 0 ||
@@ -175,6 +178,7 @@ void DirectoryBuilder::AddPage(const ListPage& page) {
       continue;
     }
     dirs_.emplace_back(rest);
+    bytes_ += sizeof(std::string) + (rest.size() > 15 ? rest.size() + 1 : 0);
   }
 }
 
@@ -203,6 +207,7 @@ std::vector<DirChild> DirectoryBuilder::Finish() {
   }
   files_.clear();
   dirs_.clear();
+  bytes_ = 0;
   return out;
 }
 

@@ -99,10 +99,13 @@ class DirectoryBuilder {
   const HiddenCounts& hidden() const { return hidden_; }
   // A few hidden keys, for the log line (at most 3).
   const std::vector<std::string>& hidden_examples() const { return examples_; }
+  // Bytes the children gathered so far hold (estimated), before Finish.
+  size_t MemoryBytes() const { return bytes_; }
 
  private:
   void Hide(const std::string& key);
 
+  size_t bytes_ = 0;
   std::string prefix_;
   std::vector<DirChild> files_;
   std::vector<std::string> dirs_;

@@ -5,7 +5,128 @@
 
 namespace ossmount::meta {
 
+namespace {
+
+// Heap bytes of a string beyond its inline buffer (libstdc++ keeps 15 bytes inline).
+size_t HeapBytes(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
+
+// Per hash-table node: the node, its bucket pointer and the allocator's header.
+constexpr size_t kNodeOverhead = 48;
+
+}  // namespace
+
 MetadataCache::MetadataCache(TtlPolicy ttl) : ttl_(std::move(ttl)) {}
+
+void MetadataCache::SetBudget(size_t budget_bytes, std::function<size_t()> other_bytes) {
+  std::lock_guard lock(mu_);
+  budget_ = budget_bytes;
+  other_bytes_ = std::move(other_bytes);
+}
+
+void MetadataCache::MarkTooLarge(const std::string& dir_path) {
+  const TimePoint now = ttl_.Now();
+  // At least a minute, whatever the TTL: a directory of that size does not shrink soon, and
+  // each try costs half the budget's worth of listing.
+  const TimePoint until = ttl_.indefinite()
+                              ? TimePoint::max()
+                              : std::max(ttl_.PositiveExpiry(now), now + std::chrono::minutes(1));
+  std::lock_guard lock(mu_);
+  if (too_large_.size() >= 4096) too_large_.clear();
+  too_large_[dir_path] = until;
+}
+
+bool MetadataCache::TooLarge(const std::string& dir_path) const {
+  const TimePoint now = ttl_.Now();
+  std::lock_guard lock(mu_);
+  auto it = too_large_.find(dir_path);
+  return it != too_large_.end() && TtlPolicy::Fresh(it->second, now);
+}
+
+size_t MetadataCache::EntryBytes(const std::string& path, const Entry& entry) {
+  return sizeof(std::pair<const std::string, Entry>) + kNodeOverhead + HeapBytes(path) +
+         HeapBytes(entry.attr.etag);
+}
+
+void MetadataCache::SetEntryLocked(const std::string& path, Entry entry) {
+  auto [it, inserted] = entries_.try_emplace(path);
+  if (!inserted) entry_bytes_ -= EntryBytes(it->first, it->second);
+  entry.used = ++tick_;
+  it->second = std::move(entry);
+  entry_bytes_ += EntryBytes(it->first, it->second);
+  EvictLocked();
+}
+
+std::unordered_map<std::string, MetadataCache::Entry>::iterator MetadataCache::EraseEntryLocked(
+    std::unordered_map<std::string, Entry>::iterator it) {
+  entry_bytes_ -= EntryBytes(it->first, it->second);
+  return entries_.erase(it);
+}
+
+std::unordered_map<std::string, MetadataCache::Listing>::iterator MetadataCache::EraseListingLocked(
+    std::unordered_map<std::string, Listing>::iterator it) {
+  if (it->second.snapshot) {
+    listed_names_ -= it->second.snapshot->size();
+    listing_bytes_ -= it->second.snapshot->MemoryBytes();
+  }
+  return listings_.erase(it);
+}
+
+void MetadataCache::EvictLocked() {
+  if (budget_ == 0) return;
+  const size_t other = other_bytes_ ? other_bytes_() : 0;
+  // What the inodes leave for this cache, but never less than a quarter of the budget: the
+  // kernel's inodes cannot be dropped here, and a cache squeezed to nothing would send a
+  // request for every lookup.
+  const size_t share = std::max(budget_ / 4, budget_ > other ? budget_ - other : 0);
+  const size_t held = entry_bytes_ + listing_bytes_;
+  if (held <= share) return;
+  const size_t excess = held - share / 8 * 7;
+  using EntryIt = std::unordered_map<std::string, Entry>::iterator;
+  using ListingIt = std::unordered_map<std::string, Listing>::iterator;
+  // Least recently used first, listings and entries alike. Chosen first, dropped after, so
+  // that no iterator is used after its element went.
+  struct Victim {
+    uint64_t used;
+    EntryIt entry;
+    ListingIt listing;  // listings_.end() for an entry
+  };
+  std::vector<Victim> victims;
+  victims.reserve(entries_.size() + listings_.size());
+  for (auto it = listings_.begin(); it != listings_.end(); ++it) {
+    victims.push_back({it->second.used, entries_.end(), it});
+  }
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    victims.push_back({it->second.used, it, listings_.end()});
+  }
+  std::sort(victims.begin(), victims.end(),
+            [](const Victim& a, const Victim& b) { return a.used < b.used; });
+  std::vector<EntryIt> drop_entries;
+  std::vector<ListingIt> drop_listings;
+  size_t freed = 0;
+  auto drop_listing = [&](ListingIt it) {
+    if (std::find(drop_listings.begin(), drop_listings.end(), it) != drop_listings.end()) return;
+    drop_listings.push_back(it);
+    if (it->second.snapshot) freed += it->second.snapshot->MemoryBytes();
+  };
+  for (const Victim& v : victims) {
+    if (freed >= excess) break;
+    if (v.listing != listings_.end()) {
+      drop_listing(v.listing);
+      continue;
+    }
+    drop_entries.push_back(v.entry);
+    freed += EntryBytes(v.entry->first, v.entry->second);
+    // An entry newer than its directory's cached listing overrides it (a change, an
+    // invalidation): dropping the entry alone would let the older listing answer again.
+    auto parent = listings_.find(std::string(SplitPath(v.entry->first).first));
+    if (parent != listings_.end() && parent->second.seq < v.entry->second.seq) {
+      drop_listing(parent);
+    }
+  }
+  for (EntryIt it : drop_entries) EraseEntryLocked(it);
+  for (ListingIt it : drop_listings) EraseListingLocked(it);
+  evictions_ += drop_entries.size() + drop_listings.size();
+}
 
 MetadataCache::Answer MetadataCache::Find(const std::string& path) const {
   const TimePoint now = ttl_.Now();
@@ -14,6 +135,7 @@ MetadataCache::Answer MetadataCache::Find(const std::string& path) const {
   Answer answer;
   uint64_t best_seq = 0;
   auto e = entries_.find(path);
+  if (e != entries_.end()) e->second.used = ++tick_;
   if (e != entries_.end() && TtlPolicy::Fresh(e->second.expiry, now)) {
     switch (e->second.kind) {
       case Entry::kPresent:
@@ -51,7 +173,10 @@ MetadataCache::Answer MetadataCache::Find(const std::string& path) const {
     answer.attr = NodeAttr();
   };
   auto parent_listing = listings_.find(std::string(parent));
-  if (parent_listing != listings_.end()) ++parent_listing->second.finds;  // WorthRelisting
+  if (parent_listing != listings_.end()) {
+    ++parent_listing->second.finds;  // WorthRelisting
+    parent_listing->second.used = ++tick_;
+  }
   if (const DirSnapshot* listing = newer(parent_listing)) {
     if (std::optional<size_t> child = listing->Find(name)) {
       answer.state = Answer::kPresent;
@@ -106,27 +231,28 @@ void MetadataCache::PutAbsent(const std::string& path) { PutAbsent(path, Asking(
 void MetadataCache::PutPresent(const std::string& path, NodeAttr attr, Asked asked) {
   const TimePoint now = ttl_.Now();
   std::lock_guard lock(mu_);
-  Entry& entry = entries_[path];
-  if (entry.seq > asked.seq) return;  // learnt after the question was asked
-  entry = Entry{Entry::kPresent, std::move(attr), ttl_.PositiveExpiry(now), asked.seq};
+  auto it = entries_.find(path);
+  if (it != entries_.end() && it->second.seq > asked.seq) return;  // learnt after asking
+  SetEntryLocked(path,
+                 Entry{Entry::kPresent, std::move(attr), ttl_.PositiveExpiry(now), asked.seq});
 }
 
 void MetadataCache::PutAbsent(const std::string& path, Asked asked) {
   const TimePoint now = ttl_.Now();
   std::lock_guard lock(mu_);
-  Entry& entry = entries_[path];
-  if (entry.seq > asked.seq) return;
-  entry = Entry{Entry::kAbsent, NodeAttr(), ttl_.NegativeExpiry(now), asked.seq};
+  auto it = entries_.find(path);
+  if (it != entries_.end() && it->second.seq > asked.seq) return;
+  SetEntryLocked(path, Entry{Entry::kAbsent, NodeAttr(), ttl_.NegativeExpiry(now), asked.seq});
 }
 
 void MetadataCache::Erase(const std::string& path) {
   std::lock_guard lock(mu_);
-  entries_.erase(path);
+  if (auto it = entries_.find(path); it != entries_.end()) EraseEntryLocked(it);
 }
 
 void MetadataCache::Invalidate(const std::string& path) {
   std::lock_guard lock(mu_);
-  entries_[path] = Entry{Entry::kInvalid, NodeAttr(), TimePoint::max(), ++seq_};
+  SetEntryLocked(path, Entry{Entry::kInvalid, NodeAttr(), TimePoint::max(), ++seq_});
 }
 
 void MetadataCache::PutListing(const std::string& dir_path,
@@ -172,7 +298,9 @@ std::shared_ptr<const DirSnapshot> MetadataCache::PutListing(
   listed_names_ += names;
   listing_bytes_ += bytes;
   slot = Listing{listing, ttl_.PositiveExpiry(now), asked.seq, asked.seq};
+  slot.used = ++tick_;
   lookup_demand_.erase(dir_path);
+  EvictLocked();
   return listing;
 }
 
@@ -183,9 +311,9 @@ void MetadataCache::RecordChange(const std::string& path, std::optional<NodeAttr
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   std::lock_guard lock(mu_);
   if (attr) {
-    entries_[path] = Entry{Entry::kPresent, *attr, ttl_.PositiveExpiry(now), ++seq_};
+    SetEntryLocked(path, Entry{Entry::kPresent, *attr, ttl_.PositiveExpiry(now), ++seq_});
   } else {
-    entries_[path] = Entry{Entry::kAbsent, NodeAttr(), ttl_.PositiveExpiry(now), ++seq_};
+    SetEntryLocked(path, Entry{Entry::kAbsent, NodeAttr(), ttl_.PositiveExpiry(now), ++seq_});
   }
   KeepForListings(Change{seq_, path, attr});
   auto l = listings_.find(dir);
@@ -207,21 +335,13 @@ void MetadataCache::ForgetTree(const std::string& path) {
   };
   std::lock_guard lock(mu_);
   for (auto it = entries_.begin(); it != entries_.end();) {
-    it = under(it->first) ? entries_.erase(it) : std::next(it);
+    it = under(it->first) ? EraseEntryLocked(it) : std::next(it);
   }
   for (auto it = listings_.begin(); it != listings_.end();) {
-    if (!under(it->first)) {
-      ++it;
-      continue;
-    }
-    if (it->second.snapshot) {
-      listed_names_ -= it->second.snapshot->size();
-      listing_bytes_ -= it->second.snapshot->MemoryBytes();
-    }
-    it = listings_.erase(it);
+    it = under(it->first) ? EraseListingLocked(it) : std::next(it);
   }
   // Ancestors' answers must not speak for the tree either: its names are unknown now.
-  entries_[path] = Entry{Entry::kInvalid, NodeAttr(), TimePoint::max(), ++seq_};
+  SetEntryLocked(path, Entry{Entry::kInvalid, NodeAttr(), TimePoint::max(), ++seq_});
   KeepForListings(Change{seq_, path, std::nullopt, /*forgot_tree=*/true});
 }
 
@@ -256,6 +376,7 @@ std::shared_ptr<const DirSnapshot> MetadataCache::FreshListing(const std::string
   std::lock_guard lock(mu_);
   auto l = listings_.find(dir_path);
   if (l == listings_.end() || !TtlPolicy::Fresh(l->second.expiry, now)) return nullptr;
+  l->second.used = ++tick_;
   return l->second.snapshot;
 }
 
@@ -357,6 +478,16 @@ size_t MetadataCache::listed_names() const {
 size_t MetadataCache::listing_bytes() const {
   std::lock_guard lock(mu_);
   return listing_bytes_;
+}
+
+size_t MetadataCache::entry_bytes() const {
+  std::lock_guard lock(mu_);
+  return entry_bytes_;
+}
+
+uint64_t MetadataCache::evictions() const {
+  std::lock_guard lock(mu_);
+  return evictions_;
 }
 
 size_t MetadataCache::changes_kept_for_listings() const {

@@ -17,11 +17,19 @@
 // Listings are shared, immutable snapshots: a directory handle keeps the one it read from
 // even after the cache replaced it, so its offsets stay stable.
 //
+// Memory: listings and entries are held within a budget (SetBudget, --max-metadata-memory)
+// that they share with the inode table (whose bytes `other_bytes` reports). Past it, the
+// least recently used listings and entries are dropped until the cache is back under seven
+// eighths of what the inodes leave it (and never below a quarter of the budget): what was
+// dropped is asked of the server again when needed. A listing larger than half the budget
+// is not held at all (ListingTooLarge): its directory is read page by page instead.
+//
 // Thread-safety: all methods are thread-safe; mu_ is a leaf lock.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -40,6 +48,18 @@ namespace ossmount::meta {
 class MetadataCache {
  public:
   explicit MetadataCache(TtlPolicy ttl);
+
+  // Holds listings and entries within `budget_bytes` together with `other_bytes()` (the inode
+  // table's; called without locks held by the caller's structures, so it must not take a lock
+  // that is held while calling into this cache). 0 = no limit (the default).
+  void SetBudget(size_t budget_bytes, std::function<size_t()> other_bytes);
+  // The largest listing held: half the budget (SIZE_MAX without one). A directory whose
+  // listing grows past it is not listed whole (MarkTooLarge).
+  size_t max_listing_bytes() const { return budget_ == 0 ? SIZE_MAX : budget_ / 2; }
+  // A listing of `dir_path` grew past max_listing_bytes: for the metadata TTL, the directory is
+  // read page by page and its names probed one by one instead (TooLarge).
+  void MarkTooLarge(const std::string& dir_path);
+  bool TooLarge(const std::string& dir_path) const;
 
   struct Answer {
     enum State { kUnknown, kPresent, kAbsent } state = kUnknown;
@@ -159,6 +179,10 @@ class MetadataCache {
   // MemoryBytes): what a walk leaves behind. Listings stay until replaced, expired or not.
   size_t listed_names() const;
   size_t listing_bytes() const;
+  // Bytes the per-path entries hold (estimated), and listings and entries dropped for the
+  // budget since the start.
+  size_t entry_bytes() const;
+  uint64_t evictions() const;
   // Changes kept for the listings in flight (none once they all ended).
   size_t changes_kept_for_listings() const;
 
@@ -168,6 +192,7 @@ class MetadataCache {
     NodeAttr attr;
     TimePoint expiry;
     uint64_t seq = 0;
+    mutable uint64_t used = 0;  // tick of the last Find that read it (eviction order)
   };
   struct Listing {
     std::shared_ptr<const DirSnapshot> snapshot;
@@ -179,6 +204,7 @@ class MetadataCache {
     mutable uint64_t finds = 0;
     // ClaimRefreshAhead said yes, or ClaimListingForLookups kAgain. Under mu_.
     mutable bool refresh_claimed = false;
+    mutable uint64_t used = 0;  // tick of the last use (eviction order)
   };
   // Probes in a directory with no listing (ClaimListingForLookups).
   struct LookupDemand {
@@ -201,6 +227,16 @@ class MetadataCache {
   // The demand test of WorthRelisting and ClaimRefreshAhead, for a listing of at most
   // max_entries names. REQUIRES mu_ held.
   static bool InDemand(const Listing& listing, size_t max_entries);
+  // Sets, replaces or drops an entry, keeping entry_bytes_. REQUIRES mu_ held.
+  void SetEntryLocked(const std::string& path, Entry entry);
+  std::unordered_map<std::string, Entry>::iterator EraseEntryLocked(
+      std::unordered_map<std::string, Entry>::iterator it);
+  // Drops a listing, keeping the counts. REQUIRES mu_ held.
+  std::unordered_map<std::string, Listing>::iterator EraseListingLocked(
+      std::unordered_map<std::string, Listing>::iterator it);
+  // Drops the least recently used listings and entries while over the budget. REQUIRES mu_.
+  void EvictLocked();
+  static size_t EntryBytes(const std::string& path, const Entry& entry);
 
   const TtlPolicy ttl_;
   // mu_ guards all members below.
@@ -217,6 +253,13 @@ class MetadataCache {
   uint64_t refuse_listings_asked_until_ = 0;
   size_t listed_names_ = 0;
   size_t listing_bytes_ = 0;
+  size_t entry_bytes_ = 0;
+  uint64_t evictions_ = 0;
+  mutable uint64_t tick_ = 0;
+  size_t budget_ = 0;
+  std::function<size_t()> other_bytes_;
+  // Directories too large to list whole (MarkTooLarge), until when.
+  std::unordered_map<std::string, TimePoint> too_large_;
 };
 
 }  // namespace ossmount::meta

@@ -130,6 +130,17 @@ const MUTATIONS = [
     "is below max_memory 4096 MiB",
   ],
   [
+    "max_metadata_memory grew in the ConfigMap and the request did not",
+    (m) => {
+      const cm = doc(m.docs, "ConfigMap", "ossmount-config");
+      cm.data["config.json"] = cm.data["config.json"].replace(
+        '"max_metadata_memory": "512MiB"',
+        '"max_metadata_memory": "2GiB"',
+      );
+    },
+    "max_metadata_memory 2048 MiB",
+  ],
+  [
     "memory request and limit differ",
     (m) => {
       mountContainer(m.docs).resources.limits.memory = "3Gi";

@@ -29,11 +29,13 @@ import YAML from "yaml";
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const ROOT = path.resolve(HERE, "../..");
 
-// The daemon's memory above its --max-memory budget, which the DaemonSets' memory request must
-// cover on top of max_memory: measured peak RSS was the budget + 50 MiB (docs/KUBERNETES.md).
+// The daemon's memory above its two budgets (--max-memory for data, --max-metadata-memory for
+// listings and inodes), which the DaemonSets' memory request must cover on top of them:
+// measured peak RSS was the data budget + 50 MiB (docs/KUBERNETES.md).
 export const DAEMON_OVERHEAD_BYTES = 128 * 2 ** 20;
 const DEFAULT_CONFIG = "/etc/ossmount/config.json"; // the daemon's default --config
 const DEFAULT_MAX_MEMORY = "1GiB";
+const DEFAULT_MAX_METADATA_MEMORY = "512MiB";
 
 // ---------------------------------------------------------------------------------------------
 // Loading
@@ -462,7 +464,8 @@ export function crossCheck(docs, kustomization, files) {
       problems.push(`${w}: neither --credentials-file nor --ram-role`);
     }
 
-    // The config file: a key of the ConfigMap, valid JSON; max_memory sizes the memory.
+    // The config file: a key of the ConfigMap, valid JSON; max_memory and max_metadata_memory
+    // size the memory.
     const configPath = typeof options.config === "string" ? options.config : DEFAULT_CONFIG;
     const cv = volumeAt(c, volumes, configPath);
     let config = null;
@@ -489,15 +492,18 @@ export function crossCheck(docs, kustomization, files) {
     }
     const opt = (name) => options[name] ?? config?.[name.replaceAll("-", "_")] ?? config?.[name];
     const maxMemory = ossmountSizeBytes(opt("max-memory") ?? DEFAULT_MAX_MEMORY);
+    const maxMetadata = ossmountSizeBytes(
+      opt("max-metadata-memory") ?? DEFAULT_MAX_METADATA_MEMORY,
+    );
     const request = quantityBytes(c.resources?.requests?.memory);
     const limit = quantityBytes(c.resources?.limits?.memory);
     if (!(request === limit))
       problems.push(
         `${w}: memory request (${c.resources?.requests?.memory}) and limit (${c.resources?.limits?.memory}) must be equal`,
       );
-    if (!(request >= maxMemory + DAEMON_OVERHEAD_BYTES)) {
+    if (!(request >= maxMemory + maxMetadata + DAEMON_OVERHEAD_BYTES)) {
       problems.push(
-        `${w}: memory request ${c.resources?.requests?.memory} is below max_memory ${MiB(maxMemory)} + the daemon's ${MiB(DAEMON_OVERHEAD_BYTES)} overhead`,
+        `${w}: memory request ${c.resources?.requests?.memory} is below max_memory ${MiB(maxMemory)} + max_metadata_memory ${MiB(maxMetadata)} + the daemon's ${MiB(DAEMON_OVERHEAD_BYTES)} overhead`,
       );
     }
     if (!c.resources?.requests?.cpu) problems.push(`${w}: no cpu request`);

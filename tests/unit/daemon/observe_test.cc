@@ -243,7 +243,8 @@ TEST_CASE("stats: the view shows counts, errors, ratios and rates") {
            "{\"name\":\"ossmount_lookup_listings_total\",\"labels\":{\"result\":\"listed\"},"
            "\"value\":9},"
            "{\"name\":\"ossmount_lookup_listings_total\",\"labels\":{\"result\":\"failed\"},"
-           "\"value\":2}],"
+           "\"value\":2},"
+           "{\"name\":\"ossmount_metadata_evictions_total\",\"labels\":{},\"value\":17}],"
            "\"gauges\":[{\"name\":\"ossmount_open_handles\",\"labels\":{},\"value\":4},"
            "{\"name\":\"ossmount_memory_used_bytes\",\"labels\":{},\"value\":2097152},"
            "{\"name\":\"ossmount_memory_limit_bytes\",\"labels\":{},\"value\":1073741824},"
@@ -253,6 +254,8 @@ TEST_CASE("stats: the view shows counts, errors, ratios and rates") {
            "{\"name\":\"ossmount_metadata_listings\",\"labels\":{},\"value\":11},"
            "{\"name\":\"ossmount_metadata_listed_names\",\"labels\":{},\"value\":1010},"
            "{\"name\":\"ossmount_metadata_listing_bytes\",\"labels\":{},\"value\":83886},"
+           "{\"name\":\"ossmount_metadata_bytes\",\"labels\":{},\"value\":3145728},"
+           "{\"name\":\"ossmount_metadata_limit_bytes\",\"labels\":{},\"value\":536870912},"
            "{\"name\":\"ossmount_list_ahead_distance\",\"labels\":{},\"value\":64}],"
            "\"histograms\":[{\"name\":\"ossmount_request_duration_seconds\",\"labels\":{"
            "\"type\":\"GET\"},\"count\":10,\"sum\":1,\"p50\":0.012,\"p90\":0.05,\"p99\":0.2}]}}";
@@ -273,7 +276,8 @@ TEST_CASE("stats: the view shows counts, errors, ratios and rates") {
   CHECK_THAT(view, Contains("Memory in use  2.0 MiB of 1.0 GiB"));
   CHECK_THAT(view, Contains("Heap           50.0 MiB allocated, 12.0 MiB free in the allocator's"));
   CHECK_THAT(view, Contains("Metadata       1002 inodes, 11 directory listings of 1010 names "
-                            "in 81.9 KiB"));
+                            "in 81.9 KiB\n               3.0 MiB of 512.0 MiB held "
+                            "(--max-metadata-memory), 17 dropped for it"));
   CHECK_THAT(view, Contains("Open files     4 (8 opened in all)"));
   CHECK_THAT(view, Contains("FUSE requests  through /dev/fuse (io_uring off: the start-up log "
                             "says why)"));

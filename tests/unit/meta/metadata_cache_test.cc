@@ -351,3 +351,65 @@ TEST_CASE("MetadataCache: counts the names and bytes of the listings it holds, r
   CHECK(cache.listed_names() == 3);
   CHECK(cache.listing_count() == 2);
 }
+
+TEST_CASE("MetadataCache: within its budget, the least recently used go first") {
+  FakeClock clock;
+  MetadataCache cache(TtlPolicy(std::nullopt, 2s, clock.fn()));
+  std::vector<std::string> names;
+  for (int i = 0; i < 1000; ++i) names.push_back("name-of-some-length-" + std::to_string(i));
+  const size_t one_listing = Listing(names)->MemoryBytes();
+  size_t inodes = 0;
+  cache.SetBudget(one_listing * 8, [&inodes] { return inodes; });
+  for (int d = 0; d < 6; ++d) cache.PutListing("d" + std::to_string(d), Listing(names));
+  CHECK(cache.listing_count() == 6);
+  CHECK(cache.evictions() == 0);
+  // d0 is used; d1 is not. Four more listings: the oldest unused ones go, d0 stays.
+  CHECK(cache.Find("d0/name-of-some-length-1").state == MetadataCache::Answer::kPresent);
+  for (int d = 6; d < 10; ++d) cache.PutListing("d" + std::to_string(d), Listing(names));
+  CHECK(cache.listing_bytes() + cache.entry_bytes() <= one_listing * 8);
+  CHECK(cache.evictions() > 0);
+  CHECK(cache.FreshListing("d0"));
+  CHECK_FALSE(cache.FreshListing("d1"));
+  CHECK(cache.FreshListing("d9"));
+  // What went is unknown, never absent: it is asked of the server again.
+  CHECK(cache.Find("d1/name-of-some-length-1").state == MetadataCache::Answer::kUnknown);
+  // The inodes take their share first, but never more than three quarters.
+  inodes = one_listing * 100;
+  cache.PutListing("d10", Listing(names));
+  CHECK(cache.listing_bytes() + cache.entry_bytes() <= one_listing * 2);
+  CHECK(cache.FreshListing("d10"));
+}
+
+TEST_CASE("MetadataCache: an entry newer than its directory's listing goes with the listing") {
+  FakeClock clock;
+  MetadataCache cache(TtlPolicy(std::nullopt, 2s, clock.fn()));
+  std::vector<std::string> names;
+  for (int i = 0; i < 200; ++i) names.push_back("n" + std::to_string(i));
+  const size_t one_listing = Listing(names)->MemoryBytes();
+  cache.SetBudget(one_listing * 4, nullptr);
+  cache.PutListing("d", Listing(names));
+  cache.Invalidate("d/n5");  // a read saw n5 change: the listing's n5 is out of date
+  CHECK(cache.Find("d/n5").state == MetadataCache::Answer::kUnknown);
+  // Fill the budget with other listings (used after the invalidation): the invalidation is
+  // among the oldest and goes, and the listing it overrode goes with it.
+  for (int d = 0; d < 8; ++d) {
+    cache.PutListing("e" + std::to_string(d), Listing(names));
+    cache.Find("e" + std::to_string(d) + "/n1");
+  }
+  CHECK(cache.Find("d/n5").state == MetadataCache::Answer::kUnknown);
+}
+
+TEST_CASE("MetadataCache: a directory too large to hold is remembered for the TTL") {
+  FakeClock clock;
+  MetadataCache cache(TtlPolicy(10s, 2s, clock.fn()));
+  CHECK(cache.max_listing_bytes() == SIZE_MAX);
+  cache.SetBudget(64 << 20, nullptr);
+  CHECK(cache.max_listing_bytes() == 32u << 20);
+  cache.MarkTooLarge("big");
+  CHECK(cache.TooLarge("big"));
+  CHECK_FALSE(cache.TooLarge("small"));
+  clock.Advance(59s);  // at least a minute, whatever the TTL
+  CHECK(cache.TooLarge("big"));
+  clock.Advance(2s);
+  CHECK_FALSE(cache.TooLarge("big"));
+}
