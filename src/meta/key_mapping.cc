@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/strings.h"
+
 namespace ossmount::meta {
 
 bool ValidComponent(std::string_view name) {
@@ -23,42 +25,6 @@ Status CheckLookupName(std::string_view name) {
   return Status::Ok();
 }
 
-namespace {
-
-// Whether `s` is well-formed UTF-8: no stray continuation bytes, no overlong forms, no
-// surrogates, nothing above U+10FFFF.
-bool ValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    size_t extra = 0;
-    uint32_t min = 0, cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      extra = 1, min = 0x80, cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      extra = 2, min = 0x800, cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      extra = 3, min = 0x10000, cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + extra >= s.size()) return false;  // cut short
-    for (size_t k = 1; k <= extra; ++k) {
-      const auto b = static_cast<unsigned char>(s[i + k]);
-      if ((b & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (b & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += extra + 1;
-  }
-  return true;
-}
-
-}  // namespace
-
 Status CheckNewKey(std::string_view key, std::string_view what) {
   const std::string name(what);
   if (key.size() > kKeyMax) {
@@ -66,7 +32,7 @@ Status CheckNewKey(std::string_view key, std::string_view what) {
                                                std::to_string(key.size()) +
                                                " bytes; the service allows at most 1,023");
   }
-  if (!ValidUtf8(key)) {
+  if (!IsValidUtf8(key)) {
     return Status(ErrorCode::kInvalidArgument,
                   "'" + name + "' is not valid UTF-8, which object keys must be");
   }

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <vector>
 
+#include "common/strings.h"
+
 namespace ossmount::meta {
 
 namespace {
@@ -34,40 +36,6 @@ std::string Show(std::string_view s) {
   }
   if (s.size() > 80) out += "...";
   return "'" + out + "'";
-}
-
-bool ValidUtf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t extra;
-    uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      extra = 1;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      extra = 2;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      extra = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + extra >= s.size()) return false;  // truncated sequence
-    for (size_t k = 1; k <= extra; ++k) {
-      unsigned char cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += extra + 1;
-  }
-  return true;
 }
 
 // Splits at `sep` into at most out.size() fields; returns the number of fields found
@@ -104,7 +72,7 @@ std::vector<std::string_view> SplitSpaces(std::string_view s) {
 // Resolves a key field to a key relative to the mount prefix. Returns an error text or "".
 std::string ResolveKey(std::string_view field, const ManifestScope& scope, std::string_view* key) {
   if (field.empty()) return "the key is empty";
-  if (!ValidUtf8(field)) return "the key is not valid UTF-8";
+  if (!IsValidUtf8(field)) return "the key is not valid UTF-8";
   std::string_view k = field;
   for (std::string_view scheme : {std::string_view("oss://"), std::string_view("s3://")}) {
     if (field.compare(0, scheme.size(), scheme) != 0) continue;

@@ -1,4 +1,6 @@
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 #include <memory>
 
 #include "meta/metadata_cache.h"
@@ -357,6 +359,7 @@ TEST_CASE("MetadataCache: within its budget, the least recently used go first") 
   MetadataCache cache(TtlPolicy(std::nullopt, 2s, clock.fn()));
   std::vector<std::string> names;
   for (int i = 0; i < 1000; ++i) names.push_back("name-of-some-length-" + std::to_string(i));
+  std::sort(names.begin(), names.end());  // a listing's order
   const size_t one_listing = Listing(names)->MemoryBytes();
   size_t inodes = 0;
   cache.SetBudget(one_listing * 8, [&inodes] { return inodes; });
@@ -385,6 +388,7 @@ TEST_CASE("MetadataCache: an entry newer than its directory's listing goes with 
   MetadataCache cache(TtlPolicy(std::nullopt, 2s, clock.fn()));
   std::vector<std::string> names;
   for (int i = 0; i < 200; ++i) names.push_back("n" + std::to_string(i));
+  std::sort(names.begin(), names.end());
   const size_t one_listing = Listing(names)->MemoryBytes();
   cache.SetBudget(one_listing * 4, nullptr);
   cache.PutListing("d", Listing(names));
