@@ -2,7 +2,6 @@
 
 #include "data/memory_budget.h"
 #include "fs/list_ahead.h"
-#include "fs/object_filesystem.h"
 
 namespace ossmount::fs {
 namespace {
@@ -90,36 +89,35 @@ void RegisterListAheadGauges(size_t distance, std::weak_ptr<ListAhead> ahead) {
                               });
 }
 
-void RegisterFilesystemGauges(std::weak_ptr<ObjectFilesystem> filesystem) {
-  auto gauge = [&filesystem](const char* name, const char* help,
-                             size_t ObjectFilesystem::Stats::*field) {
-    metrics::Registry::Global().SetCallbackGauge(name, help, {}, [filesystem, field] {
-      auto fs = filesystem.lock();
-      return fs ? static_cast<double>(fs->stats().*field) : 0.0;
+void RegisterFilesystemGauges(std::function<std::optional<FilesystemStats>()> stats) {
+  auto gauge = [&stats](const char* name, const char* help, size_t FilesystemStats::*field) {
+    metrics::Registry::Global().SetCallbackGauge(name, help, {}, [stats, field] {
+      std::optional<FilesystemStats> now = stats();
+      return now ? static_cast<double>((*now).*field) : 0.0;
     });
   };
   gauge("ossmount_inodes",
         "Inodes the daemon holds: names the kernel keeps a reference to, and the entries of "
         "directories being read.",
-        &ObjectFilesystem::Stats::inodes);
+        &FilesystemStats::inodes);
   gauge("ossmount_metadata_listings", "Directory listings in the metadata cache.",
-        &ObjectFilesystem::Stats::cached_listings);
+        &FilesystemStats::cached_listings);
   gauge("ossmount_metadata_listed_names", "Names in the cached directory listings.",
-        &ObjectFilesystem::Stats::listed_names);
+        &FilesystemStats::listed_names);
   gauge("ossmount_metadata_listing_bytes",
         "Bytes the cached directory listings hold (a 32-byte record per name, plus the names "
         "and etags).",
-        &ObjectFilesystem::Stats::listing_bytes);
+        &FilesystemStats::listing_bytes);
   gauge("ossmount_metadata_bytes",
         "Bytes the metadata budget holds: cached listings and names, and the inode table.",
-        &ObjectFilesystem::Stats::metadata_bytes);
+        &FilesystemStats::metadata_bytes);
   gauge("ossmount_metadata_limit_bytes", "The metadata budget (--max-metadata-memory).",
-        &ObjectFilesystem::Stats::metadata_limit);
+        &FilesystemStats::metadata_limit);
   metrics::Registry::Global().SetCallbackCounter(
       "ossmount_metadata_evictions_total",
-      "Cached listings and names dropped to stay within --max-metadata-memory.", {}, [filesystem] {
-        auto fs = filesystem.lock();
-        return fs ? static_cast<double>(fs->stats().metadata_evictions) : 0.0;
+      "Cached listings and names dropped to stay within --max-metadata-memory.", {}, [stats] {
+        std::optional<FilesystemStats> now = stats();
+        return now ? static_cast<double>(now->metadata_evictions) : 0.0;
       });
 }
 

@@ -598,7 +598,10 @@ std::shared_ptr<ObjectFilesystem> MakeObjectFilesystem(boost::asio::io_context& 
     if (!options.prefix.empty() && options.prefix.back() != '/') options.prefix += '/';
   }
   auto filesystem = std::make_shared<ObjectFilesystem>(io, std::move(client), std::move(options));
-  RegisterFilesystemGauges(filesystem);
+  RegisterFilesystemGauges([weak = std::weak_ptr<ObjectFilesystem>(filesystem)] {
+    auto fs = weak.lock();
+    return fs ? std::optional<FilesystemStats>(fs->stats()) : std::nullopt;
+  });
   return filesystem;
 }
 

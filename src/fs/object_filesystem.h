@@ -20,6 +20,7 @@
 
 #include "fs/dir_handle.h"
 #include "fs/filesystem.h"
+#include "fs/fs_metrics.h"
 #include "fs/fs_options.h"
 #include "fs/handle_map.h"
 #include "fs/listing_service.h"
@@ -106,22 +107,7 @@ class ObjectFilesystem : public Filesystem,
   // The budget every data buffer of this filesystem is accounted in.
   const std::shared_ptr<data::MemoryBudget>& memory_budget() const { return data_.budget(); }
 
-  struct Stats {
-    size_t inodes = 0;
-    size_t dir_handles = 0;
-    size_t file_handles = 0;
-    size_t write_handles = 0;
-    size_t whole_objects = 0;  // small-file buffers alive or being fetched
-    size_t cached_entries = 0;
-    size_t cached_listings = 0;
-    size_t listed_names = 0;   // names in the cached listings
-    size_t listing_bytes = 0;  // bytes those listings hold
-    // The metadata budget: what listings, cached names and inodes hold, its limit
-    // (--max-metadata-memory), and the listings and names dropped for it so far.
-    size_t metadata_bytes = 0;
-    size_t metadata_limit = 0;
-    size_t metadata_evictions = 0;
-  };
+  using Stats = FilesystemStats;
   Stats stats() const;
   // The inode the table currently gives `path` ("" = root), for tests.
   std::optional<InodeId> InodeOf(const std::string& path) const { return inodes_.Find(path); }

@@ -29,8 +29,8 @@
 #include <vector>
 
 #include "ossmount/client_options.h"
-#include "ossmount/object_client.h"
 #include "ossmount/status.h"
+#include "ossmount/transfer.h"
 
 namespace boost::asio {
 class io_context;

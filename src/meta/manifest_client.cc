@@ -6,6 +6,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "ossmount/forwarding_object_client.h"
+
 namespace ossmount::meta {
 
 namespace {
@@ -19,65 +21,24 @@ struct Learned {
   std::optional<uint64_t> crc64;
 };
 
-class ManifestObjectClient : public ObjectClient,
+class ManifestObjectClient : public ForwardingObjectClient,
                              public std::enable_shared_from_this<ManifestObjectClient> {
  public:
   ManifestObjectClient(boost::asio::io_context& io, std::shared_ptr<ObjectClient> inner,
                        std::shared_ptr<const ManifestIndex> index, ManifestClientOptions options)
-      : io_(io), inner_(std::move(inner)), index_(std::move(index)), options_(std::move(options)) {}
+      : ForwardingObjectClient(std::move(inner)),
+        io_(io),
+        index_(std::move(index)),
+        options_(std::move(options)) {}
 
   void List(const ListRequest& request, ListHandler handler) override;
-
   void Head(const std::string& key, HeadHandler handler) override {
     if (!Relative(key) || !index_->Find(*Relative(key))) {
       return Post(
           std::move(handler),
           Result<ObjectInfo>(Status(ErrorCode::kNotFound, "'" + key + "' is not in the manifest")));
     }
-    inner_->Head(key, std::move(handler));
-  }
-  void Get(const GetRequest& request, GetTarget target, GetHandler handler) override {
-    inner_->Get(request, target, std::move(handler));
-  }
-  void Put(const std::string& key, std::shared_ptr<const std::string> body,
-           const WriteOptions& options, PutHandler handler) override {
-    inner_->Put(key, std::move(body), options, std::move(handler));
-  }
-  void InitiateMultipart(const std::string& key, InitiateHandler handler) override {
-    inner_->InitiateMultipart(key, std::move(handler));
-  }
-  void UploadPart(const std::string& key, const std::string& upload_id, int part_number,
-                  std::shared_ptr<const std::string> body, PartHandler handler) override {
-    inner_->UploadPart(key, upload_id, part_number, std::move(body), std::move(handler));
-  }
-  void UploadPartCopy(const std::string& key, const std::string& upload_id, int part_number,
-                      const std::string& source_key, const std::string& source_etag,
-                      uint64_t offset, uint64_t length, PartHandler handler) override {
-    inner_->UploadPartCopy(key, upload_id, part_number, source_key, source_etag, offset, length,
-                           std::move(handler));
-  }
-  void CompleteMultipart(const std::string& key, const std::string& upload_id,
-                         std::vector<PartInfo> parts, const WriteOptions& options,
-                         PutHandler handler) override {
-    inner_->CompleteMultipart(key, upload_id, std::move(parts), options, std::move(handler));
-  }
-  void AbortMultipart(const std::string& key, const std::string& upload_id,
-                      StatusHandler handler) override {
-    inner_->AbortMultipart(key, upload_id, std::move(handler));
-  }
-  void ListMultipartUploads(const std::string& prefix, UploadsHandler handler) override {
-    inner_->ListMultipartUploads(prefix, std::move(handler));
-  }
-  void CopyObject(const std::string& source_key, const std::string& source_etag,
-                  const std::string& dest_key, const WriteOptions& options,
-                  PutHandler handler) override {
-    inner_->CopyObject(source_key, source_etag, dest_key, options, std::move(handler));
-  }
-  void Delete(const std::string& key, StatusHandler handler) override {
-    inner_->Delete(key, std::move(handler));
-  }
-  void DeleteMultiple(std::vector<std::string> keys, StatusHandler handler) override {
-    inner_->DeleteMultiple(std::move(keys), std::move(handler));
+    inner()->Head(key, std::move(handler));
   }
 
  private:
@@ -111,7 +72,6 @@ class ManifestObjectClient : public ObjectClient,
   void Finish(const std::shared_ptr<PendingPage>& pending);
 
   boost::asio::io_context& io_;
-  const std::shared_ptr<ObjectClient> inner_;
   const std::shared_ptr<const ManifestIndex> index_;
   const ManifestClientOptions options_;
   // learned_mu_ (a leaf lock) guards learned_: entries completed by a HEAD.
@@ -175,10 +135,10 @@ void ManifestObjectClient::List(const ListRequest& request, ListHandler handler)
   pending->outstanding = to_head.size();
   for (size_t slot : to_head) {
     size_t entry = page.objects[slot];
-    inner_->Head(pending->page.objects[slot].key,
-                 [self = shared_from_this(), pending, slot, entry](Result<ObjectInfo> r) {
-                   self->OnHead(pending, slot, entry, std::move(r));
-                 });
+    inner()->Head(pending->page.objects[slot].key,
+                  [self = shared_from_this(), pending, slot, entry](Result<ObjectInfo> r) {
+                    self->OnHead(pending, slot, entry, std::move(r));
+                  });
   }
 }
 

@@ -50,6 +50,15 @@ for dir in "$root"/src/*/; do
              --include='*.h' --include='*.hpp' --include='*.cc' --include='*.cpp' "$dir" |
            sed -E 's/:[[:space:]]*#[[:space:]]*include[[:space:]]*"/:/; s/"$//')
 done
+# The ObjectClient interface belongs to src/object and what is built on it: the modules below
+# it (the fetch engine, signing, common) use the leaf public headers instead (ossmount/transfer.h).
+while IFS=: read -r file line path; do
+  echo "${file#"$root"/}:$line: a module below src/object may not include \"$path\"" \
+    "(use ossmount/transfer.h or ossmount/status.h)"
+  failed=1
+done < <(grep -rnoE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"ossmount/(forwarding_)?object_client\.h"' \
+           --include='*.h' --include='*.cc' "$root"/src/common "$root"/src/auth "$root"/src/http |
+         sed -E 's/:[[:space:]]*#[[:space:]]*include[[:space:]]*"/:/; s/"$//')
 if [[ $failed -ne 0 ]]; then
   echo "module dependencies: FAILED (the allowed graph is in tests/lint/check_module_deps.sh)"
   exit 1
