@@ -3,6 +3,7 @@
 
   bench/checkpoints.py [--size-mib N] [--small-files N] [--conditions paced,unpaced]
                        [--peers ossmount-rw,rclone-writes,s3fs-rw] [--build DIR]
+                       [--ossmount-args "OPTIONS"]
 
 Against one ossmount-testserver (auth off), under two conditions: "paced" (35 ms to first
 byte and 400 Mbit/s per connection, for uploads and downloads: the real service caps one
@@ -29,6 +30,7 @@ import datetime
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -207,7 +209,8 @@ class Run:
     # --- mounts ------------------------------------------------------------------------------
 
     def mount(self, peer):
-        extra = ["--max-memory", "1GiB"] if peer == "ossmount-rw" else []
+        extra = (["--max-memory", "1GiB"] + shlex.split(self.args.ossmount_args)
+                 if peer == "ossmount-rw" else [])
         return Mount(peer, self.args.build, self.work, self.server.endpoint, BUCKET, extra=extra,
                      timeout=60)
 
@@ -387,6 +390,9 @@ def main():
     p.add_argument("--peers", default="ossmount-rw,rclone-writes,s3fs-rw")
     p.add_argument("--build", default=os.path.join(REPO, "build"))
     p.add_argument("--timeout", type=int, default=900, help="seconds per step")
+    p.add_argument("--ossmount-args", default="",
+                   help="more options for ossmount-rw, e.g. \"--staging-dir ''\" "
+                        "(split as a shell would)")
     args = p.parse_args()
     args.conditions = args.conditions.split(",")
     args.peers = args.peers.split(",")

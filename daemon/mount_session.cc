@@ -30,6 +30,7 @@
 #include "metrics_http.h"
 #include "prefetch_control.h"
 #include "stats_command.h"
+#include "upload/staging_area.h"
 #include "upload/upload_journal.h"
 #include "upload/upload_metrics.h"
 
@@ -115,7 +116,20 @@ void LogRetryStats(const RetryStats& s) {
 // run of the same bucket and prefix left open (a crash mid-write), before the mount appears.
 Status SetUpUploads(fs::ObjectFilesystem& filesystem, const std::shared_ptr<ObjectClient>& client,
                     const config::MountConfig& config, std::chrono::seconds timeout) {
-  const std::string& base = config.fs.writes.upload.journal_dir;
+  const fs::WritePolicy& writes = config.fs.writes;
+  if (writes.staging_dir.empty()) {
+    spdlog::warn(
+        "writes are on without a staging directory (--staging-dir ''): files written out of "
+        "order, read back, truncated or changed in place fail with ENOTSUP");
+  } else {
+    auto staging = upload::StagingArea::Open(writes.staging_dir, writes.max_staging_size);
+    if (!staging.ok()) {
+      return Status(ErrorCode::kInvalidArgument,
+                    staging.status().message() + " (set --staging-dir to a writable directory)");
+    }
+    filesystem.SetStaging(*staging);
+  }
+  const std::string& base = writes.upload.journal_dir;
   if (base.empty()) {
     spdlog::warn(
         "writes are on without an upload journal (--upload-journal ''): a crash "

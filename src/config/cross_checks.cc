@@ -27,6 +27,21 @@ Status CapAtMaxInFlight(const OptionContext& ctx, const char* option, int max_in
 }
 
 // The protocol's part limits, and where the upload journal lives by default.
+// Where the daemon keeps `leaf` (its upload journal, its staged files) by default: in the
+// cache directory when there is one, else in the system's or the user's state directory;
+// "" when there is none.
+std::string StateDirectory(const MountConfig& c, const std::string& leaf) {
+  if (!c.cache.dir.empty()) return c.cache.dir + "/" + leaf;
+  if (geteuid() == 0) return "/var/lib/ossmount/" + leaf;
+  if (const char* state = getenv("XDG_STATE_HOME"); state && *state) {
+    return std::string(state) + "/ossmount/" + leaf;
+  }
+  if (const char* home = getenv("HOME"); home && *home) {
+    return std::string(home) + "/.local/state/ossmount/" + leaf;
+  }
+  return "";
+}
+
 Status CheckWrites(const OptionContext& ctx, MountConfig& c) {
   fs::WritePolicy& w = c.fs.writes;
   if (!w.enabled) return Status::Ok();
@@ -44,17 +59,8 @@ Status CheckWrites(const OptionContext& ctx, MountConfig& c) {
       w.upload.part_size = w.upload.min_part_size;
     }
   }
-  if (!ctx.given("--upload-journal")) {
-    if (!c.cache.dir.empty()) {
-      w.upload.journal_dir = c.cache.dir + "/uploads";
-    } else if (geteuid() == 0) {
-      w.upload.journal_dir = "/var/lib/ossmount/uploads";
-    } else if (const char* state = getenv("XDG_STATE_HOME"); state && *state) {
-      w.upload.journal_dir = std::string(state) + "/ossmount/uploads";
-    } else if (const char* home = getenv("HOME"); home && *home) {
-      w.upload.journal_dir = std::string(home) + "/.local/state/ossmount/uploads";
-    }
-  }
+  if (!ctx.given("--upload-journal")) w.upload.journal_dir = StateDirectory(c, "uploads");
+  if (!ctx.given("--staging-dir")) w.staging_dir = StateDirectory(c, "staging");
   return Status::Ok();
 }
 

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <charconv>
+#include <iterator>
 #include <limits>
 
 namespace ossmount::config {
@@ -64,6 +65,16 @@ Result<uint64_t> ParseSize(std::string_view option, std::string_view text) {
   }
   if (MulOverflows(n, mult)) return Invalid(option, text, "a size that fits in 64 bits");
   return n * mult;
+}
+
+std::string SizeText(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  size_t unit = 0;
+  while (unit + 1 < std::size(kUnits) && bytes != 0 && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++unit;
+  }
+  return std::to_string(bytes) + kUnits[unit];
 }
 
 Result<SizeOrShare> ParseSizeOrPercent(std::string_view option, std::string_view text) {

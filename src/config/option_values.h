@@ -24,6 +24,8 @@ Status InvalidOption(std::string message);
 // "8MiB", "8M", "8m", "8388608", "512K", "1GiB", "100B". K/M/G and KiB/MiB/GiB are all
 // binary (1024-based), as file sizes usually are. No fractions, no negative values.
 Result<uint64_t> ParseSize(std::string_view option, std::string_view text);
+// A size as ParseSize takes it back, in the largest binary unit that divides it: "8MiB".
+std::string SizeText(uint64_t bytes);
 
 // A size (as ParseSize takes it) or a percentage: "2GiB", "0", "5%", "0.5%" (at most two
 // decimals, below 100%). Exactly one of the two is non-zero, or neither ("0", "0%").

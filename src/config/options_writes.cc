@@ -1,9 +1,12 @@
 // Writing options: --allow-writes and its restrictions, upload part size and concurrency,
-// the directory-rename cap and the upload journal -> MountConfig::fs.writes (the journal's
-// default and the protocol's part limits: CheckAcrossGroups).
+// the directory-rename cap, the upload journal and the staging directory ->
+// MountConfig::fs.writes (the directories' defaults and the protocol's part limits:
+// CheckAcrossGroups). Each default is fs::WritePolicy's, shown in the help from there.
 #include <string>
 
 #include "config/option_group.h"
+#include "config/option_values.h"
+#include "fs/fs_options.h"
 
 namespace ossmount::config {
 namespace {
@@ -22,16 +25,27 @@ class WritesGroup final : public OptionGroup {
            "close if another client created it meanwhile)");
     d.Value("--upload-part-size", part_size_,
             "Part size of the multipart upload of a written file; it doubles every 1,000 parts "
-            "(default 8MiB)");
+            "(default " +
+                part_size_ + ")");
     d.Value("--upload-concurrency", concurrency_,
-            "Parts uploaded at once across all files being written (default 64)");
+            "Parts uploaded at once across all files being written (default " + concurrency_ + ")");
     d.Value("--rename-dir-limit", rename_dir_limit_,
             "A directory rename copies at most this many objects; beyond it, it fails with "
-            "EXDEV (mv then copies) (default 1000)");
+            "EXDEV (mv then copies) (default " +
+                rename_dir_limit_ + ")");
     d.Value("--upload-journal", journal_,
             "Directory where open multipart uploads are recorded, so that the next mount aborts "
             "those a crash left (default: CACHE/uploads with --cache, /var/lib/ossmount/uploads "
             "as root, else ~/.local/state/ossmount/uploads; '' = no record)");
+    d.Value("--staging-dir", staging_dir_,
+            "Directory where files written out of order, read back, truncated or changed in "
+            "place are staged until they are uploaded (default: CACHE/staging with --cache, "
+            "/var/lib/ossmount/staging as root, else ~/.local/state/ossmount/staging; '' = "
+            "none: such writes fail with ENOTSUP)");
+    d.Value("--max-staging-size", max_staging_size_,
+            "Bytes all staged files may take together; a write past it fails with ENOSPC "
+            "(default " +
+                max_staging_size_ + ")");
   }
 
   Status Validate(const OptionContext& ctx, MountConfig& c) const override {
@@ -40,7 +54,7 @@ class WritesGroup final : public OptionGroup {
     if (!allow_writes_) {
       for (const char* option :
            {"--no-delete", "--no-overwrite", "--upload-part-size", "--upload-concurrency",
-            "--rename-dir-limit", "--upload-journal"}) {
+            "--rename-dir-limit", "--upload-journal", "--staging-dir", "--max-staging-size"}) {
         if (ctx.given(option)) {
           return InvalidOption(std::string(option) + " applies to writes: add --allow-writes");
         }
@@ -62,13 +76,21 @@ class WritesGroup final : public OptionGroup {
     if (!limit.ok()) return limit.status();
     w.rename_dir_limit = static_cast<size_t>(*limit);
     w.upload.journal_dir = journal_;
+    w.staging_dir = staging_dir_;
+    auto staging = ParseSize("--max-staging-size", max_staging_size_);
+    if (!staging.ok()) return staging.status();
+    w.max_staging_size = *staging;
     return Status::Ok();
   }
 
  private:
   bool allow_writes_ = false, no_delete_ = false, no_overwrite_ = false;
-  std::string part_size_ = "8MiB", concurrency_ = "64", rename_dir_limit_ = "1000";
-  std::string journal_;
+  const fs::WritePolicy defaults_;
+  std::string part_size_ = SizeText(defaults_.upload.part_size);
+  std::string concurrency_ = std::to_string(defaults_.upload.max_parts_in_flight);
+  std::string rename_dir_limit_ = std::to_string(defaults_.rename_dir_limit);
+  std::string max_staging_size_ = SizeText(defaults_.max_staging_size);
+  std::string journal_, staging_dir_;
 };
 
 }  // namespace

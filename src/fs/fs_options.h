@@ -51,6 +51,11 @@ struct WritePolicy {
   bool allow_overwrite = true;     // false (--no-overwrite): replacing an object is EPERM
   size_t rename_dir_limit = 1000;  // a directory rename moves at most this many objects
   upload::UploadOptions upload;
+  // Where files that cannot stream (written out of order, read back, truncated, changed in
+  // place) are staged: --staging-dir, "" = nowhere (those writes fail with ENOTSUP).
+  std::string staging_dir;
+  // Bytes all staged files may take there together (--max-staging-size); past it, ENOSPC.
+  uint64_t max_staging_size = 16ull << 30;
 };
 
 struct FsOptions {

@@ -27,6 +27,15 @@ class HandleMap {
     auto it = handles_.find(fh);
     return it == handles_.end() ? nullptr : it->second;
   }
+  // The first handle for which `pred` holds (in no set order); null when none does.
+  template <typename Pred>
+  std::shared_ptr<Handle> FindIf(Pred pred) const {
+    std::lock_guard lock(mu_);
+    for (const auto& [fh, handle] : handles_) {
+      if (pred(*handle)) return handle;
+    }
+    return nullptr;
+  }
   // Removes and returns the handle; null when `fh` is not open.
   std::shared_ptr<Handle> Take(uint64_t fh) {
     std::lock_guard lock(mu_);

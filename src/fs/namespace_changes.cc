@@ -58,7 +58,7 @@ void ObjectFilesystem::RemoveDir(InodeId parent, std::string name, StatusCallbac
     if (!r.ok()) return done(r.status());
     if (!r->has_value()) return done(Status(ErrorCode::kNotFound, "no such directory: " + path));
     if (!(*r)->is_dir()) return done(Status(ErrorCode::kNotDirectory, "'" + path + "' is a file"));
-    if (self->OwnsUnder(path)) {
+    if (self->writes_->OwnsUnder(path)) {
       return done(Status(ErrorCode::kNotEmpty, "'" + path + "' holds a file being written"));
     }
     const std::string marker = meta::DirPrefix(self->options_.prefix, path);
@@ -99,7 +99,7 @@ void ObjectFilesystem::Unlink(InodeId parent, std::string name, StatusCallback d
 }
 
 void ObjectFilesystem::UnlinkOnce(const std::string& path, StatusCallback done) {
-  if (auto owner = OwnerOf(path)) return done(Busy(*owner, "unlink '" + path + "'"));
+  if (auto owner = writes_->OwnerOf(path)) return UnlinkOpenFile(owner, std::move(done));
   listings_->Resolve(path, [self = shared_from_this(), path,
                             done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) {
     if (!r.ok()) return done(r.status());
@@ -113,17 +113,6 @@ void ObjectFilesystem::UnlinkOnce(const std::string& path, StatusCallback done) 
                                    done(Status::Ok());
                                  });
   });
-}
-
-bool ObjectFilesystem::OwnsUnder(const std::string& dir) const {
-  const std::string under = dir + "/";
-  std::lock_guard lock(writers_mu_);
-  for (const auto& [p, w] : writers_) {
-    if (p.compare(0, under.size(), under) != 0) continue;
-    auto handle = w.lock();
-    if (handle && !handle->released.load(std::memory_order_acquire)) return true;
-  }
-  return false;
 }
 
 void ObjectFilesystem::Rename(InodeId parent, std::string name, InodeId new_parent,
@@ -154,11 +143,13 @@ void ObjectFilesystem::Rename(InodeId parent, std::string name, InodeId new_pare
 
 void ObjectFilesystem::RenameOnce(const std::string& from, const std::string& to, unsigned flags,
                                   StatusCallback done) {
-  for (const std::string* p : {&from, &to}) {
-    if (auto owner = OwnerOf(*p))
-      return done(Busy(*owner, "rename '" + from + "' -> '" + to + "'"));
+  if (auto owner = writes_->OwnerOf(to)) {
+    return done(WriteService::Busy(*owner, "rename '" + from + "' -> '" + to + "'"));
   }
   const bool no_replace = (flags & RENAME_NOREPLACE) != 0;
+  if (auto owner = writes_->OwnerOf(from)) {
+    return RenameOpenFile(owner, from, to, no_replace, std::move(done));
+  }
   listings_->Resolve(from, [self = shared_from_this(), from, to, no_replace,
                             done = std::move(done)](Result<std::optional<meta::NodeAttr>> src) {
     if (!src.ok()) return done(src.status());
@@ -186,7 +177,7 @@ void ObjectFilesystem::RenameOnce(const std::string& from, const std::string& to
             if (target.is_dir()) return self->RenameDirOntoDir(from, to, std::move(done));
           }
           if (source.is_dir()) {
-            if (self->OwnsUnder(from)) {
+            if (self->writes_->OwnsUnder(from)) {
               return done(Status(ErrorCode::kBusy, "'" + from + "' holds a file being written"));
             }
             return self->RenameDir(from, to, /*target_marker=*/false, std::move(done));
@@ -199,10 +190,10 @@ void ObjectFilesystem::RenameOnce(const std::string& from, const std::string& to
 
 void ObjectFilesystem::RenameDirOntoDir(const std::string& from, const std::string& to,
                                         StatusCallback done) {
-  if (OwnsUnder(from)) {
+  if (writes_->OwnsUnder(from)) {
     return done(Status(ErrorCode::kBusy, "'" + from + "' holds a file being written"));
   }
-  if (OwnsUnder(to)) {
+  if (writes_->OwnsUnder(to)) {
     return done(Status(ErrorCode::kNotEmpty, "'" + to + "' holds a file being written"));
   }
   // POSIX replaces an empty directory only. Whether it is empty is the server's to say.
@@ -234,7 +225,7 @@ void ObjectFilesystem::RenameFile(const std::string& from, const std::string& to
   WriteOptions wo;
   wo.forbid_overwrite = no_replace;
   upload::CopyObjectOnServer(
-      data_.client(), upload_gate_, options_.writes.upload, std::move(source),
+      data_.client(), writes_->gate(), options_.writes.upload, std::move(source),
       meta::FileKey(options_.prefix, to), wo,
       [self = shared_from_this(), from, to, attr, done = std::move(done)](Result<PutResult> copy) {
         if (!copy.ok()) return done(copy.status());
@@ -268,7 +259,7 @@ void ObjectFilesystem::RenameDir(const std::string& from, const std::string& to,
   move.limit = options_.writes.rename_dir_limit;
   move.what = "rename '" + from + "' -> '" + to + "'";
   MoveDirectoryOnServer(
-      data_.client(), upload_gate_, options_.writes.upload, std::move(move),
+      data_.client(), writes_->gate(), options_.writes.upload, std::move(move),
       [self = shared_from_this(), from, to, done = std::move(done)](Status moved) {
         meta::MetadataCache& cache = self->listings_->cache();
         if (moved.code() == ErrorCode::kCrossDevice) return done(moved);
@@ -288,6 +279,82 @@ void ObjectFilesystem::RenameDir(const std::string& from, const std::string& to,
         cache.RecordChange(to, meta::DirAttr());
         self->inodes_.Move(from, to);
         done(Status::Ok());
+      });
+}
+
+void ObjectFilesystem::UnlinkOpenFile(const std::shared_ptr<WriteHandle>& owner,
+                                      StatusCallback done) {
+  const std::string path = owner->path();
+  // Closed by its writer, its release on its way: the unlink waits for it (RetryWhileBusy),
+  // then removes the object it completed.
+  if (owner->closing.load() || owner->releasing.load()) {
+    return done(WriteService::Busy(*owner, "unlink '" + path + "'"));
+  }
+  // Whether the bucket holds anything of it: the object it was opened on, or a version a
+  // close or fsync completed.
+  const bool on_server = !owner->created || owner->recorded_completion.load() > 0;
+  writes_->Discard(owner);
+  // The descriptor keeps its inode; the name gets a fresh one when it is made again.
+  inodes_.Detach(owner->ino);
+  if (!on_server) {
+    listings_->cache().RecordChange(path, std::nullopt);
+    return done(Status::Ok());
+  }
+  data_.client()->Delete(meta::FileKey(options_.prefix, path),
+                         [self = shared_from_this(), path, done = std::move(done)](Status s) {
+                           if (!s.ok()) return done(s);
+                           self->listings_->cache().RecordChange(path, std::nullopt);
+                           done(Status::Ok());
+                         });
+}
+
+void ObjectFilesystem::RenameOpenFile(const std::shared_ptr<WriteHandle>& owner,
+                                      const std::string& from, const std::string& to,
+                                      bool no_replace, StatusCallback done) {
+  // Closed by its writer (torch.save, then os.replace): the rename waits for the release,
+  // then moves the object it completed.
+  if (owner->closing.load() || owner->releasing.load()) {
+    return done(WriteService::Busy(*owner, "rename '" + from + "' -> '" + to + "'"));
+  }
+  const bool on_server = !owner->created || owner->recorded_completion.load() > 0;
+  // The server, not the cache, says what the rename would replace.
+  listings_->ResolveFromServer(
+      to, [self = shared_from_this(), owner, from, to, no_replace, on_server,
+           done = std::move(done)](Result<std::optional<meta::NodeAttr>> dst) mutable {
+        if (!dst.ok()) return done(dst.status());
+        if (dst->has_value()) {
+          if (no_replace) return done(Status(ErrorCode::kAlreadyExists, "'" + to + "' exists"));
+          if ((*dst)->is_dir()) {
+            return done(Status(ErrorCode::kIsDirectory, "'" + to + "' is a directory"));
+          }
+          if (!self->options_.writes.allow_overwrite) {
+            return done(
+                Status(ErrorCode::kAccessDenied,
+                       "'" + to + "' exists and the mount does not overwrite (--no-overwrite)"));
+          }
+        }
+        const bool forbid = no_replace || !self->options_.writes.allow_overwrite;
+        // What the bucket holds of the file moves with it; a file it holds nothing of yet moves
+        // in this mount only, and its next completion makes it at `to`.
+        auto move_object = [self, from, to, forbid, on_server](StatusCallback moved) {
+          if (!on_server) {
+            self->listings_->cache().RecordChange(from, std::nullopt);
+            self->inodes_.Move(from, to);
+            return moved(Status::Ok());
+          }
+          self->listings_->Resolve(from, [self, from, to, forbid, moved = std::move(moved)](
+                                             Result<std::optional<meta::NodeAttr>> src) mutable {
+            if (!src.ok()) return moved(src.status());
+            if (!src->has_value() || (*src)->is_dir()) {
+              return moved(Status(ErrorCode::kNotFound, "no such file: " + from));
+            }
+            self->RenameFile(from, to, **src, forbid, std::move(moved));
+          });
+        };
+        // At `to`, the first completion replaces what the rename replaced, and nothing that
+        // another client made there meanwhile.
+        const bool forbid_at_target = forbid || !dst->has_value();
+        self->writes_->Move(owner, to, forbid_at_target, std::move(move_object), std::move(done));
       });
 }
 

@@ -53,9 +53,10 @@ ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
       options_(std::move(options)),
       mount_time_sec_(NowUnixSeconds()),
       listings_(std::make_shared<ListingService>(client, options_)),
-      data_(io, std::move(client), options_),
-      upload_gate_(std::make_shared<upload::UploadGate>(
-          data_.budget(), options_.writes.upload.max_parts_in_flight)) {
+      data_(io, client, options_),
+      open_files_(std::make_shared<OpenFiles>()),
+      writes_(std::make_shared<WriteService>(std::move(client), data_.budget(), options_, listings_,
+                                             open_files_)) {
   // Listings and cached names share the metadata budget with the inodes.
   listings_->cache().SetBudget(options_.max_metadata_memory,
                                [counter = inodes_.bytes_counter()] { return counter->load(); });
@@ -115,7 +116,7 @@ void ObjectFilesystem::Lookup(InodeId parent, std::string name, Callback<Entry> 
     return done(Status(ErrorCode::kNotFound, "not a directory"));
   }
   std::string path = meta::JoinPath(node->path, name);
-  if (auto writer = OwnerOf(path)) {
+  if (auto writer = writes_->OwnerOf(path)) {
     // Being written by this mount: its size so far (the object is not on the server yet).
     InodeId ino = inodes_.Ensure(path, false, 1);
     Entry e;
@@ -147,15 +148,22 @@ void ObjectFilesystem::GetAttr(InodeId ino, Callback<AttrReply> done) {
     return done(reply);
   }
   if (node->detached) {
+    // A file still open for writing after its name was unlinked: what it holds now.
+    if (auto writer = writes_->WritingOn(ino)) {
+      Attributes a = WritingAttributes(*writer);
+      a.ino = ino;
+      a.nlink = 0;
+      return done(AttrReply{a, 0});
+    }
     // A version of the file that readers opened before the path got a new inode: what they
     // pinned, not what the path holds now.
-    if (std::optional<OpenFiles::Version> v = open_files_.ReadersVersion(ino)) {
+    if (std::optional<OpenFiles::Version> v = open_files_->ReadersVersion(ino)) {
       Attributes a = MakeAttributes(ino, meta::NodeAttr{});
       a.size = v->size;
       a.mtime_sec = v->mtime_sec;
       return done(AttrReply{a, listings_->cache().ttl().KernelTimeout()});
     }
-  } else if (auto writer = OwnerOf(node->path)) {
+  } else if (auto writer = writes_->OwnerOf(node->path)) {
     Attributes a = WritingAttributes(*writer);
     a.ino = ino;
     return done(AttrReply{a, 0});
@@ -166,7 +174,7 @@ void ObjectFilesystem::GetAttr(InodeId ino, Callback<AttrReply> done) {
     if (!r.ok()) return done(r.status());
     if (!r->has_value() || (*r)->is_dir() != is_dir) {
       // Files open here keep the version they opened (an fstat of one answers with it).
-      if (std::optional<OpenFiles::Version> v = self->open_files_.ReadersVersion(ino)) {
+      if (std::optional<OpenFiles::Version> v = self->open_files_->ReadersVersion(ino)) {
         Attributes a = self->MakeAttributes(ino, meta::NodeAttr{});
         a.size = v->size;
         a.mtime_sec = v->mtime_sec;
@@ -293,7 +301,7 @@ void ObjectFilesystem::ServeDir(const std::shared_ptr<DirHandle>& handle,
     pinned.push_back(ino);
     Entry entry = MakeEntry(ino, attr);
     // A file this mount is writing grows: the kernel must not keep the size listed now.
-    if (!attr.is_dir() && options_.writes.enabled && OwnerOf(path)) entry.attr_timeout = 0;
+    if (!attr.is_dir() && options_.writes.enabled && writes_->OwnerOf(path)) entry.attr_timeout = 0;
     entries.push_back(DirEntry{std::string(child.name), entry, static_cast<off_t>(i + 1)});
   }
   const bool released = !handle->KeepPinned(pinned);
@@ -347,8 +355,14 @@ void ObjectFilesystem::OpenOnce(InodeId ino, int flags, const Caller& caller,
                        "'" + node->path + "' has a newer inode: look it up again"));
   }
   if (writing) return OpenForWriting(ino, *node, flags, caller, std::move(done));
-  if (auto writer = OwnerOf(node->path)) {
-    return done(Busy(*writer, "opening '" + node->path + "' for reading"));
+  if (auto writer = writes_->OwnerOf(node->path)) {
+    // Being written here: read through the writer's staged copy, as it is at each read.
+    auto fh = writes_->OpenReader(writer);
+    if (!fh.ok()) return done(fh.status());
+    OpenReply reply;
+    reply.keep_cache = false;
+    reply.fh = *fh;
+    return done(reply);
   }
   OpenForReading(ino, *node, caller, std::move(done));
 }
@@ -368,7 +382,7 @@ void ObjectFilesystem::OpenForReading(InodeId ino, const meta::InodeTable::Node&
     const meta::NodeAttr& attr = **r;
     const FsOptions& options = self->options_;
     const uint64_t version = VersionOf(attr);
-    switch (self->open_files_.BeginRead(ino, {version, attr.size, attr.mtime_sec})) {
+    switch (self->open_files_->BeginRead(ino, {version, attr.size, attr.mtime_sec})) {
       case OpenFiles::Verdict::kOpened:
         break;
       case OpenFiles::Verdict::kOtherVersionOpen:
@@ -445,19 +459,14 @@ void ObjectFilesystem::OpenForReading(InodeId ino, const meta::InodeTable::Node&
 
 void ObjectFilesystem::Read(InodeId /*ino*/, uint64_t fh, off_t offset, size_t size,
                             Callback<ReadReply> done) {
-  std::shared_ptr<ReadHandle> handle = read_handles_.Find(fh);
-  if (!handle) {
-    if (auto writer = write_handles_.Find(fh)) {
-      return done(Status(ErrorCode::kNotSupported,
-                         "reading '" + writer->path +
-                             "' through a descriptor open for writing is not supported; open it "
-                             "again for reading once it is closed"));
-    }
-    return done(BadHandle(fh));
-  }
   if (offset < 0) {
     return done(Status(ErrorCode::kInvalidArgument, "negative offset"));
   }
+  if (WriteService::Numbers(fh)) {
+    return writes_->Read(fh, static_cast<uint64_t>(offset), size, std::move(done));
+  }
+  std::shared_ptr<ReadHandle> handle = read_handles_.Find(fh);
+  if (!handle) return done(BadHandle(fh));
   const uint64_t off = static_cast<uint64_t>(offset);
   if (size == 0 || off >= handle->size) return done(ReadReply{});
   if (handle->small) return ReadSmall(handle, off, size, std::move(done));
@@ -513,12 +522,7 @@ void ObjectFilesystem::ReadSmall(const std::shared_ptr<ReadHandle>& handle, uint
 }
 
 void ObjectFilesystem::Release(InodeId /*ino*/, uint64_t fh) {
-  if (std::shared_ptr<WriteHandle> writer = write_handles_.Take(fh)) {
-    // The last close: what the opener's close and fsync did not complete is completed now,
-    // and its outcome logged (nobody is left to return it to).
-    ReleaseWriter(writer);
-    return;
-  }
+  if (WriteService::Numbers(fh)) return writes_->Release(fh);
   // Destroyed after the map's lock: it may free a buffer.
   std::shared_ptr<ReadHandle> handle = read_handles_.Take(fh);
   if (handle) Released(handle, /*at_unmount=*/false);
@@ -526,23 +530,13 @@ void ObjectFilesystem::Release(InodeId /*ino*/, uint64_t fh) {
 
 void ObjectFilesystem::EndSession() {
   for (auto& [fh, handle] : read_handles_.TakeAll()) Released(handle, /*at_unmount=*/true);
-  // A file still open for writing when the mount ends was not closed by its writer: a save
-  // cut short (the daemon stopped, a pod deleted mid-save). Its upload is aborted, never
-  // completed with the bytes so far, which would look like a saved checkpoint; a version an
-  // fsync completed stays. One whose close or fsync was under way finishes.
-  for (auto& [fh, writer] : write_handles_.TakeAll()) {
-    if (writer->upload && writer->upload->writing()) {
-      writer->upload->Abort(Status(ErrorCode::kCancelled,
-                                   "the mount ended while the file was still open for writing"));
-    }
-    ReleaseWriter(writer);
-  }
+  writes_->EndSession();
 }
 
 void ObjectFilesystem::Released(const std::shared_ptr<ReadHandle>& handle, bool at_unmount) {
   // Cancels readahead still in flight and frees the parts (and their budget) at once.
   if (handle->reader) handle->reader->Close();
-  open_files_.EndRead(handle->ino);
+  open_files_->EndRead(handle->ino);
   const bool read = handle->bytes_read.load(std::memory_order_relaxed) > 0;
   // No READ came: the kernel's page cache served the file (or it was not read). The hint
   // prefetcher's reader has passed it all the same, and must not wait for it.
@@ -574,7 +568,7 @@ ObjectFilesystem::Stats ObjectFilesystem::stats() const {
   s.inodes = inodes_.size();
   s.dir_handles = dir_handles_.size();
   s.file_handles = read_handles_.size();
-  s.write_handles = write_handles_.size();
+  s.write_handles = writes_->handle_count();
   s.whole_objects = data_.whole_objects().entry_count();
   s.cached_entries = cache.entry_count();
   s.cached_listings = cache.listing_count();

@@ -31,8 +31,10 @@
 #include "fs/read_observer.h"
 #include "fs/session_hooks.h"
 #include "fs/write_handle.h"
+#include "fs/write_service.h"
 #include "meta/inode_table.h"
 #include "ossmount/object_client.h"
+#include "upload/staging_area.h"
 #include "upload/upload_gate.h"
 #include "upload/upload_journal.h"
 
@@ -84,9 +86,15 @@ class ObjectFilesystem : public Filesystem,
   // Where uploads are recorded for crash cleanup; set once, before the first write (none =
   // no record).
   void SetUploadJournal(std::shared_ptr<upload::UploadJournal> journal) {
-    journal_ = std::move(journal);
+    writes_->SetJournal(std::move(journal));
   }
-  const std::shared_ptr<upload::UploadGate>& upload_gate() const { return upload_gate_; }
+  // Where files that cannot stream are staged; set once, before the first write (none = no
+  // staging: WriteService::SetStaging).
+  void SetStaging(std::shared_ptr<upload::StagingArea> staging) {
+    writes_->SetStaging(std::move(staging));
+  }
+  const std::shared_ptr<upload::UploadGate>& upload_gate() const { return writes_->gate(); }
+  const std::shared_ptr<WriteService>& writes() const { return writes_; }
 
   void SetBackingFilesWanted(bool wanted) override {
     backing_files_wanted_.store(wanted, std::memory_order_relaxed);
@@ -134,20 +142,12 @@ class ObjectFilesystem : public Filesystem,
   void Released(const std::shared_ptr<ReadHandle>& handle, bool at_unmount);
   void NotifyRead(const std::string& path);
 
-  // Open once OwnerOf(path) allows it (Open retries it while a closed writer's release is on
-  // its way, RetryWhileBusy).
+  // Open once WriteService::OwnerOf(path) allows it (Open retries it while a closed writer's
+  // release is on its way, RetryWhileBusy).
   void OpenOnce(InodeId ino, int flags, const Caller& caller, Callback<OpenReply> done);
 
   // --- Writes (object_writes.cc, namespace_changes.cc). ---
-  // What a new write handle is.
-  struct WriteKind {
-    bool may_write = true;  // else opened as it is, refusing writes (WriteHandle::may_write)
-    bool replaces = true;   // WriteHandle::replaces
-    bool created = false;   // WriteHandle::created
-    // The server said the name was free: it is completed with forbid-overwrite.
-    bool must_be_new = false;
-  };
-  // OK when writes are on (and `also` holds: delete or overwrite allowed), else why not.
+  // OK when writes are on, else why not.
   Status CheckWrites() const;
   // The path of `name` in directory `parent`, checked for a write: the parent is a known
   // directory, the name valid and the object key it makes one the service accepts.
@@ -156,50 +156,43 @@ class ObjectFilesystem : public Filesystem,
                   Callback<CreateReply> done);
   // A create or open that may write `path`: a write handle that owns it, on its inode (or a new
   // one when readers have the old inode open).
-  void StartWriter(const std::string& path, const Caller& caller, const WriteKind& kind,
+  void StartWriter(const std::string& path, const Caller& caller, const WriteService::Kind& kind,
                    Callback<CreateReply> done);
-  // A create of a name the server says holds `attr`, without O_TRUNC: opened as it is.
+  // A create of a name the server says holds `attr`, without O_TRUNC.
   void OpenExisting(const std::string& path, const meta::NodeAttr& attr, const Caller& caller,
                     Callback<CreateReply> done);
   void OpenForWriting(InodeId ino, const meta::InodeTable::Node& node, int flags,
                       const Caller& caller, Callback<OpenReply> done);
-  std::shared_ptr<WriteHandle> NewWriteHandle(InodeId ino, const std::string& path,
-                                              const Caller& caller, const WriteKind& kind);
+  // What a handle that opens the existing object `attr` at `path` without O_TRUNC is: a
+  // staged copy of it, an empty one written from its start, or (no staging, or no overwrite)
+  // one that refuses writes.
+  WriteService::Kind ChangeInPlace(const std::string& path, const meta::NodeAttr& attr) const;
+  // A new write handle, which owns its path when it may write (ClaimPath).
+  Result<std::shared_ptr<WriteHandle>> NewWriter(InodeId ino, const std::string& path,
+                                                 const Caller& caller,
+                                                 const WriteService::Kind& kind);
   // Makes `handle` the owner of its path and the writer of its inode. kBusy when another
   // handle owns the path; kPreconditionFailed when readers have the inode open (the caller
   // gives the path a new inode).
-  Status TakeOwnership(const std::shared_ptr<WriteHandle>& handle);
-  void DropOwnership(const WriteHandle& handle);
-  // Why an operation on a path `owner` owns cannot go on: kBusy, retryable (RetryWhileBusy)
-  // when the owner was closed and its release is on its way.
-  static Status Busy(const WriteHandle& owner, const std::string& what);
-  // Bytes written through the handle, or the size fallocate gave it if larger.
-  static uint64_t WrittenSize(WriteHandle& handle);
-  // Appends the zeros between the bytes written and the size fallocate gave the file.
-  void PadToReservedSize(const std::shared_ptr<WriteHandle>& handle, StatusCallback done);
-  // Completes the handle's upload (if it has one to complete) and records the outcome.
-  void FinishWrite(const std::shared_ptr<WriteHandle>& handle, StatusCallback done);
-  void CompleteUpload(const std::shared_ptr<WriteHandle>& handle, StatusCallback done);
-  // The last release (or the end of the session): completes what is left, then the handle no
-  // longer answers for its path.
-  void ReleaseWriter(const std::shared_ptr<WriteHandle>& handle);
-  void RecordWriteOutcome(const std::shared_ptr<WriteHandle>& handle,
-                          const Result<upload::UploadedObject>& outcome);
+  Status ClaimPath(const std::shared_ptr<WriteHandle>& handle);
+  // truncate(2) of a file nobody has open for writing: through a handle of its own.
+  void TruncateClosed(InodeId ino, const std::string& path, uint64_t size, StatusCallback done);
   // `listing` of directory `dir` with the files this mount is writing in it (the server
   // lists them only once complete), which are also recorded in the cached listing.
   std::shared_ptr<const meta::DirSnapshot> WithOwnWrites(
       const std::string& dir, std::shared_ptr<const meta::DirSnapshot> listing);
-  // The handle that owns `path`: open for writing and not yet released (fsync or not).
-  std::shared_ptr<WriteHandle> OwnerOf(const std::string& path) const;
   // Attributes of a file being written: its size so far.
-  Attributes WritingAttributes(WriteHandle& handle) const;
-  // Whether a handle owns a path under directory `dir`.
-  bool OwnsUnder(const std::string& dir) const;
+  Attributes WritingAttributes(const WriteHandle& handle) const;
   void UnlinkOnce(const std::string& path, StatusCallback done);
   void RenameOnce(const std::string& from, const std::string& to, unsigned flags,
                   StatusCallback done);
   void RenameFile(const std::string& from, const std::string& to, const meta::NodeAttr& attr,
                   bool no_replace, StatusCallback done);
+  // A rename of a file open for writing here: its handle follows it to `to`.
+  void RenameOpenFile(const std::shared_ptr<WriteHandle>& owner, const std::string& from,
+                      const std::string& to, bool no_replace, StatusCallback done);
+  // The name of a file open for writing here was removed: nothing of it is saved any more.
+  void UnlinkOpenFile(const std::shared_ptr<WriteHandle>& owner, StatusCallback done);
   // A directory onto a directory the server has: only an empty one is replaced.
   void RenameDirOntoDir(const std::string& from, const std::string& to, StatusCallback done);
   // `target_marker`: `to` is an empty directory whose marker object exists already.
@@ -218,14 +211,8 @@ class ObjectFilesystem : public Filesystem,
   std::atomic<uint64_t> next_fh_{1};
   HandleMap<DirHandle> dir_handles_;
   HandleMap<ReadHandle> read_handles_;
-  HandleMap<WriteHandle> write_handles_;
-  OpenFiles open_files_;
-  const std::shared_ptr<upload::UploadGate> upload_gate_;
-  std::shared_ptr<upload::UploadJournal> journal_;
-  // writers_mu_ guards writers_: the handle that owns each path (OwnerOf). Held while asking
-  // a handle's upload whether it is active (its lock is taken after this one, never before).
-  mutable std::mutex writers_mu_;
-  std::unordered_map<std::string, std::weak_ptr<WriteHandle>> writers_;
+  const std::shared_ptr<OpenFiles> open_files_;
+  const std::shared_ptr<WriteService> writes_;
 };
 
 // `io` runs the filesystem's work and the client's completions. The prefix is normalised

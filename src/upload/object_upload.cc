@@ -435,6 +435,31 @@ void ObjectUpload::OnCompleted(Result<PutResult> r, int parts) {
 
 void ObjectUpload::Abort(Status why) { Fail(std::move(why)); }
 
+void ObjectUpload::Withdraw(Status why) { Fail(std::move(why), /*counted=*/false); }
+
+bool ObjectUpload::Surrender(std::string* bytes, Status why) {
+  uint64_t held = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (state_ == State::kDone && result_ && result_->parts == 0 && last_body_) {
+      // A completed single-PUT object: its bytes are all still here.
+    } else if (state_ != State::kWriting || multipart_ || initiating_ || !upload_id_.empty()) {
+      return false;
+    }
+    const std::shared_ptr<std::string>& source = state_ == State::kDone ? last_body_ : current_;
+    bytes->assign(source ? *source : std::string());
+    if (current_) held += current_->size();
+    if (last_body_) held += last_body_->size();
+    current_.reset();
+    last_body_.reset();
+    state_ = State::kFailed;
+    error_ = std::move(why);
+  }
+  if (held) gate_->ReleaseBuffered(held);
+  Settle();
+  return true;
+}
+
 WriteOptions ObjectUpload::CompletionOptions() const {
   std::lock_guard lock(mu_);
   WriteOptions options;
@@ -457,7 +482,7 @@ void ObjectUpload::OnOutcomeSettled(std::function<void(std::optional<ObjectInfo>
   outcome_settled_ = std::move(settled);
 }
 
-void ObjectUpload::Fail(Status why) {
+void ObjectUpload::Fail(Status why, bool counted) {
   std::string id;
   uint64_t held = 0;
   {
@@ -474,7 +499,7 @@ void ObjectUpload::Fail(Status why) {
     last_body_.reset();
   }
   if (held) gate_->ReleaseBuffered(held);
-  Uploads().failed_uploads.Add();
+  if (counted) Uploads().failed_uploads.Add();
   if (!id.empty()) {
     // The callback holds the upload: it counts as in flight (files_in_flight, which the
     // daemon waits for at exit) until the abort is answered.

@@ -66,6 +66,13 @@ class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
   void Finish(std::function<void(Result<UploadedObject>)> done);
   // Fails the upload with `why` (if it has not ended): aborts the multipart upload.
   void Abort(Status why);
+  // Ends the upload as Abort does, for a file that goes on elsewhere (a staged copy of all
+  // its bytes): not counted as a failed upload.
+  void Withdraw(Status why);
+  // When every byte written is still here (nothing was sent: no part, no PUT in flight),
+  // moves them to *bytes and ends the upload with `why` (nothing to abort): a file that goes
+  // on elsewhere (a staged copy). False, changing nothing, otherwise.
+  bool Surrender(std::string* bytes, Status why);
 
   // When the request that makes the object (CompleteMultipartUpload, or the one PutObject)
   // failed without an answer (a timeout or a network error), the server may have received
@@ -126,7 +133,7 @@ class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
   void PutWhole(std::shared_ptr<std::string> body);
   void CompleteIfReady();
   void OnCompleted(Result<PutResult> r, int parts);
-  void Fail(Status why);
+  void Fail(Status why, bool counted = true);
   // The abort of a failed upload answered: the journal forgets it, and an unknown outcome
   // is settled and logged.
   void OnAborted(const std::string& id, const Status& s);

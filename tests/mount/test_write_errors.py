@@ -109,8 +109,10 @@ class FailedWritesTest(WriteMountCase, ErrnoMixin):
                 os.close(fd)
         self.assertEqual(e.exception.errno, errno.ENOTSUP)
 
+    # Without a staging directory: with one, these writes move the file to a staged copy
+    # (test_staged_writes.py).
     def test_out_of_order_write_to_a_new_file(self):
-        mnt = self.mount("--upload-part-size", "1MiB")
+        mnt = self.mount("--upload-part-size", "1MiB", "--staging-dir", "")
         other = self.fresh_mount()
         self.check_gap_write(mnt, "new.bin")
         self.assertFalse(os.path.exists(mnt.path("new.bin")))
@@ -126,7 +128,7 @@ class FailedWritesTest(WriteMountCase, ErrnoMixin):
     def test_out_of_order_write_over_an_existing_object(self):
         old = random_bytes(MiB + 7, 4)
         self.put("keep.bin", old)
-        mnt = self.mount("--upload-part-size", "1MiB")
+        mnt = self.mount("--upload-part-size", "1MiB", "--staging-dir", "")
         other = self.fresh_mount()
         self.check_gap_write(mnt, "keep.bin")
         self.assertEqual(self.server_bytes("keep.bin"), old)
@@ -138,7 +140,7 @@ class FailedWritesTest(WriteMountCase, ErrnoMixin):
     def test_writes_into_an_existing_object_without_o_trunc(self):
         old = random_bytes(5000, 5)
         self.put("log.txt", old)
-        mnt = self.mount()
+        mnt = self.mount("--staging-dir", "")
         with self.assertRaises(OSError) as e:
             with open(mnt.path("log.txt"), "ab") as f:
                 f.write(b"appended")
@@ -254,13 +256,22 @@ class PolicyTest(WriteMountCase, ErrnoMixin):
             f.flush()
             f.truncate(3)
         self.assertEqual(self.server_bytes("d/t"), b"xyz")
-        self.assert_errno(errno.ENOTSUP, os.truncate, mnt.path("old.bin"), 4)
-        self.assert_errno(errno.ENOTSUP, os.truncate, mnt.path("old.bin"), 20)
-        self.assertEqual(self.server_bytes("old.bin"), b"0123456789")
-        # truncate(path) to the current size of a closed file: a no-op as well.
+        # truncate(path) to the current size of a closed file: a no-op.
+        put_before = self.server.stats()["PUT"]
         os.truncate(mnt.path("old.bin"), 10)
         os.truncate(mnt.path("d", "f"), 3)
         self.assertEqual(self.server_bytes("old.bin"), b"0123456789")
+        self.assertEqual(self.server.stats()["PUT"], put_before)
+        # To another size: the object is changed through a staged copy.
+        os.truncate(mnt.path("old.bin"), 4)
+        self.assertEqual(self.server_bytes("old.bin"), b"0123")
+        os.truncate(mnt.path("old.bin"), 20)
+        self.assertEqual(self.server_bytes("old.bin"), b"0123" + bytes(16))
+        self.assertEqual(os.stat(mnt.path("old.bin")).st_size, 20)
+        # Without a staging directory, other sizes are ENOTSUP and change nothing.
+        bare = self.mount("--staging-dir", "")
+        self.assert_errno(errno.ENOTSUP, os.truncate, bare.path("d", "f"), 1)
+        self.assertEqual(self.server_bytes("d/f"), b"abc")
 
 
 class NamespaceTest(WriteMountCase, ErrnoMixin):

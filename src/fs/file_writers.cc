@@ -1,0 +1,382 @@
+// The two FileWriters (file_writer.h): streaming, over one upload::ObjectUpload, and staged,
+// over a local upload::StagedFile sent whole by a fresh upload at each completion.
+#include <algorithm>
+#include <mutex>
+#include <vector>
+
+#include <spdlog/spdlog.h>
+
+#include "fs/file_writer.h"
+#include "upload/staged_upload.h"
+
+namespace ossmount::fs {
+namespace {
+
+// Zeros appended to a streamed file that posix_fallocate made longer than its writes.
+constexpr size_t kZeroPiece = 1 << 20;
+
+class StreamingWriter : public FileWriter, public std::enable_shared_from_this<StreamingWriter> {
+ public:
+  StreamingWriter(std::shared_ptr<upload::ObjectUpload> upload,
+                  std::shared_ptr<upload::StagedFile> mirror)
+      : upload_(std::move(upload)), mirror_(std::move(mirror)) {}
+
+  Status Write(uint64_t offset, const char* data, size_t size) override {
+    std::lock_guard lock(mu_);
+    if (Status sticky = upload_->error(); !sticky.ok()) return sticky;
+    if (offset != next_offset_) {
+      return Status(ErrorCode::kNotSupported,
+                    "write to '" + upload_->key() + "' at offset " + std::to_string(offset) +
+                        " where " + std::to_string(next_offset_) +
+                        " was next: a file streamed to the bucket is written in order");
+    }
+    Status appended = upload_->Append(data, size);
+    if (!appended.ok()) return appended;
+    next_offset_ += size;
+    if (mirror_) {
+      Status mirrored = mirror_->Write(offset, data, size);
+      if (!mirrored.ok()) {
+        // The upload goes on; only a later out-of-order write has nothing to move to.
+        spdlog::debug("no local copy of '{}' kept any more: {}", upload_->key(),
+                      mirrored.message());
+        mirror_.reset();
+      }
+    }
+    return Status::Ok();
+  }
+  void WhenWritable(std::function<void()> resume) override {
+    upload_->WhenWritable(std::move(resume));
+  }
+  Result<size_t> Read(uint64_t, char*, size_t) override {
+    return Status(ErrorCode::kNotSupported,
+                  "'" + upload_->key() +
+                      "' is streamed to the bucket as it is written and cannot be read back "
+                      "until it is closed");
+  }
+  Status Truncate(uint64_t size) override {
+    if (size == this->size()) return Status::Ok();
+    return Status(ErrorCode::kNotSupported,
+                  "truncating '" + upload_->key() + "' to " + std::to_string(size) +
+                      " bytes while it is streamed (" + std::to_string(this->size()) + " written)");
+  }
+  Status Reserve(uint64_t size) override {
+    std::lock_guard lock(mu_);
+    reserved_ = std::max(reserved_, size);
+    return Status::Ok();
+  }
+  uint64_t size() const override {
+    std::lock_guard lock(mu_);
+    return std::max(next_offset_, reserved_);
+  }
+  bool changed() const override { return size() > 0 || !upload_->error().ok(); }
+  void Finish(FinishCallback done) override {
+    PadToReserved([self = shared_from_this(), done = std::move(done)](Status padded) mutable {
+      if (!padded.ok()) return done(padded);
+      self->upload_->Finish(std::move(done));
+    });
+  }
+  void Abort(Status why) override { upload_->Abort(std::move(why)); }
+  Status error() const override { return upload_->error(); }
+  bool writing() const override { return upload_->writing(); }
+  bool active() const override { return upload_->active(); }
+  bool outcome_unknown() const override { return upload_->outcome_unknown(); }
+  bool outcome_will_settle() const override { return upload_->outcome_will_settle(); }
+  std::optional<std::string> TakeBytes() override {
+    std::lock_guard lock(mu_);
+    std::string bytes;
+    if (!upload_->Surrender(&bytes, Status(ErrorCode::kCancelled, "moved to a staged copy"))) {
+      return std::nullopt;
+    }
+    return bytes;
+  }
+  std::shared_ptr<upload::StagedFile> TakeCopy() override {
+    std::lock_guard lock(mu_);
+    if (!mirror_ || mirror_->size() != next_offset_ || !upload_->error().ok()) return nullptr;
+    // A completion on its way (an fsync from another thread) is left to finish.
+    if (upload_->active() && !upload_->writing()) return nullptr;
+    // Room posix_fallocate gave the file past its bytes comes along.
+    if (reserved_ > next_offset_ && !mirror_->Truncate(reserved_).ok()) return nullptr;
+    upload_->Withdraw(Status(ErrorCode::kCancelled, "moved to a staged copy"));
+    return std::move(mirror_);
+  }
+
+ private:
+  // Appends the zeros between the bytes written and the reserved size, a piece at a time.
+  void PadToReserved(std::function<void(Status)> done) {
+    Status appended;
+    bool more = false;
+    {
+      std::lock_guard lock(mu_);
+      if (next_offset_ < reserved_) {
+        static const std::string zeros(kZeroPiece, '\0');
+        const size_t n =
+            static_cast<size_t>(std::min<uint64_t>(kZeroPiece, reserved_ - next_offset_));
+        appended = upload_->Append(zeros.data(), n);
+        if (appended.ok()) next_offset_ += n;
+        more = appended.ok() && next_offset_ < reserved_;
+      }
+    }
+    if (!more) return done(appended);
+    upload_->WhenWritable([self = shared_from_this(), done = std::move(done)]() mutable {
+      self->PadToReserved(std::move(done));
+    });
+  }
+
+  const std::shared_ptr<upload::ObjectUpload> upload_;
+  mutable std::mutex mu_;                       // orders writes; guards the members below
+  std::shared_ptr<upload::StagedFile> mirror_;  // every byte written, while there is room
+  uint64_t next_offset_ = 0;
+  uint64_t reserved_ = 0;
+};
+
+class StagedWriter : public FileWriter, public std::enable_shared_from_this<StagedWriter> {
+ public:
+  StagedWriter(const WriterContext& context, std::string key, WriteOptions write_options,
+               std::shared_ptr<upload::StagedFile> file, SettledCallback on_settled,
+               const std::optional<ObjectInfo>& existing)
+      : context_(context),
+        key_(std::move(key)),
+        write_options_(write_options),
+        file_(std::move(file)),
+        on_settled_(std::move(on_settled)) {
+    if (existing) {
+      // The bucket holds this file's bytes already: saved, until a change.
+      upload::UploadedObject saved;
+      saved.size = existing->size;
+      saved.etag = existing->etag;
+      saved.crc64 = existing->crc64;
+      last_ = saved;
+    } else {
+      changed_ = true;
+    }
+  }
+
+  Status Write(uint64_t offset, const char* data, size_t size) override {
+    std::lock_guard lock(mu_);
+    if (!error_.ok()) return error_;
+    if (finishing_) return Finishing();
+    Status written = file_->Write(offset, data, size);
+    if (!written.ok()) return FailLocked(written);
+    changed_ = true;
+    return Status::Ok();
+  }
+  void WhenWritable(std::function<void()> resume) override { resume(); }
+  void WhenIdle(std::function<void()> resume) override {
+    {
+      std::lock_guard lock(mu_);
+      if (finishing_) {
+        idle_waiters_.push_back(std::move(resume));
+        return;
+      }
+    }
+    resume();
+  }
+  Result<size_t> Read(uint64_t offset, char* out, size_t size) override {
+    return file_->Read(offset, out, size);
+  }
+  Status Truncate(uint64_t size) override {
+    std::lock_guard lock(mu_);
+    if (!error_.ok()) return error_;
+    if (finishing_) return Finishing();
+    if (size == file_->size()) return Status::Ok();
+    Status truncated = file_->Truncate(size);
+    if (!truncated.ok()) return truncated;  // the budget: the file goes on as it was
+    changed_ = true;
+    return Status::Ok();
+  }
+  Status Reserve(uint64_t size) override {
+    if (size <= file_->size()) return Status::Ok();
+    return Truncate(size);
+  }
+  uint64_t size() const override { return file_->size(); }
+  bool changed() const override {
+    std::lock_guard lock(mu_);
+    return changed_;
+  }
+  void Finish(FinishCallback done) override {
+    std::shared_ptr<upload::ObjectUpload> upload;
+    {
+      std::unique_lock lock(mu_);
+      if (!error_.ok()) {
+        Status e = error_;
+        lock.unlock();
+        return done(e);
+      }
+      if (finishing_) {
+        waiters_.push_back(std::move(done));
+        return;
+      }
+      if (!changed_ && last_) {
+        upload::UploadedObject same = *last_;
+        lock.unlock();
+        return done(same);
+      }
+      finishing_ = true;
+      waiters_.push_back(std::move(done));
+      WriteOptions wo = write_options_;
+      if (last_) wo.forbid_overwrite = false;  // the name is this file's own now
+      upload = upload::ObjectUpload::Make(context_.client, context_.gate, context_.journal, key_,
+                                          context_.options, wo);
+      if (on_settled_) upload->OnOutcomeSettled(on_settled_);
+      current_ = upload;
+    }
+    upload::UploadStagedFile(file_, upload,
+                             [self = shared_from_this()](Result<upload::UploadedObject> r) {
+                               self->Finished(std::move(r));
+                             });
+  }
+  void Abort(Status why) override {
+    std::shared_ptr<upload::ObjectUpload> upload;
+    {
+      std::lock_guard lock(mu_);
+      if (!error_.ok()) return;
+      FailLocked(why);
+      upload = current_;
+    }
+    if (upload) upload->Abort(std::move(why));
+  }
+  Status error() const override {
+    std::lock_guard lock(mu_);
+    return error_;
+  }
+  bool writing() const override {
+    std::lock_guard lock(mu_);
+    return error_.ok() && !finishing_;
+  }
+  bool active() const override {
+    std::lock_guard lock(mu_);
+    return error_.ok() && (finishing_ || changed_ || !last_);
+  }
+  bool outcome_unknown() const override {
+    std::lock_guard lock(mu_);
+    return current_ && current_->outcome_unknown();
+  }
+  bool outcome_will_settle() const override {
+    std::lock_guard lock(mu_);
+    return current_ && current_->outcome_will_settle();
+  }
+  bool Rekey(const std::string& key, bool forbid_overwrite) override {
+    std::lock_guard lock(mu_);
+    if (finishing_) return false;
+    // The caller moves what the bucket holds of this file along with it (a rename), so what
+    // was saved is still saved.
+    key_ = key;
+    write_options_.forbid_overwrite = forbid_overwrite;
+    return true;
+  }
+  std::shared_ptr<upload::StagedFile> staged_file() const override { return file_; }
+
+ private:
+  Status Finishing() const {
+    return Status(ErrorCode::kBusy, "'" + key_ + "' is being completed by a close or fsync");
+  }
+  Status FailLocked(Status why) {
+    if (error_.ok()) error_ = why;
+    return error_;
+  }
+  void Finished(Result<upload::UploadedObject> r) {
+    std::vector<FinishCallback> waiters;
+    std::vector<std::function<void()>> idle;
+    {
+      std::lock_guard lock(mu_);
+      finishing_ = false;
+      current_.reset();
+      if (r.ok()) {
+        ++completions_;
+        r->completion = completions_;
+        last_ = *r;
+        changed_ = false;
+      } else {
+        // The bucket has what it had: the next completion sends the file again.
+        if (!error_.ok()) r = error_;
+      }
+      waiters.swap(waiters_);
+      idle.swap(idle_waiters_);
+    }
+    for (auto& w : waiters) w(r);
+    for (auto& resume : idle) resume();
+  }
+
+  const WriterContext context_;
+  mutable std::mutex mu_;  // guards the members below
+  std::string key_;
+  WriteOptions write_options_;
+  const std::shared_ptr<upload::StagedFile> file_;
+  const SettledCallback on_settled_;
+  Status error_;
+  bool changed_ = false;
+  bool finishing_ = false;
+  uint64_t completions_ = 0;
+  std::optional<upload::UploadedObject> last_;
+  std::shared_ptr<upload::ObjectUpload> current_;
+  std::vector<FinishCallback> waiters_;
+  std::vector<std::function<void()>> idle_waiters_;
+};
+
+// One object loaded into a staged file, a piece at a time.
+struct Loader : std::enable_shared_from_this<Loader> {
+  std::shared_ptr<ObjectClient> client;
+  ObjectInfo source;
+  std::shared_ptr<upload::StagedFile> file;
+  uint64_t piece = 0;
+  uint64_t offset = 0;
+  std::function<void(Status)> done;
+  std::vector<char> buffer;
+
+  void Next() {
+    if (offset >= source.size) return done(Status::Ok());
+    const uint64_t length = std::min<uint64_t>(piece, source.size - offset);
+    buffer.resize(length);
+    GetRequest request;
+    request.key = source.key;
+    request.offset = offset;
+    request.length = length;
+    request.if_match = source.etag;
+    client->Get(request, GetTarget::Fixed(buffer.data(), buffer.size()),
+                [self = shared_from_this(), length](Result<GetResult> r) {
+                  if (!r.ok()) return self->done(r.status());
+                  Status pinned = CheckPinnedGet(*r, self->source.key, length, self->source.size,
+                                                 self->source.etag);
+                  if (!pinned.ok()) return self->done(pinned);
+                  Status written = self->file->Write(self->offset, self->buffer.data(), length);
+                  if (!written.ok()) return self->done(written);
+                  self->offset += length;
+                  self->Next();
+                });
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<FileWriter> MakeStreamingWriter(const WriterContext& context, std::string key,
+                                                WriteOptions write_options,
+                                                SettledCallback on_settled,
+                                                std::shared_ptr<upload::StagedFile> mirror) {
+  auto upload = upload::ObjectUpload::Make(context.client, context.gate, context.journal,
+                                           std::move(key), context.options, write_options);
+  if (on_settled) upload->OnOutcomeSettled(std::move(on_settled));
+  return std::make_shared<StreamingWriter>(std::move(upload), std::move(mirror));
+}
+
+std::shared_ptr<FileWriter> MakeStagedWriter(const WriterContext& context, std::string key,
+                                             WriteOptions write_options,
+                                             std::shared_ptr<upload::StagedFile> file,
+                                             SettledCallback on_settled,
+                                             std::optional<ObjectInfo> existing) {
+  return std::make_shared<StagedWriter>(context, std::move(key), write_options, std::move(file),
+                                        std::move(on_settled), existing);
+}
+
+void LoadObject(std::shared_ptr<ObjectClient> client, ObjectInfo source,
+                std::shared_ptr<upload::StagedFile> file, uint64_t piece,
+                std::function<void(Status)> done) {
+  auto loader = std::make_shared<Loader>();
+  loader->client = std::move(client);
+  loader->source = std::move(source);
+  loader->file = std::move(file);
+  loader->piece = std::max<uint64_t>(piece, 64 << 10);
+  loader->done = std::move(done);
+  loader->Next();
+}
+
+}  // namespace ossmount::fs
