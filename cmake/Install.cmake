@@ -79,7 +79,8 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # fusermount3 and /dev/fuse's udev rule, which the binary does not link against.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "fuse3, ca-certificates")
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "")
+# media-types: /etc/mime.types, from which uploaded objects take their Content-Type.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "media-types")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 # Only the daemon, its unit, config example, the hints module and docs: no test binaries.
 set(CPACK_STRIP_FILES ON)

@@ -35,6 +35,8 @@ packages=(
   systemd dpkg-dev mount
   # pgrep (test_lifecycle.py finds the daemon it started).
   procps
+  # media-types: /etc/mime.types, the table uploaded objects take their Content-Type from.
+  media-types
   # rsync: scripts/test.sh's stable copy of the tree under CI=true, and mount:staged_writes
   # (rsync --inplace). python3-h5py: mount:staged_writes (an HDF5 writer patches headers).
   rsync python3-h5py

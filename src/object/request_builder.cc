@@ -2,6 +2,7 @@
 
 #include "common/url.h"
 #include "object/content_md5.h"
+#include "object/content_types.h"
 #include "object/headers.h"
 
 namespace ossmount::object {
@@ -108,7 +109,7 @@ RequestSpec PutSpec(const std::string& key, std::shared_ptr<const std::string> b
   spec.method = "PUT";
   spec.key = key;
   // Set explicitly: OSS V1 signs Content-Type, so the transport must not add its own.
-  spec.headers.emplace_back("Content-Type", "application/octet-stream");
+  spec.headers.emplace_back("Content-Type", ContentTypeFor(key));
   AddBody(spec, std::move(body), dialect);
   AddForbidOverwrite(spec, options, dialect);
   return spec;
@@ -119,7 +120,8 @@ RequestSpec InitiateMultipartSpec(const std::string& key) {
   spec.method = "POST";
   spec.key = key;
   spec.query.emplace_back("uploads", "");
-  spec.headers.emplace_back("Content-Type", "application/octet-stream");
+  // The object's Content-Type is the one its upload was initiated with.
+  spec.headers.emplace_back("Content-Type", ContentTypeFor(key));
   spec.body = std::make_shared<const std::string>();
   return spec;
 }

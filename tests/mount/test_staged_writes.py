@@ -208,6 +208,24 @@ class OssStagedWritesTest(Patterns, WriteMountCase):
         self.assertEqual(after["PUT"] - before["PUT"], 0)
 
 
+class ContentTypeTest(WriteMountCase):
+    def test_uploaded_objects_get_the_content_type_of_their_extension(self):
+        mnt = self.mount("--upload-part-size", "1MiB")
+
+        def content_type(key):
+            out = harness.client(self.server, "head", key).stdout.decode()
+            return dict(line.split("\t", 1) for line in out.splitlines())["content-type"]
+
+        write(mnt.path("config.json"), b"{}")  # one PUT
+        write(mnt.path("big.jpg"), random_bytes(3 * MiB, 31))  # a multipart upload
+        write(mnt.path("model.pt"), b"weights")
+        with open(mnt.path("config.json"), "r+b") as f:  # a staged rewrite
+            f.write(b"[]")
+        self.assertEqual(content_type("config.json"), "application/json")
+        self.assertEqual(content_type("big.jpg"), "image/jpeg")
+        self.assertEqual(content_type("model.pt"), "application/octet-stream")
+
+
 class StagingLimitsTest(WriteMountCase):
     def test_a_full_staging_budget_fails_the_write_with_ENOSPC_and_the_mount_serves_on(self):
         staging = tempfile.mkdtemp(prefix="staging-")

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "auth/signer.h"
+#include "object/content_types.h"
 #include "object/signer_choice.h"
 #include "object/write_operations.h"
 #include "unit/object/harness.h"
@@ -442,4 +443,46 @@ TEST_CASE("Real signers cover the copy-source, forbid-overwrite and Content-MD5 
       CHECK(check(request).code() == ErrorCode::kSignatureDoesNotMatch);
     }
   }
+}
+
+TEST_CASE("Content-Type of PUT and InitiateMultipart follows the name's extension") {
+  Harness h;
+  h.executor->respond = [](const SeenRequest& r, int) {
+    if (r.method == "POST") {
+      return XmlW(
+          "<InitiateMultipartUploadResult><UploadId>u</UploadId></InitiateMultipartUploadResult>");
+    }
+    return PutOkW(r);
+  };
+  auto body = std::make_shared<const std::string>("{}");
+  for (const char* key : {"cfg/config.JSON", "run/index.html", "model.pt", "README"}) {
+    REQUIRE(h.Call<Result<PutResult>>([&](auto cb) { h.Client().Put(key, body, {}, cb); }).ok());
+  }
+  REQUIRE(h.Call<Result<std::string>>([&](auto cb) {
+             h.Client().InitiateMultipart("img/cat.jpg", cb);
+           }).ok());
+  auto seen = h.executor->seen();
+  REQUIRE(seen.size() == 5);
+  CHECK(*seen[0].Header("content-type") == "application/json");
+  CHECK(*seen[1].Header("content-type") == "text/html");
+  CHECK(*seen[2].Header("content-type") == "application/octet-stream");  // not in the table
+  CHECK(*seen[3].Header("content-type") == "application/octet-stream");  // no extension
+  CHECK(*seen[4].Header("content-type") == "image/jpeg");
+}
+
+TEST_CASE("ParseMimeTypes: types with their extensions, comments skipped, the first type wins") {
+  auto table = ParseMimeTypes(
+      "# comment\n"
+      "text/plain\t\t\ttxt asc  # trailing\n"
+      "application/x-empty\n"
+      "image/jpeg jpeg JPG jpe\n"
+      "text/other txt\n"
+      "nonsense pdf\n");
+  CHECK(table.at("txt") == "text/plain");
+  CHECK(table.at("asc") == "text/plain");
+  CHECK(table.at("jpg") == "image/jpeg");
+  CHECK(table.count("pdf") == 0);
+  CHECK(table.count("trailing") == 0);
+  CHECK(ContentTypeFor(".bashrc") == kDefaultContentType);
+  CHECK(ContentTypeFor("dir.d/noext") == kDefaultContentType);
 }
