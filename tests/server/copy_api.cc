@@ -6,6 +6,11 @@
 // -if-unmodified-since, -if-modified-since: 412 PreconditionFailed when one does not hold).
 // CopyObject refuses sources above ApiOptions::copy_object_limit, so large copies must go
 // through UploadPartCopy, as on OSS.
+//
+// Symlink sources, as OSS documents them: CopyObject copies the link itself (a new symlink to
+// the same target, with the link's or the request's metadata per the directive), not the
+// target's bytes; UploadPartCopy refuses a symlink source (400 InvalidArgument; OSS's code for
+// this is not documented).
 #include <charconv>
 #include <optional>
 #include <variant>
@@ -106,8 +111,6 @@ Response ObjectApi::Copy(const RequestInfo& info, const HttpRequest& req) {
   }
   const bool forbid = OverwriteForbidden(info, req, false);
   if (forbid && store_.Find(info.bucket, info.key)) return OverwriteRefused(info);
-  auto data = store_.ReadRange(obj, 0, obj->size);
-  if (!data.ok()) return FromStatus(info, data.status());
   PutOptions options;
   options.forbid_overwrite = forbid;
   std::string directive =
@@ -119,7 +122,14 @@ Response ObjectApi::Copy(const RequestInfo& info, const HttpRequest& req) {
     options.content_type = obj->content_type;
     options.user_meta = obj->user_meta;
   }
-  auto put = store_.Put(info.bucket, info.key, std::move(data.value()), options);
+  Result<ObjectPtr> put = Status(ErrorCode::kInternal, "copy did not run");
+  if (obj->object_type == "Symlink") {
+    put = store_.PutSymlink(info.bucket, info.key, obj->symlink_target, options);
+  } else {
+    auto data = store_.ReadRange(obj, 0, obj->size);
+    if (!data.ok()) return FromStatus(info, data.status());
+    put = store_.Put(info.bucket, info.key, std::move(data.value()), options);
+  }
   if (!put.ok()) return FromStatus(info, put.status());
   Response r;
   std::string body = kXmlDecl;
@@ -144,6 +154,10 @@ Response ObjectApi::UploadPartCopy(const RequestInfo& info, const HttpRequest& r
   auto found = FindCopySource(store_, info, req);
   if (auto* r = std::get_if<Response>(&found)) return std::move(*r);
   ObjectPtr obj = std::get<ObjectPtr>(found);
+  if (obj->object_type == "Symlink") {
+    return Error(info, 400, "InvalidArgument",
+                 "The source object of UploadPartCopy cannot be a symlink.");
+  }
   uint64_t first = 0, last = obj->size == 0 ? 0 : obj->size - 1;
   std::string range = DialectHeader(req, "x-oss-copy-source-range", "x-amz-copy-source-range");
   if (!range.empty()) {

@@ -56,6 +56,8 @@ const char* FaultOpName(FaultOp op) {
       return "put";
     case FaultOp::kDelete:
       return "delete";
+    case FaultOp::kAppend:
+      return "append";
     case FaultOp::kOther:
       return "other";
   }
@@ -195,14 +197,16 @@ Status FaultSettings::Set(std::string_view name, std::string_view value) {
         ops.insert(FaultOp::kPut);
       else if (op == "delete")
         ops.insert(FaultOp::kDelete);
+      else if (op == "append")
+        ops.insert(FaultOp::kAppend);
       else if (op == "other")
         ops.insert(FaultOp::kOther);
       else if (op == "all")
-        ops = {FaultOp::kGet, FaultOp::kHead,   FaultOp::kList,
-               FaultOp::kPut, FaultOp::kDelete, FaultOp::kOther};
+        ops = {FaultOp::kGet,    FaultOp::kHead,   FaultOp::kList, FaultOp::kPut,
+               FaultOp::kDelete, FaultOp::kAppend, FaultOp::kOther};
       else
         return Status(ErrorCode::kInvalidArgument,
-                      "unknown fault op '" + op + "' (get head list put delete other all)");
+                      "unknown fault op '" + op + "' (get head list put delete append other all)");
     }
     fault_ops = ops;
     return Status::Ok();

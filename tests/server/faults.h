@@ -31,8 +31,9 @@
 
 namespace ossmount::testserver {
 
-// Operation classes faults can be limited to.
-enum class FaultOp { kGet, kHead, kList, kPut, kDelete, kOther };
+// Operation classes faults can be limited to. kAppend is AppendObject alone (not in kPut), so a
+// test can fault appends without faulting the uploads around them.
+enum class FaultOp { kGet, kHead, kList, kPut, kDelete, kAppend, kOther };
 
 struct ErrorKind {
   unsigned status = 500;

@@ -211,7 +211,9 @@ void HttpSession::StartDirectBody() {
   }
   body_base_ = body.data();
   digest_body_ = classify_status_.ok() &&
-                 (info_.op == Op::kPutObject || info_.op == Op::kUploadPart) && body_len_ > 0;
+                 (info_.op == Op::kPutObject || info_.op == Op::kUploadPart ||
+                  info_.op == Op::kAppendObject) &&
+                 body_len_ > 0;
   if (digest_body_) {
     if (!md5_) md5_ = EVP_MD_CTX_new();
     EVP_DigestInit_ex(md5_, EVP_md5(), nullptr);

@@ -3,11 +3,11 @@
 // Stages: (TLS handshake) -> read header -> classify and plan faults (from the header alone, so
 // request-body faults can act before the body is read) -> (100 Continue) -> read body (a
 // Content-Length body straight into the request's body in large reads, its MD5 and CRC-64 for
-// PutObject/UploadPart computed on another pool thread as it arrives; a chunked body through
-// the parser; piece by piece through the parser when paced or cut as planned) -> dispatch
-// (authenticate, execute) -> wait the planned time to first byte -> write head and body in chunks
-// (memory slices in one write; files in 256 KiB preads; paced, stalled, cut or corrupted as
-// planned) -> read the next request or close.
+// PutObject/UploadPart/AppendObject computed on another pool thread as it arrives; a chunked
+// body through the parser; piece by piece through the parser when paced or cut as planned) ->
+// dispatch (authenticate, execute) -> wait the planned time to first byte -> write head and
+// body in chunks (memory slices in one write; files in 256 KiB preads; paced, stalled, cut or
+// corrupted as planned) -> read the next request or close.
 //
 // Request-body faults: a reset closes with RST once the planned part of the body has arrived; a
 // cut body answers 400 IncompleteBody, then reads and discards the rest (so the client sees the
@@ -107,8 +107,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   uint64_t body_got_ = 0;
   uint64_t body_hashed_ = 0;
   char* body_base_ = nullptr;
-  // Digests of the body (PutObject/UploadPart): md5_ and crc_ are touched only by HashPiece
-  // and the final step, run in order on hash_strand_ (or inline when there is no pool).
+  // Digests of the body (PutObject/UploadPart/AppendObject): md5_ and crc_ are touched only by
+  // HashPiece and the final step, run in order on hash_strand_ (or inline when there is no
+  // pool).
   bool digest_body_ = false;
   std::optional<boost::asio::strand<boost::asio::io_context::executor_type>> hash_strand_;
   EVP_MD_CTX* md5_ = nullptr;

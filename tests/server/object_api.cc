@@ -23,6 +23,10 @@ void AddObjectHeaders(const RequestInfo& info, const ObjectInfo& obj, uint64_t c
   if (!s3) {
     r.Add("x-oss-object-type", obj.object_type);
     r.Add("x-oss-storage-class", "Standard");
+    // As OSS tells it on HEAD and GET: where an append must start.
+    if (obj.object_type == "Appendable") {
+      r.Add("x-oss-next-append-position", std::to_string(obj.size));
+    }
   }
   for (const auto& [name, value] : obj.user_meta) {
     r.Add((s3 ? "x-amz-meta-" : "x-oss-meta-") + name, value);
@@ -45,6 +49,9 @@ const char* ErrorCenterCode(const std::string& code) {
   if (code == "PreconditionFailed") return "0026-00000005";
   if (code == "InvalidArgument") return "0017-00000001";
   if (code == "SlowDown" || code == "QpsLimitExceeded") return "0007-00000001";
+  if (code == "PositionNotEqualToLength") return "0026-00000016";
+  if (code == "SymlinkTargetNotExist") return "0026-00000012";
+  if (code == "NotSymlink") return "0043-00000101";
   return "0000-00000000";
 }
 
@@ -133,6 +140,12 @@ Response ObjectApi::Handle(const RequestInfo& info, HttpRequest& req) {
       return ListMultipartUploads(info);
     case Op::kListParts:
       return ListParts(info);
+    case Op::kAppendObject:
+      return AppendObject(info, req);
+    case Op::kPutSymlink:
+      return PutSymlink(info, req);
+    case Op::kGetSymlink:
+      return GetSymlink(info);
     case Op::kListObjectsV2:
       return ListObjects(info, true);
     case Op::kListObjectsV1:
@@ -168,6 +181,12 @@ Response ObjectApi::GetOrHead(const RequestInfo& info, const HttpRequest& req, b
       return Error(info, 404, "NoSuchBucket", "The specified bucket does not exist.");
     }
     return Error(info, 404, "NoSuchKey", "The specified key does not exist.", info.key);
+  }
+  if (obj->object_type == "Symlink") {
+    // OSS follows the link: the target's bytes under the link's own type and metadata.
+    auto followed = store_.FollowSymlink(info.bucket, obj);
+    if (!followed.ok()) return FromStatus(info, followed.status());
+    return ServeObject(info, req, followed.value(), head);
   }
   return ServeObject(info, req, obj, head);
 }

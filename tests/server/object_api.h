@@ -24,6 +24,8 @@ struct ApiOptions {
   // CopyObject refuses larger sources (400); such copies must use UploadPartCopy. OSS
   // documents 1 GB for copies that must rewrite the data.
   uint64_t copy_object_limit = 1ull << 30;
+  // AppendObject refuses to grow an object past this (400). OSS documents 5 GB.
+  uint64_t append_object_limit = 5ull << 30;
   std::string region = "cn-hangzhou";  // GetBucketLocation
 };
 
@@ -56,6 +58,10 @@ class ObjectApi {
   // copy_api.cc
   Response Copy(const RequestInfo& info, const HttpRequest& req);
   Response UploadPartCopy(const RequestInfo& info, const HttpRequest& req);
+  // append_symlink_api.cc (OSS only)
+  Response AppendObject(const RequestInfo& info, HttpRequest& req);
+  Response PutSymlink(const RequestInfo& info, const HttpRequest& req);
+  Response GetSymlink(const RequestInfo& info);
   // multipart_api.cc
   Response InitiateMultipart(const RequestInfo& info, const HttpRequest& req);
   Response UploadPart(const RequestInfo& info, HttpRequest& req);
@@ -82,8 +88,8 @@ class ObjectApi {
 // A fresh 24-hex-digit request id.
 std::string NewRequestId();
 
-// Status, code and EC of the well-known errors (EC values are illustrative except
-// NoSuchKey's 0026-00000001, which OSS documents).
+// The EC of an OSS error code. OSS documents NoSuchKey's 0026-00000001 and the values of
+// PositionNotEqualToLength, SymlinkTargetNotExist and NotSymlink; the others are illustrative.
 const char* ErrorCenterCode(const std::string& code);
 
 }  // namespace ossmount::testserver

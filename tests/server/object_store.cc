@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <random>
 #include <system_error>
 
@@ -33,6 +34,33 @@ std::string SyntheticEtag(uint64_t size, int64_t mtime_ns, uint64_t ino) {
     bytes[8 + i] = static_cast<unsigned char>(b >> (56 - 8 * i));
   }
   return HexUpper(bytes, 16);
+}
+
+// Appendable objects: from (size, CRC-64), so every append gives a new value without the
+// whole object being read again (OSS's appendable ETags are not MD5s either).
+std::string AppendableEtag(uint64_t size, uint64_t crc) {
+  uint64_t a = Mix(size ^ Mix(crc ^ 0xA99E4Dull));
+  uint64_t b = Mix(a ^ crc);
+  unsigned char bytes[16];
+  for (int i = 0; i < 8; ++i) {
+    bytes[i] = static_cast<unsigned char>(a >> (56 - 8 * i));
+    bytes[8 + i] = static_cast<unsigned char>(b >> (56 - 8 * i));
+  }
+  return HexUpper(bytes, 16);
+}
+
+// Both entries describe the same, unchanged file.
+bool SameDiskFile(const ObjectInfo& a, const ObjectInfo& b) {
+  return !a.disk_path.empty() && a.disk_path == b.disk_path && a.disk_ino == b.disk_ino &&
+         a.disk_mtime_ns == b.disk_mtime_ns && a.size == b.size;
+}
+
+int64_t MtimeNs(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+SystemTime NowSeconds() {
+  return std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
 }
 
 std::string GuessContentType(std::string_view key) {
@@ -122,7 +150,7 @@ Result<ObjectPtr> ObjectStore::StatDiskObject(const std::string& key, const fs::
   if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
     return Status(ErrorCode::kNotFound, "not a regular file");
   }
-  int64_t mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  int64_t mtime_ns = MtimeNs(st);
   if (previous && previous->disk_mtime_ns == mtime_ns && previous->disk_ino == st.st_ino &&
       previous->size == static_cast<uint64_t>(st.st_size)) {
     return previous;
@@ -171,12 +199,27 @@ Status ObjectStore::Scan() {
   }
   if (ec) return Status(ErrorCode::kInvalidArgument, "cannot list root: " + ec.message());
   std::unique_lock lock(mu_);
-  // Keep memory-only objects (they have no file to be rediscovered from).
   for (auto& [bucket, index] : buckets_) {
     auto dst = fresh.find(bucket);
     if (dst == fresh.end()) continue;
     for (auto& [key, obj] : index) {
-      if (obj->disk_path.empty()) dst->second[key] = obj;
+      if (obj->disk_path.empty()) {
+        // Memory-only objects (symlinks among them) have no file to be rediscovered from.
+        dst->second[key] = obj;
+        continue;
+      }
+      // A file unchanged since the index last saw it keeps what the index knew of it (its
+      // ETag, type, content type, metadata, CRC-64) rather than a stat's guess: an appendable
+      // object stays appendable, a PUT object keeps its MD5 ETag.
+      auto found = dst->second.find(key);
+      if (found != dst->second.end() && SameDiskFile(*found->second, *obj)) {
+        found->second = obj;
+        continue;
+      }
+      // The walk saw another file, or none: a write (a PUT, an append) may have finished
+      // since. If the entry describes the file as it is now, the entry is right.
+      auto now = StatDiskObject(key, obj->disk_path, obj);
+      if (now.ok() && now.value() == obj) dst->second[key] = obj;
     }
   }
   buckets_ = std::move(fresh);
@@ -229,20 +272,49 @@ void ObjectStore::Replace(const std::string& bucket, const std::string& key, Obj
   }
 }
 
+bool ObjectStore::Lookup(const std::string& bucket, const std::string& key, ObjectPtr& out) const {
+  std::shared_lock lock(mu_);
+  out = nullptr;
+  auto b = buckets_.find(bucket);
+  if (b == buckets_.end()) return false;
+  auto it = b->second.find(key);
+  if (it != b->second.end()) out = it->second;
+  return true;
+}
+
 ObjectPtr ObjectStore::Find(const std::string& bucket, const std::string& key) {
+  return FindImpl(bucket, key, false);
+}
+
+ObjectPtr ObjectStore::FindLocked(const std::string& bucket, const std::string& key) {
+  return FindImpl(bucket, key, true);
+}
+
+ObjectPtr ObjectStore::FindImpl(const std::string& bucket, const std::string& key,
+                                bool key_locked) {
   ObjectPtr current;
-  {
-    std::shared_lock lock(mu_);
-    auto b = buckets_.find(bucket);
-    if (b == buckets_.end()) return nullptr;
-    auto it = b->second.find(key);
-    if (it != b->second.end()) current = it->second;
-  }
+  if (!Lookup(bucket, key, current)) return nullptr;
   if (current && current->disk_path.empty()) return current;
   // Disk-backed or unknown: consult the file system (new files appear without a rescan).
   if (!current && !KeyIsSafePath(key)) return nullptr;
-  fs::path path = current ? fs::path(current->disk_path) : BucketDir(bucket) / key;
-  auto fresh = StatDiskObject(key, path, current);
+  auto stat_entry = [&](const ObjectPtr& entry) {
+    fs::path path = entry ? fs::path(entry->disk_path) : BucketDir(bucket) / key;
+    return StatDiskObject(key, path, entry);
+  };
+  auto fresh = stat_entry(current);
+  if (fresh.ok() && fresh.value() == current) return current;  // unchanged: the common case
+  // The file differs from its entry. A writer of this key changes the file first and the entry
+  // after, both under the key's lock: wait for any write in progress, then judge against the
+  // entry it left, so a write is never mistaken for a change behind the server's back.
+  std::unique_lock<std::mutex> key_lock(KeyLock(bucket, key), std::defer_lock);
+  if (!key_locked) key_lock.lock();
+  ObjectPtr settled;
+  if (!Lookup(bucket, key, settled)) return nullptr;
+  if (settled != current) {
+    if (settled && settled->disk_path.empty()) return settled;
+    current = std::move(settled);
+    fresh = stat_entry(current);
+  }
   if (!fresh.ok()) {
     if (current) Replace(bucket, key, nullptr);
     return nullptr;
@@ -252,6 +324,7 @@ ObjectPtr ObjectStore::Find(const std::string& bucket, const std::string& key) {
 }
 
 Result<std::shared_ptr<const std::string>> ObjectStore::LoadContent(const ObjectPtr& obj) {
+  if (obj->content_of) return LoadContent(obj->content_of);  // cached once, on the target
   if (obj->blob) return obj->blob;
   {
     std::lock_guard lock(obj->mu);
@@ -276,6 +349,7 @@ Result<std::shared_ptr<const std::string>> ObjectStore::LoadContent(const Object
 }
 
 Result<uint64_t> ObjectStore::Crc(const ObjectPtr& obj) {
+  if (obj->content_of) return Crc(obj->content_of);
   if (obj->known_crc) return *obj->known_crc;
   {
     std::lock_guard lock(obj->mu);
@@ -313,6 +387,7 @@ std::mutex& ObjectStore::KeyLock(const std::string& bucket, const std::string& k
 }
 
 Result<std::string> ObjectStore::ReadRange(const ObjectPtr& obj, uint64_t offset, uint64_t length) {
+  if (obj->content_of) return ReadRange(obj->content_of, offset, length);
   if (offset > obj->size || length > obj->size - offset) {
     return Status(ErrorCode::kInvalidArgument, "InvalidArgument: range outside the object");
   }
@@ -364,7 +439,13 @@ Result<ObjectPtr> ObjectStore::PutPieces(const std::string& bucket, const std::s
                                          const PutOptions& options) {
   if (!BucketExists(bucket)) return Status(ErrorCode::kNoSuchBucket, "no such bucket");
   std::lock_guard key_lock(KeyLock(bucket, key));
-  if (options.forbid_overwrite && Find(bucket, key)) {
+  return PutPiecesLocked(bucket, key, std::move(pieces), options);
+}
+
+Result<ObjectPtr> ObjectStore::PutPiecesLocked(const std::string& bucket, const std::string& key,
+                                               std::vector<std::string> pieces,
+                                               const PutOptions& options) {
+  if (options.forbid_overwrite && FindLocked(bucket, key)) {
     return Status(ErrorCode::kPreconditionFailed, "FileAlreadyExists");
   }
   auto obj = std::make_shared<ObjectInfo>();
@@ -402,7 +483,7 @@ Result<ObjectPtr> ObjectStore::PutPieces(const std::string& bucket, const std::s
     for (const auto& piece : pieces) crc = Crc64(crc, piece.data(), piece.size());
     obj->known_crc = crc;
   }
-  obj->mtime = std::chrono::time_point_cast<std::chrono::seconds>(std::chrono::system_clock::now());
+  obj->mtime = NowSeconds();
 
   bool on_disk = false;
   if (KeyIsSafePath(key)) {
@@ -421,8 +502,7 @@ Result<ObjectPtr> ObjectStore::PutPieces(const std::string& bucket, const std::s
         if (ok && ::rename(tmp.c_str(), path.c_str()) == 0 && ::lstat(path.c_str(), &st) == 0) {
           on_disk = true;
           obj->disk_path = path.string();
-          obj->disk_mtime_ns =
-              static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+          obj->disk_mtime_ns = MtimeNs(st);
           obj->disk_ino = st.st_ino;
         } else {
           ::unlink(tmp.c_str());
@@ -475,7 +555,7 @@ Result<ObjectPtr> ObjectStore::PutPieces(const std::string& bucket, const std::s
 
 bool ObjectStore::Delete(const std::string& bucket, const std::string& key) {
   std::lock_guard key_lock(KeyLock(bucket, key));
-  ObjectPtr previous = Find(bucket, key);
+  ObjectPtr previous = FindLocked(bucket, key);
   if (!previous) return false;
   {
     std::unique_lock lock(mu_);
@@ -484,6 +564,185 @@ bool ObjectStore::Delete(const std::string& bucket, const std::string& key) {
   }
   if (!previous->disk_path.empty()) ::unlink(previous->disk_path.c_str());
   return true;
+}
+
+void ObjectStore::ReleaseCached(const ObjectPtr& obj) {
+  std::lock_guard lock(obj->mu);
+  if (!obj->cached) return;
+  cache_used_ -= obj->cached->size();
+  obj->cached.reset();
+}
+
+namespace {
+
+// Writes `data` at `offset` of `fd`; false on any failure.
+bool PwriteAll(int fd, std::string_view data, uint64_t offset) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t n =
+        ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<AppendResult> ObjectStore::Append(const std::string& bucket, const std::string& key,
+                                         std::string data, const AppendOptions& options) {
+  if (!BucketExists(bucket)) return Status(ErrorCode::kNoSuchBucket, "no such bucket");
+  std::lock_guard key_lock(KeyLock(bucket, key));
+  ObjectPtr current = FindLocked(bucket, key);
+  AppendResult result;
+  result.object = current;
+  result.next_position = current ? current->size : 0;
+  if (current && current->object_type != "Appendable") {
+    result.outcome = AppendResult::Outcome::kNotAppendable;
+    return result;
+  }
+  if (options.position != result.next_position) {
+    result.outcome = AppendResult::Outcome::kPositionMismatch;
+    return result;
+  }
+  if (options.max_size < result.next_position ||
+      data.size() > options.max_size - result.next_position) {
+    result.outcome = AppendResult::Outcome::kTooLarge;
+    return result;
+  }
+  const uint64_t piece_crc =
+      options.digests.crc64 ? *options.digests.crc64 : Crc64(0, data.data(), data.size());
+
+  if (!current || current->size == 0) {
+    // The first append: the object is created as a PUT creates one (a file renamed into place,
+    // or memory for an unsafe key), with this request's content type and metadata.
+    PutOptions put;
+    put.content_type = options.content_type;
+    put.user_meta = options.user_meta;
+    put.object_type = "Appendable";
+    put.etag = AppendableEtag(data.size(), piece_crc);
+    put.digests.crc64 = piece_crc;
+    std::vector<std::string> pieces;
+    pieces.push_back(std::move(data));
+    auto created = PutPiecesLocked(bucket, key, std::move(pieces), put);
+    if (!created.ok()) return created.status();
+    result.object = created.value();
+    result.next_position = created.value()->size;
+    return result;
+  }
+
+  auto old_crc = Crc(current);
+  if (!old_crc.ok()) return old_crc.status();
+  auto obj = std::make_shared<ObjectInfo>();
+  obj->key = key;
+  obj->size = current->size + data.size();
+  obj->object_type = "Appendable";
+  obj->content_type = current->content_type;
+  obj->user_meta = current->user_meta;
+  obj->known_crc = Crc64Combine(old_crc.value(), piece_crc, data.size());
+  obj->etag = AppendableEtag(obj->size, *obj->known_crc);
+  obj->mtime = NowSeconds();
+  if (!current->disk_path.empty()) {
+    // Grown in place, not rewritten: the bytes already there stay where they are, so a reader
+    // already streaming them is undisturbed (one whose answer was decided before the append
+    // but whose file is opened after it is reset by the session, as for any changed file).
+    // The entry is replaced only once the file holds the new bytes.
+    int fd = ::open(current->disk_path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return Status(ErrorCode::kInternal, "cannot open the object file to append");
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || st.st_ino != current->disk_ino ||
+        static_cast<uint64_t>(st.st_size) != current->size) {
+      ::close(fd);
+      return Status(ErrorCode::kInternal, "the object file changed while appending");
+    }
+    bool ok = PwriteAll(fd, data, current->size) && ::fstat(fd, &st) == 0;
+    if (!ok) {
+      // Nothing of a failed append may remain: a retry must find the old length.
+      if (::ftruncate(fd, static_cast<off_t>(current->size)) != 0) {
+        ::close(fd);
+        return Status(ErrorCode::kInternal, "append failed and could not be undone");
+      }
+      ::close(fd);
+      return Status(ErrorCode::kInternal, "cannot write the appended bytes");
+    }
+    ::close(fd);
+    obj->disk_path = current->disk_path;
+    obj->disk_ino = st.st_ino;
+    obj->disk_mtime_ns = MtimeNs(st);
+    // The superseded version's cached copy would hold budget forever (the budget is never
+    // returned otherwise); this version is cached again by its first reader.
+    ReleaseCached(current);
+  } else {
+    auto joined = std::make_shared<std::string>();
+    joined->reserve(obj->size);
+    *joined += *current->blob;
+    *joined += data;
+    obj->blob = std::move(joined);
+  }
+  {
+    std::unique_lock lock(mu_);
+    auto b = buckets_.find(bucket);
+    if (b == buckets_.end()) return Status(ErrorCode::kNoSuchBucket, "no such bucket");
+    b->second[key] = obj;
+  }
+  result.object = obj;
+  result.next_position = obj->size;
+  return result;
+}
+
+Result<ObjectPtr> ObjectStore::PutSymlink(const std::string& bucket, const std::string& key,
+                                          const std::string& target, const PutOptions& options) {
+  if (!BucketExists(bucket)) return Status(ErrorCode::kNoSuchBucket, "no such bucket");
+  std::lock_guard key_lock(KeyLock(bucket, key));
+  ObjectPtr previous = FindLocked(bucket, key);
+  if (options.forbid_overwrite && previous) {
+    return Status(ErrorCode::kPreconditionFailed, "FileAlreadyExists");
+  }
+  auto obj = std::make_shared<ObjectInfo>();
+  obj->key = key;
+  obj->object_type = "Symlink";
+  obj->symlink_target = target;
+  obj->etag = Md5Hex(target);  // changes when the link is pointed elsewhere
+  obj->content_type =
+      options.content_type.empty() ? "application/octet-stream" : options.content_type;
+  obj->user_meta = options.user_meta;
+  obj->known_crc = 0;  // of no bytes
+  obj->blob = std::make_shared<const std::string>();
+  obj->mtime = NowSeconds();
+  {
+    std::unique_lock lock(mu_);
+    auto b = buckets_.find(bucket);
+    if (b == buckets_.end()) return Status(ErrorCode::kNoSuchBucket, "no such bucket");
+    b->second[key] = obj;
+  }
+  // A file the key had must not be rediscovered once the link is deleted.
+  if (previous && !previous->disk_path.empty()) ::unlink(previous->disk_path.c_str());
+  return ObjectPtr(obj);
+}
+
+Result<ObjectPtr> ObjectStore::FollowSymlink(const std::string& bucket, const ObjectPtr& link) {
+  ObjectPtr target = Find(bucket, link->symlink_target);
+  if (!target || target->object_type == "Symlink") {
+    return Status(ErrorCode::kNotFound,
+                  "SymlinkTargetNotExist: The symlink target object does not exist.");
+  }
+  auto view = std::make_shared<ObjectInfo>();
+  view->key = link->key;
+  view->object_type = link->object_type;
+  view->symlink_target = link->symlink_target;
+  view->content_type = link->content_type;
+  view->user_meta = link->user_meta;
+  view->size = target->size;
+  view->etag = target->etag;
+  view->content_md5 = target->content_md5;
+  view->mtime = std::max(link->mtime, target->mtime);
+  // Where the bytes are, for streaming from disk (the session checks the file's identity).
+  view->disk_path = target->disk_path;
+  view->disk_ino = target->disk_ino;
+  view->disk_mtime_ns = target->disk_mtime_ns;
+  view->content_of = target;
+  return ObjectPtr(std::move(view));
 }
 
 }  // namespace ossmount::testserver

@@ -10,13 +10,22 @@
 // memory.
 //
 // Disk-backed objects are re-validated with stat() on every Find(): a file changed or removed
-// behind the server's back gets a new ETag (or disappears) there. Listings reflect the index;
-// call Scan() again (control API /_ossmount/rescan) after changing the tree out of band.
+// behind the server's back gets a new ETag (or disappears) there. Writers change a file before
+// its index entry, under the key's lock, so a Find() that sees a file differ from its entry
+// waits for that lock and decides against the entry the writer left: a write in progress is
+// never mistaken for a change behind the server's back. Listings reflect the index; call
+// Scan() again (control API /_ossmount/rescan) after changing the tree out of band. A rescan
+// keeps what the index knew (ETag, type, metadata) of every file that has not changed since.
 //
 // ETags: PUT objects get the uppercase hex MD5 of their content (like OSS); multipart
 // objects "<md5 of part md5s>-N"; files found on disk get a synthetic 32-hex-digit value from
-// (size, mtime, inode), so a scan of a large tree never reads file contents. Never treat an
-// ETag as an MD5 (neither does OSS).
+// (size, mtime, inode), so a scan of a large tree never reads file contents; appendable
+// objects one from (size, CRC-64), new on every append; symlinks the MD5 of the target key.
+// Never treat an ETag as an MD5 (neither does OSS).
+//
+// Object types (OSS x-oss-object-type and the listings' Type): Normal (PUT, copies, files found
+// on disk), Multipart, Appendable (AppendObject: a disk file grown in place, or a memory blob)
+// and Symlink (PutSymlink: no bytes of its own, memory only, kept by Scan()).
 //
 // Contents: small disk files (<= kCacheFileMax) are read whole and cached in memory within a
 // byte budget (first come, first cached; no eviction); larger ones are streamed by the caller
@@ -51,7 +60,8 @@ struct ObjectInfo {
   uint64_t size = 0;
   SystemTime mtime;
   std::string etag;                    // unquoted
-  std::string object_type = "Normal";  // "Normal" | "Multipart"
+  std::string object_type = "Normal";  // "Normal" | "Multipart" | "Appendable" | "Symlink"
+  std::string symlink_target;          // Symlink: the key it points to, in the same bucket
   std::string content_type = "application/octet-stream";
   std::string content_md5;            // base64; empty when unknown
   MetaList user_meta;                 // lowercase names without the x-oss-meta- prefix
@@ -62,6 +72,9 @@ struct ObjectInfo {
   // Disk identity for change detection.
   int64_t disk_mtime_ns = 0;
   uint64_t disk_ino = 0;
+  // A symlink as a GET serves it (ObjectStore::FollowSymlink): the target, whose bytes and
+  // caches these are (LoadContent, Crc and ReadRange go to it).
+  std::shared_ptr<const ObjectInfo> content_of;
 
   // Lazily filled caches (guarded by mu).
   mutable std::mutex mu;
@@ -89,6 +102,28 @@ struct PutOptions {
   KnownDigests digests;  // of exactly the bytes stored; must be right when set
 };
 
+// What an AppendObject carries besides the bytes.
+struct AppendOptions {
+  uint64_t position = 0;           // must be the object's current length (0: absent)
+  uint64_t max_size = 5ull << 30;  // the most an appendable object may hold (OSS: 5 GB)
+  std::string content_type;        // applied by a first append, as by a PUT
+  MetaList user_meta;              // applied by a first append, as by a PUT
+  KnownDigests digests;            // of the appended bytes; must be right when set
+};
+
+// What an append did: appended, or why not (nothing was written then).
+struct AppendResult {
+  enum class Outcome {
+    kAppended,
+    kNotAppendable,     // the key holds a Normal, Multipart or Symlink object
+    kPositionMismatch,  // position is not the current length
+    kTooLarge,          // the object would grow past max_size
+  };
+  Outcome outcome = Outcome::kAppended;
+  ObjectPtr object;  // kAppended: the object after the append; else the current one, or null
+  uint64_t next_position = 0;  // the object's length now: where the next append must start
+};
+
 // True when `key` maps to a file strictly below the bucket directory.
 bool KeyIsSafePath(std::string_view key);
 
@@ -98,7 +133,8 @@ class ObjectStore {
 
   ObjectStore(std::filesystem::path root, uint64_t memory_cache_bytes);
 
-  // (Re)builds the index of every bucket from disk, keeping memory-only objects.
+  // (Re)builds the index of every bucket from disk, keeping memory-only objects (symlinks
+  // among them) and the entries of files unchanged since (their ETag, type and metadata).
   Status Scan();
 
   Status CreateBucket(const std::string& bucket);
@@ -128,8 +164,32 @@ class ObjectStore {
   // upload): a disk-backed object is written piece by piece, never joined in memory.
   Result<ObjectPtr> PutPieces(const std::string& bucket, const std::string& key,
                               std::vector<std::string> pieces, const PutOptions& options);
-  // Removes an object; false when it did not exist.
+  // Removes an object; false when it did not exist. A symlink is removed, not its target.
   bool Delete(const std::string& bucket, const std::string& key);
+
+  // AppendObject. An append at position 0 creates the object (type Appendable, the content
+  // type and metadata of `options`, like a PUT), also over an empty appendable object; later
+  // ones must start at the current length and keep the type and metadata. A disk-backed object
+  // grows in place: its file is extended, and its entry (size, ETag, CRC-64, disk identity)
+  // replaced after, under the key's lock, so concurrent appends at one position are serialised
+  // and exactly one wins, and a reader sees the object before or after an append, never a
+  // guess. kNoSuchBucket when the bucket is missing; kInternal when the file cannot be written
+  // (it is then cut back to its length before).
+  Result<AppendResult> Append(const std::string& bucket, const std::string& key, std::string data,
+                              const AppendOptions& options);
+
+  // PutSymlink: stores a symlink to `target` (not checked, as OSS does not: it may be missing
+  // or be created later) with the content type and user metadata of `options`. Symlinks have
+  // no bytes (size 0) and live in memory only, whatever the key; a file the key had is removed.
+  // forbid_overwrite and the errors as for Put().
+  Result<ObjectPtr> PutSymlink(const std::string& bucket, const std::string& key,
+                               const std::string& target, const PutOptions& options);
+  // What a GetObject or HeadObject of the symlink `link` serves: the target's bytes, size,
+  // ETag, CRC-64 and Content-MD5, with the link's key, content type, user metadata and type,
+  // and the later of the two Last-Modified times (so it moves when either changes). One level
+  // is followed: a target that is missing or is a symlink itself gives kNotFound
+  // "SymlinkTargetNotExist: ...".
+  Result<ObjectPtr> FollowSymlink(const std::string& bucket, const ObjectPtr& link);
 
   // Runs fn(index) under a shared lock; kNoSuchBucket when the bucket is missing.
   template <typename Fn>
@@ -149,13 +209,26 @@ class ObjectStore {
                                    const ObjectPtr& previous) const;
   Status ScanBucket(const std::string& bucket, ObjectIndex& index) const;
   void Replace(const std::string& bucket, const std::string& key, ObjectPtr obj);
+  // The index entry (null when none); false when the bucket is missing.
+  bool Lookup(const std::string& bucket, const std::string& key, ObjectPtr& out) const;
+  // Find() for callers that hold the key's lock already (writers checking what they replace).
+  ObjectPtr FindLocked(const std::string& bucket, const std::string& key);
+  ObjectPtr FindImpl(const std::string& bucket, const std::string& key, bool key_locked);
+  // PutPieces() under the key's lock, held by the caller.
+  Result<ObjectPtr> PutPiecesLocked(const std::string& bucket, const std::string& key,
+                                    std::vector<std::string> pieces, const PutOptions& options);
+  // Gives back the memory cache budget of an object version that was superseded in place (an
+  // append): its cached copy is dropped, readers holding it keep theirs.
+  void ReleaseCached(const ObjectPtr& obj);
 
   const std::filesystem::path root_;
   const uint64_t cache_budget_;
   std::atomic<uint64_t> cache_used_{0};
 
-  // Serialise Put/Delete per key (striped by hash), so a forbid-overwrite check and the store
-  // that follows it are one step. Taken before mu_, and held across the file write.
+  // Serialise Put/Append/PutSymlink/Delete per key (striped by hash), so a check (forbid-
+  // overwrite, an append's position) and the store that follows it are one step. Taken before
+  // mu_, and held across the file write; Find() takes it only when a file differs from its
+  // entry (a write may be in progress).
   std::mutex& KeyLock(const std::string& bucket, const std::string& key);
   std::array<std::mutex, 64> key_locks_;
 

@@ -37,17 +37,23 @@ Op ObjectOp(const RequestInfo& r, const HttpRequest& req) {
   const std::string& m = r.method;
   const bool copy =
       req.find("x-oss-copy-source") != req.end() || req.find("x-amz-copy-source") != req.end();
-  if (m == "GET") return r.HasQuery("uploadId") ? Op::kListParts : Op::kGetObject;
+  const bool oss = r.dialect == Dialect::kOss;
+  if (m == "GET") {
+    if (r.HasQuery("uploadId")) return Op::kListParts;
+    return oss && r.HasQuery("symlink") ? Op::kGetSymlink : Op::kGetObject;
+  }
   if (m == "HEAD") return Op::kHeadObject;
   if (m == "PUT") {
     if (r.HasQuery("partNumber") && r.HasQuery("uploadId")) {
       return copy ? Op::kUploadPartCopy : Op::kUploadPart;
     }
+    if (oss && r.HasQuery("symlink")) return Op::kPutSymlink;
     return copy ? Op::kCopyObject : Op::kPutObject;
   }
   if (m == "POST") {
     if (r.HasQuery("uploads")) return Op::kInitiateMultipart;
     if (r.HasQuery("uploadId")) return Op::kCompleteMultipart;
+    if (oss && r.HasQuery("append")) return Op::kAppendObject;
     return Op::kUnsupported;
   }
   if (m == "DELETE") return r.HasQuery("uploadId") ? Op::kAbortMultipart : Op::kDeleteObject;
@@ -203,6 +209,12 @@ StatOp StatOpFor(Op op) {
       return StatOp::kListMultipartUploads;
     case Op::kListParts:
       return StatOp::kListParts;
+    case Op::kAppendObject:
+      return StatOp::kAppend;
+    case Op::kPutSymlink:
+      return StatOp::kPutSymlink;
+    case Op::kGetSymlink:
+      return StatOp::kGetSymlink;
     case Op::kUnsupported:
       return StatOp::kOther;
   }
@@ -215,6 +227,7 @@ FaultOp FaultOpFor(Op op) {
       return FaultOp::kGet;
     case Op::kHeadObject:
     case Op::kHeadBucket:
+    case Op::kGetSymlink:  // metadata only, no body: a HEAD in all but name
       return FaultOp::kHead;
     case Op::kListObjectsV1:
     case Op::kListObjectsV2:
@@ -228,7 +241,10 @@ FaultOp FaultOpFor(Op op) {
     case Op::kUploadPartCopy:
     case Op::kCompleteMultipart:
     case Op::kAbortMultipart:
+    case Op::kPutSymlink:
       return FaultOp::kPut;
+    case Op::kAppendObject:
+      return FaultOp::kAppend;
     case Op::kDeleteObject:
     case Op::kDeleteMultiple:
       return FaultOp::kDelete;
@@ -248,6 +264,8 @@ bool IsWriteOp(Op op) {
     case Op::kUploadPartCopy:
     case Op::kCompleteMultipart:
     case Op::kAbortMultipart:
+    case Op::kAppendObject:
+    case Op::kPutSymlink:
       return true;
     default:
       return false;

@@ -49,6 +49,10 @@ enum class Op {
   kAbortMultipart,
   kListMultipartUploads,
   kListParts,
+  // OSS only (S3 has no such operations: there these requests are what they were before).
+  kAppendObject,  // POST /key?append&position=N
+  kPutSymlink,    // PUT /key?symlink
+  kGetSymlink,    // GET /key?symlink
   kUnsupported,
 };
 
@@ -64,8 +68,9 @@ struct RequestInfo {
   std::string key;
   Op op = Op::kUnsupported;
   std::string request_id;
-  // Digests of the body, when the session computed them while it arrived (PutObject and
-  // UploadPart bodies with a Content-Length); absent ones are computed from the body.
+  // Digests of the body, when the session computed them while it arrived (PutObject,
+  // UploadPart and AppendObject bodies with a Content-Length); absent ones are computed from
+  // the body.
   KnownDigests body_digests;
 
   const std::string* Query(std::string_view name) const;

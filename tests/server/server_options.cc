@@ -41,6 +41,9 @@ Result<ServerOptions> ParseServerOptions(int argc, char** argv, int* exit_code) 
   app.add_option("--copy-object-limit", o.api.copy_object_limit,
                  "Largest source CopyObject copies, bytes (above: 400; use UploadPartCopy)")
       ->capture_default_str();
+  app.add_option("--append-object-limit", o.api.append_object_limit,
+                 "Largest object AppendObject grows, bytes (past it: 400 InvalidArgument)")
+      ->capture_default_str();
   app.add_option("--memory-cache-mb", o.memory_cache_mb,
                  "Budget for caching small file contents in memory")
       ->capture_default_str();
@@ -81,7 +84,7 @@ Result<ServerOptions> ParseServerOptions(int argc, char** argv, int* exit_code) 
        "Comma list of malformed-response kinds: invalid-xml,truncated-xml,huge-xml,html-200,"
        "short-content-length,long-content-length,missing-headers,wrong-crc"},
       {"malformed-rate", "Probability that a successful response is malformed (default 1)"},
-      {"fault-ops", "Operations the faults apply to: get,head,list,put,delete,other,all"},
+      {"fault-ops", "Operations the faults apply to: get,head,list,put,delete,append,other,all"},
       {"write-error-rate",
        "Probability that a write request is refused with a --write-error-kinds error"},
       {"write-error-kinds", "Comma list of error kinds for write errors (default 503)"},

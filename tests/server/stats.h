@@ -31,6 +31,9 @@ enum class StatOp {
   kAbortMultipart,
   kListMultipartUploads,  // GET /?uploads
   kListParts,             // GET /key?uploadId=
+  kAppend,                // AppendObject (OSS): POST /key?append&position=N
+  kPutSymlink,            // PutSymlink (OSS): PUT /key?symlink
+  kGetSymlink,            // GetSymlink (OSS): GET /key?symlink
   kBucket,                // other bucket-level operations (ListBuckets, location, create, delete)
   kControl,               // /_ossmount/ requests
   kOther,                 // unsupported or unparseable

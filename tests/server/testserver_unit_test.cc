@@ -212,7 +212,10 @@ TEST_CASE("FaultSettings::Set validates names and values", "[faults]") {
   CHECK_FALSE(s.Set("error-kinds", "500,Teapot").ok());
   CHECK(s.Set("error-kinds", "SlowDown").ok());
   CHECK(s.Set("fault-ops", "all").ok());
-  CHECK(s.fault_ops.size() == 6);
+  CHECK(s.fault_ops.size() == 7);
+  CHECK(s.Set("fault-ops", "append").ok());
+  CHECK(s.fault_ops == std::set<FaultOp>{FaultOp::kAppend});
+  CHECK(s.ToJson().find("\"fault-ops\":[\"append\"]") != std::string::npos);
   CHECK_FALSE(s.Set("nonsense", "1").ok());
 }
 
@@ -430,6 +433,31 @@ TEST_CASE("ClassifyRequest tells the write and multipart operations apart", "[re
   CHECK_FALSE(IsWriteOp(Op::kListParts));
   CHECK(StatOpFor(Op::kUploadPartCopy) == StatOp::kUploadPartCopy);
   CHECK(FaultOpFor(Op::kListMultipartUploads) == FaultOp::kList);
+}
+
+TEST_CASE("ClassifyRequest knows AppendObject and the symlink operations on OSS only",
+          "[request]") {
+  const std::pair<std::string, std::string> s3{"x-amz-content-sha256", "UNSIGNED-PAYLOAD"};
+  CHECK(OpOf(MakeRequest("POST", "/b/k?append&position=0")) == Op::kAppendObject);
+  CHECK(OpOf(MakeRequest("POST", "/b/k?append")) == Op::kAppendObject);  // 400 there, not 501
+  CHECK(OpOf(MakeRequest("PUT", "/b/k?symlink")) == Op::kPutSymlink);
+  CHECK(OpOf(MakeRequest("GET", "/b/k?symlink")) == Op::kGetSymlink);
+  // S3 has neither: the requests mean what they meant before.
+  CHECK(OpOf(MakeRequest("POST", "/b/k?append&position=0", {s3})) == Op::kUnsupported);
+  CHECK(OpOf(MakeRequest("PUT", "/b/k?symlink", {s3})) == Op::kPutObject);
+  CHECK(OpOf(MakeRequest("GET", "/b/k?symlink", {s3})) == Op::kGetObject);
+  // The multipart sub-resources still win.
+  CHECK(OpOf(MakeRequest("POST", "/b/k?uploads&append")) == Op::kInitiateMultipart);
+  CHECK(OpOf(MakeRequest("GET", "/b/k?uploadId=u&symlink")) == Op::kListParts);
+  CHECK(IsWriteOp(Op::kAppendObject));
+  CHECK(IsWriteOp(Op::kPutSymlink));
+  CHECK_FALSE(IsWriteOp(Op::kGetSymlink));
+  CHECK(StatOpFor(Op::kAppendObject) == StatOp::kAppend);
+  CHECK(StatOpFor(Op::kPutSymlink) == StatOp::kPutSymlink);
+  CHECK(StatOpFor(Op::kGetSymlink) == StatOp::kGetSymlink);
+  CHECK(FaultOpFor(Op::kAppendObject) == FaultOp::kAppend);
+  CHECK(FaultOpFor(Op::kPutSymlink) == FaultOp::kPut);
+  CHECK(FaultOpFor(Op::kGetSymlink) == FaultOp::kHead);
 }
 
 TEST_CASE("CheckContentDigest: OSS and S3 codes, required digests, S3 flexible checksums",
