@@ -62,6 +62,14 @@ class ForwardingObjectClient : public ObjectClient {
                   PutHandler handler) override {
     inner_->CopyObject(source_key, source_etag, dest_key, options, std::move(handler));
   }
+  void PutSymlink(const std::string& key, const std::string& target, const WriteOptions& options,
+                  StatusHandler handler) override {
+    inner_->PutSymlink(key, target, options, std::move(handler));
+  }
+  bool ListsLinks() const override { return inner_->ListsLinks(); }
+  void GetSymlink(const std::string& key, TextHandler handler) override {
+    inner_->GetSymlink(key, std::move(handler));
+  }
   void Delete(const std::string& key, StatusHandler handler) override {
     inner_->Delete(key, std::move(handler));
   }

@@ -41,6 +41,9 @@ struct ObjectInfo {
   std::optional<uint64_t> crc64;  // x-oss-hash-crc64ecma, when the server sent it
   std::string storage_class;
   std::string content_type;  // HEAD only
+  // A symbolic link (OSS: the listing's Type, HEAD's x-oss-object-type, "Symlink"); its
+  // target comes from GetSymlink.
+  bool symlink = false;
 };
 
 struct ListRequest {
@@ -128,6 +131,7 @@ using InitiateHandler = std::function<void(Result<std::string>)>;  // upload id
 using PartHandler = std::function<void(Result<PartInfo>)>;
 using StatusHandler = std::function<void(Status)>;
 using UploadsHandler = std::function<void(Result<std::vector<OpenUpload>>)>;
+using TextHandler = std::function<void(Result<std::string>)>;
 
 // What the retry loop did since the client was made, all operations together. Read by the
 // daemon at exit (and by tests) to report how many faults were absorbed.
@@ -211,6 +215,25 @@ class ObjectClient {
   virtual void CopyObject(const std::string& source_key, const std::string& source_etag,
                           const std::string& dest_key, const WriteOptions& options,
                           PutHandler handler) = 0;
+
+  // Whether listings say which objects are links (OSS's Type), so that a mount tells a link
+  // from a file without a HEAD. S3's do not.
+  virtual bool ListsLinks() const { return false; }
+  // A symbolic link at `key` pointing at `target` (any text; a path relative to the link's
+  // directory, or absolute). OSS: PutSymlink. S3, which has none, as s3fs stores one: an
+  // object whose bytes are the target, with x-amz-meta-mode of S_IFLNK | 0777.
+  // forbid_overwrite as Put's. Clients without links answer kNotPermitted.
+  virtual void PutSymlink(const std::string& key, const std::string& target,
+                          const WriteOptions& options, StatusHandler handler) {
+    (void)target;
+    (void)options;
+    handler(Status(ErrorCode::kNotPermitted, "'" + key + "': this client stores no links"));
+  }
+  // The target of the link at `key` (OSS: GetSymlink; S3: the object's bytes). kNotFound
+  // when missing, kInvalidArgument when the object is not a link (OSS).
+  virtual void GetSymlink(const std::string& key, TextHandler handler) {
+    handler(Status(ErrorCode::kNotPermitted, "'" + key + "': this client stores no links"));
+  }
 
   // DELETE key. Deleting a missing key succeeds.
   virtual void Delete(const std::string& key, StatusHandler handler) = 0;

@@ -207,6 +207,17 @@ class Filesystem {
     (void)ino, (void)fh, (void)request;
     done(ReadOnly());
   }
+  // symlink(2): a link `name` in `parent` pointing at `target`.
+  virtual void MakeSymlink(InodeId parent, std::string name, std::string target,
+                           Callback<Entry> done) {
+    (void)parent, (void)name, (void)target;
+    done(ReadOnly());
+  }
+  // readlink(2): the target of link `ino`; kInvalidArgument when it is not a link.
+  virtual void ReadLink(InodeId ino, Callback<std::string> done) {
+    (void)ino;
+    done(Status(ErrorCode::kInvalidArgument, "not a symbolic link"));
+  }
   virtual void MakeDir(InodeId parent, std::string name, Callback<Entry> done) {
     (void)parent, (void)name;
     done(ReadOnly());

@@ -87,6 +87,11 @@ Attributes ObjectFilesystem::MakeAttributes(InodeId ino, const meta::NodeAttr& a
     a.nlink = 2;
     a.size = 0;
     a.mtime_sec = mount_time_sec_;
+  } else if (attr.is_symlink()) {
+    a.mode = S_IFLNK | 0777;  // a link's own mode means nothing; its target's decides
+    a.nlink = 1;
+    a.size = attr.size;
+    a.mtime_sec = attr.mtime_sec;
   } else {
     a.mode = S_IFREG | (options_.file_mode & 07777);
     a.nlink = 1;

@@ -81,6 +81,9 @@ class ObjectFilesystem : public Filesystem,
   void MakeDir(InodeId parent, std::string name, Callback<Entry> done) override;
   void RemoveDir(InodeId parent, std::string name, StatusCallback done) override;
   void Unlink(InodeId parent, std::string name, StatusCallback done) override;
+  void MakeSymlink(InodeId parent, std::string name, std::string target,
+                   Callback<Entry> done) override;
+  void ReadLink(InodeId ino, Callback<std::string> done) override;
   void Rename(InodeId parent, std::string name, InodeId new_parent, std::string new_name,
               unsigned flags, StatusCallback done) override;
   // Where uploads are recorded for crash cleanup; set once, before the first write (none =

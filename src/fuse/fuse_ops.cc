@@ -82,6 +82,8 @@ void OpInit(void* userdata, fuse_conn_info* conn) {
   // rewriting is one upload. No writeback cache: every write reaches the Filesystem before
   // write(2) returns, so close and fsync answer for all of them.
   if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC) conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+  // A link's target is kept in the kernel's page cache: one GetSymlink per link, not per walk.
+  if (conn->capable & FUSE_CAP_CACHE_SYMLINKS) conn->want |= FUSE_CAP_CACHE_SYMLINKS;
   conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
   conn->max_write = ctx->max_write;
   conn->max_background = ctx->max_background;
@@ -456,12 +458,23 @@ void OpRmdir(fuse_req_t req, fuse_ino_t parent, const char* name) {
   auto reply = Start(req, "rmdir");
   Ctx(req)->fs->RemoveDir(parent, name, AnswerStatus(reply, "rmdir", parent));
 }
-// Objects cannot be links (a read-only mount answers EROFS in the kernel first). EPERM is what
-// symlink(2) and link(2) answer for a file system that does not support them.
-void OpSymlink(fuse_req_t req, const char*, fuse_ino_t parent, const char* name) {
-  spdlog::debug("fuse symlink '{}' in ino {}: symbolic links are not supported (EPERM)", name,
-                parent);
-  fuse_reply_err(req, EPERM);
+void OpSymlink(fuse_req_t req, const char* target, fuse_ino_t parent, const char* name) {
+  auto reply = Start(req, "symlink");
+  std::shared_ptr<fs::Filesystem> fs = Ctx(req)->fs;
+  fs->MakeSymlink(parent, name, target, [reply, fs, parent](Result<fs::Entry> r) {
+    AnswerEntry(reply, *fs, "symlink", parent, r);
+  });
+}
+void OpReadlink(fuse_req_t req, fuse_ino_t ino) {
+  auto reply = Start(req, "readlink");
+  Ctx(req)->fs->ReadLink(ino, [reply, ino](Result<std::string> r) {
+    if (!r.ok()) {
+      LogFailure("readlink", ino, r.status());
+      reply->Err(ErrnoOf(r.status()));
+      return;
+    }
+    reply->Readlink(r->c_str());
+  });
 }
 void OpRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t new_parent,
               const char* new_name, unsigned int flags) {
@@ -469,6 +482,8 @@ void OpRename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t ne
   Ctx(req)->fs->Rename(parent, name, new_parent, new_name, flags,
                        AnswerStatus(reply, "rename", parent));
 }
+// Objects cannot be hard links. EPERM is what link(2) answers for a file system that does not
+// support them.
 void OpLink(fuse_req_t req, fuse_ino_t, fuse_ino_t parent, const char* name) {
   spdlog::debug("fuse link '{}' in ino {}: hard links are not supported (EPERM)", name, parent);
   fuse_reply_err(req, EPERM);
@@ -552,6 +567,7 @@ fuse_lowlevel_ops MakeOps() {
   ops.unlink = OpUnlink;
   ops.rmdir = OpRmdir;
   ops.symlink = OpSymlink;
+  ops.readlink = OpReadlink;
   ops.rename = OpRename;
   ops.link = OpLink;
   ops.write = OpWrite;

@@ -163,6 +163,7 @@ int ReplyOnce::OpenPassthrough(const fuse_file_info& fi, int32_t backing_id) {
 int ReplyOnce::Buf(const char* data, size_t size) {
   OSSMOUNT_REPLY(fuse_reply_buf(req, data, size));
 }
+int ReplyOnce::Readlink(const char* target) { OSSMOUNT_REPLY(fuse_reply_readlink(req, target)); }
 int ReplyOnce::StatFs(const struct statvfs& st) { OSSMOUNT_REPLY(fuse_reply_statfs(req, &st)); }
 int ReplyOnce::Xattr(size_t size) { OSSMOUNT_REPLY(fuse_reply_xattr(req, size)); }
 int ReplyOnce::Ioctl(int result, const void* data, size_t size) {

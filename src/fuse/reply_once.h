@@ -95,6 +95,7 @@ class ReplyOnce {
   // `backing_id` (fuse/passthrough.h) instead of sending READs. Only fi.fh is used.
   int OpenPassthrough(const fuse_file_info& fi, int32_t backing_id);
   int Buf(const char* data, size_t size);
+  int Readlink(const char* target);
   int StatFs(const struct statvfs& st);
   int Xattr(size_t size);
   int Ioctl(int result, const void* data, size_t size);

@@ -34,7 +34,9 @@ DirSnapshot::DirSnapshot(const std::vector<DirChild>& children, HiddenCounts hid
     r.offset = arena_.size();
     r.name_size = static_cast<uint16_t>(c.name.size());
     r.etag_size = static_cast<uint32_t>(c.attr.etag.size());
-    r.flags = static_cast<uint8_t>((c.attr.is_dir() ? kDir : 0) | (c.attr.crc64 ? kHasCrc64 : 0));
+    r.flags =
+        static_cast<uint8_t>((c.attr.is_dir() ? kDir : 0) | (c.attr.is_symlink() ? kSymlink : 0) |
+                             (c.attr.crc64 ? kHasCrc64 : 0));
     arena_.append(c.name);
     arena_.append(c.attr.etag);
     if (c.attr.crc64) {
@@ -50,7 +52,9 @@ DirSnapshot::Child DirSnapshot::child(size_t i) const {
   const Record& r = records_[i];
   Child c;
   c.name = NameOf(r);
-  c.kind = (r.flags & kDir) ? NodeKind::kDir : NodeKind::kFile;
+  c.kind = (r.flags & kDir)       ? NodeKind::kDir
+           : (r.flags & kSymlink) ? NodeKind::kSymlink
+                                  : NodeKind::kFile;
   c.size = r.size;
   c.mtime_sec = r.mtime_sec;
   const char* etag = arena_.data() + r.offset + r.name_size;

@@ -70,6 +70,7 @@ class DirSnapshot {
   };
   static constexpr uint8_t kDir = 1;
   static constexpr uint8_t kHasCrc64 = 2;
+  static constexpr uint8_t kSymlink = 4;
 
   std::string_view NameOf(const Record& r) const { return {arena_.data() + r.offset, r.name_size}; }
 

@@ -95,7 +95,7 @@ Result<std::string> NormalizeMountPrefix(std::string_view prefix) {
 
 NodeAttr FileAttrFrom(const ObjectInfo& info) {
   NodeAttr a;
-  a.kind = NodeKind::kFile;
+  a.kind = info.symlink ? NodeKind::kSymlink : NodeKind::kFile;
   a.size = info.size;
   a.mtime_sec = info.mtime_sec;
   a.etag = info.etag;

@@ -61,7 +61,7 @@ std::string DirPrefix(std::string_view mount_prefix, std::string_view path);
 // empty. Returns kInvalidArgument when the prefix contains an invalid component.
 Result<std::string> NormalizeMountPrefix(std::string_view prefix);
 
-enum class NodeKind { kFile, kDir };
+enum class NodeKind { kFile, kDir, kSymlink };
 
 // What the listing or a HEAD says about one name.
 struct NodeAttr {
@@ -71,6 +71,7 @@ struct NodeAttr {
   std::string etag;  // files only, quoted as the server sent it
   std::optional<uint64_t> crc64;
   bool is_dir() const { return kind == NodeKind::kDir; }
+  bool is_symlink() const { return kind == NodeKind::kSymlink; }
 };
 
 NodeAttr FileAttrFrom(const ObjectInfo& info);

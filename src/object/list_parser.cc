@@ -63,6 +63,7 @@ Result<ParsedListPage> ParseListObjectsV2(std::string_view xml) {
       info.mtime_sec = t.value();
     }
     info.storage_class = c.child_value("StorageClass");
+    info.symlink = std::string_view(c.child_value("Type")) == "Symlink";
     out.page.objects.push_back(std::move(info));
   }
   for (pugi::xml_node p : root.children("CommonPrefixes")) {

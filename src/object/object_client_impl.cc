@@ -174,6 +174,15 @@ class OssS3Client final : public ObjectClient {
     StartCopyObject(ctx_, source_key, source_etag, dest_key, options, std::move(handler));
   }
 
+  void PutSymlink(const std::string& key, const std::string& target, const WriteOptions& options,
+                  StatusHandler handler) override {
+    StartPutSymlink(ctx_, key, target, options, std::move(handler));
+  }
+  bool ListsLinks() const override { return ctx_->dialect.protocol == Protocol::kOss; }
+  void GetSymlink(const std::string& key, TextHandler handler) override {
+    StartGetSymlink(ctx_, key, std::move(handler));
+  }
+
   void Delete(const std::string& key, StatusHandler handler) override {
     StartDelete(ctx_, key, std::move(handler));
   }

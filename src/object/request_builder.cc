@@ -1,5 +1,7 @@
 #include "object/request_builder.h"
 
+#include <sys/stat.h>
+
 #include "common/url.h"
 #include "object/content_md5.h"
 #include "object/content_types.h"
@@ -205,6 +207,33 @@ RequestSpec CopyObjectSpec(const CopySource& source, const std::string& dest_key
   AddCopySource(spec, source, dialect);
   AddForbidOverwrite(spec, options, dialect);
   spec.body = std::make_shared<const std::string>();
+  return spec;
+}
+
+RequestSpec PutSymlinkSpec(const std::string& key, const std::string& target,
+                           const WriteOptions& options, const Dialect& dialect) {
+  RequestSpec spec;
+  spec.method = "PUT";
+  spec.key = key;
+  spec.headers.emplace_back("Content-Type", kDefaultContentType);
+  if (dialect.protocol == Protocol::kOss) {
+    spec.query.emplace_back("symlink", "");
+    spec.headers.emplace_back("x-oss-symlink-target", PercentEncode(target, /*keep_slash=*/true));
+    spec.body = std::make_shared<const std::string>();
+  } else {
+    spec.headers.emplace_back("x-amz-meta-mode", std::to_string(S_IFLNK | 0777));
+    spec.signed_headers.push_back("x-amz-meta-mode");
+    AddBody(spec, std::make_shared<const std::string>(target), dialect);
+  }
+  AddForbidOverwrite(spec, options, dialect);
+  return spec;
+}
+
+RequestSpec GetSymlinkSpec(const std::string& key, const Dialect& dialect) {
+  RequestSpec spec;
+  spec.method = "GET";
+  spec.key = key;
+  if (dialect.protocol == Protocol::kOss) spec.query.emplace_back("symlink", "");
   return spec;
 }
 

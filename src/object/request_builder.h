@@ -88,6 +88,12 @@ RequestSpec ListMultipartUploadsSpec(const std::string& prefix, const std::strin
                                      const std::string& upload_id_marker);
 RequestSpec CopyObjectSpec(const CopySource& source, const std::string& dest_key,
                            const WriteOptions& options, const Dialect& dialect);
+// A link at `key` to `target`. OSS: PUT ?symlink with x-oss-symlink-target (escaped). S3: the
+// target as the object's bytes with x-amz-meta-mode S_IFLNK | 0777 (decimal), as s3fs writes.
+RequestSpec PutSymlinkSpec(const std::string& key, const std::string& target,
+                           const WriteOptions& options, const Dialect& dialect);
+// OSS: GET ?symlink (the target comes back in x-oss-symlink-target). S3: GET of the object.
+RequestSpec GetSymlinkSpec(const std::string& key, const Dialect& dialect);
 RequestSpec DeleteSpec(const std::string& key);
 // POST /?delete with <Delete><Quiet>true</Quiet><Object><Key>..</Key></Object>..</Delete>
 // (keys XML-escaped) and Content-MD5, which both services require here.

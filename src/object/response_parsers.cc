@@ -65,6 +65,9 @@ Result<ObjectInfo> ParseHeadResponse(const std::string& key, const http::HeaderL
     info.storage_class = *sc;
   }
   if (const std::string* ct = FindHeader(headers, "content-type")) info.content_type = *ct;
+  if (const std::string* type = FindHeader(headers, "x-oss-object-type")) {
+    info.symlink = *type == "Symlink";
+  }
   return info;
 }
 

@@ -2,7 +2,9 @@
 #include "object/write_operations.h"
 
 #include "common/crc64.h"
+#include "common/url.h"
 #include "object/content_md5.h"
+#include "object/headers.h"
 #include "object/response_parsers.h"
 #include "object/write_support.h"
 
@@ -78,6 +80,59 @@ void StartPut(std::shared_ptr<ClientContext> ctx, const std::string& key,
                  SettleLostAnswer(ctx, key, std::move(expected), **lost, "PUT '" + key + "'",
                                   std::move(handler));
                });
+}
+
+void StartPutSymlink(std::shared_ptr<ClientContext> ctx, const std::string& key,
+                     const std::string& target, const WriteOptions& options,
+                     StatusHandler handler) {
+  if (key.empty() || target.empty()) {
+    return PostFailure(*ctx, std::move(handler),
+                       Status(ErrorCode::kInvalidArgument, "PutSymlink: empty key or target"));
+  }
+  Operation op;
+  op.spec = PutSymlinkSpec(key, target, options, ctx->dialect);
+  op.error_context.operation = "PutSymlink";
+  op.error_context.key = key;
+  op.error_context.forbid_overwrite = options.forbid_overwrite;
+  RunOperation(ctx, std::move(op), std::move(handler));
+}
+
+void StartGetSymlink(std::shared_ptr<ClientContext> ctx, const std::string& key,
+                     TextHandler handler) {
+  if (key.empty()) {
+    return PostFailure(*ctx, std::move(handler),
+                       Status(ErrorCode::kInvalidArgument, "GetSymlink: empty key"));
+  }
+  auto body = std::make_shared<std::vector<char>>();
+  auto target = std::make_shared<std::string>();
+  const bool oss = ctx->dialect.protocol == Protocol::kOss;
+  Operation op;
+  op.spec = GetSymlinkSpec(key, ctx->dialect);
+  op.error_context.operation = "GetSymlink";
+  op.error_context.key = key;
+  op.prepare_target = XmlReplyTarget(body);
+  op.accept = [body, target, oss, key](const http::Response& r) {
+    if (!oss) {
+      target->assign(body->begin(), body->end());
+      return Status::Ok();
+    }
+    const std::string* header = FindHeader(r.headers, "x-oss-symlink-target");
+    if (!header) {
+      return Status(ErrorCode::kProtocol,
+                    "GetSymlink '" + key + "': the answer has no x-oss-symlink-target");
+    }
+    auto decoded = PercentDecode(*header);
+    if (!decoded.ok()) {
+      return Status(ErrorCode::kProtocol,
+                    "GetSymlink '" + key + "': a malformed x-oss-symlink-target");
+    }
+    *target = std::move(*decoded);
+    return Status::Ok();
+  };
+  RunOperation(ctx, std::move(op), [target, handler = std::move(handler)](Status s) {
+    if (!s.ok()) return handler(std::move(s));
+    handler(std::move(*target));
+  });
 }
 
 void StartCopyObject(std::shared_ptr<ClientContext> ctx, const std::string& source_key,

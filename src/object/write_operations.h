@@ -27,6 +27,12 @@ namespace ossmount::object {
 void StartPut(std::shared_ptr<ClientContext> ctx, const std::string& key,
               std::shared_ptr<const std::string> body, const WriteOptions& options,
               PutHandler handler);
+// Links (ObjectClient::PutSymlink, GetSymlink). A link's target is at most 1,023 bytes (the
+// longest key), so GetSymlink's S3 body is read whole.
+void StartPutSymlink(std::shared_ptr<ClientContext> ctx, const std::string& key,
+                     const std::string& target, const WriteOptions& options, StatusHandler handler);
+void StartGetSymlink(std::shared_ptr<ClientContext> ctx, const std::string& key,
+                     TextHandler handler);
 void StartInitiateMultipart(std::shared_ptr<ClientContext> ctx, const std::string& key,
                             InitiateHandler handler);
 void StartUploadPart(std::shared_ptr<ClientContext> ctx, const std::string& key,

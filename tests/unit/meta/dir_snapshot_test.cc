@@ -45,8 +45,11 @@ TEST_CASE("DirSnapshot: every field of every child reads back as it was listed")
   const std::string utf8 = "k\xC3\xA4se.JPEG";  // bytes, not characters
   NodeAttr dir;
   dir.kind = NodeKind::kDir;
+  NodeAttr link = FileAttr(0, 9, "\"link\"");
+  link.kind = NodeKind::kSymlink;
   const std::vector<DirChild> children = {
       {"a", FileAttr(0, 0, "")},
+      {"ab", link},
       {"b", FileAttr(std::numeric_limits<uint64_t>::max(), -1,
                      "\"5EB63BBBE01EEED093CB22BB8F5ACDC3\"", uint64_t{0})},
       {"c", dir},

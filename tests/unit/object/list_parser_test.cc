@@ -170,3 +170,14 @@ TEST_CASE("Client List: sends the request, parses the page, follows tokens") {
         "https://bkt.oss-cn-hangzhou.aliyuncs.com/?list-type=2&delimiter=%2F&max-keys=1000&"
         "encoding-type=url");
 }
+
+TEST_CASE("ListObjects: Type Symlink marks a link") {
+  std::string link = Contents("models%2Flatest", "0");
+  link.replace(link.find("<Type>Normal</Type>"), 19, "<Type>Symlink</Type>");
+  auto parsed = ParseListObjectsV2(Page(Contents("models%2Fa.bin") + link));
+  REQUIRE(parsed.ok());
+  REQUIRE(parsed->page.objects.size() == 2);
+  CHECK_FALSE(parsed->page.objects[0].symlink);
+  CHECK(parsed->page.objects[1].symlink);
+  CHECK(parsed->page.objects[1].key == "models/latest");
+}

@@ -486,3 +486,53 @@ TEST_CASE("ParseMimeTypes: types with their extensions, comments skipped, the fi
   CHECK(ContentTypeFor(".bashrc") == kDefaultContentType);
   CHECK(ContentTypeFor("dir.d/noext") == kDefaultContentType);
 }
+
+TEST_CASE("PutSymlink and GetSymlink: OSS sub-resources, S3 as s3fs stores links") {
+  SECTION("OSS") {
+    Harness h;
+    h.executor->respond = [](const SeenRequest& r, int) {
+      if (r.method == "GET") {
+        return FakeReply::Ok("", {{"x-oss-symlink-target", "v1/w%20eights.bin"}});
+      }
+      return FakeReply::Ok("", {{"ETag", "\"e\""}});
+    };
+    REQUIRE(h.Call<Status>([&](auto cb) {
+               h.Client().PutSymlink("m/latest", "v1/w eights.bin", NoReplaceW(), cb);
+             }).ok());
+    auto target =
+        h.Call<Result<std::string>>([&](auto cb) { h.Client().GetSymlink("m/latest", cb); });
+    REQUIRE(target.ok());
+    CHECK(*target == "v1/w eights.bin");
+    auto seen = h.executor->seen();
+    REQUIRE(seen.size() == 2);
+    CHECK(seen[0].method == "PUT");
+    CHECK(seen[0].url == std::string(kHostW) + "/m/latest?symlink");
+    CHECK(*seen[0].Header("x-oss-symlink-target") == "v1/w%20eights.bin");
+    CHECK(*seen[0].Header("x-oss-forbid-overwrite") == "true");
+    CHECK(seen[0].body.empty());
+    CHECK(seen[1].method == "GET");
+    CHECK(seen[1].url == std::string(kHostW) + "/m/latest?symlink");
+    CHECK(h.Client().ListsLinks());
+  }
+  SECTION("S3") {
+    Harness h;
+    DialectedW(h, Protocol::kS3);
+    h.executor->respond = [](const SeenRequest& r, int) {
+      if (r.method == "GET") return FakeReply::Ok("v1/w");
+      return FakeReply::Ok("", {{"ETag", "\"e\""}});
+    };
+    REQUIRE(
+        h.Call<Status>([&](auto cb) { h.Client().PutSymlink("m/latest", "v1/w", {}, cb); }).ok());
+    auto target =
+        h.Call<Result<std::string>>([&](auto cb) { h.Client().GetSymlink("m/latest", cb); });
+    REQUIRE(target.ok());
+    CHECK(*target == "v1/w");
+    auto seen = h.executor->seen();
+    REQUIRE(seen.size() == 2);
+    CHECK(seen[0].body == "v1/w");
+    CHECK(*seen[0].Header("x-amz-meta-mode") == "41471");  // S_IFLNK | 0777
+    REQUIRE(seen[0].Header("content-md5"));
+    CHECK(seen[1].url.find("symlink") == std::string::npos);
+    CHECK_FALSE(h.Client().ListsLinks());
+  }
+}
