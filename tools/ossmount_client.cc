@@ -9,7 +9,7 @@
 //   ls [PREFIX] [-r]           list one level (or everything with -r)
 //   manifest [PREFIX] [-o F]   one recursive listing as a --manifest file (KEY<TAB>SIZE<TAB>ETAG,
 //                              keys relative to PREFIX: mount BUCKET:/PREFIX with it)
-//   head KEY                   print size, etag, mtime, crc64, content-type
+//   head KEY                   print size, etag, mtime, crc64, content-type, type
 //   get KEY [-o FILE] [--range A-B]
 //   put KEY FILE               PUT (multipart above --part-size)
 //   put-tree DIR [PREFIX]      upload every file under DIR, keys = PREFIX + relative path
@@ -235,7 +235,11 @@ int main(int argc, char** argv) {
           std::cout << "size\t" << info->size << "\netag\t" << info->etag << "\nmtime\t"
                     << info->mtime_sec << "\ncrc64\t"
                     << (info->crc64 ? std::to_string(*info->crc64) : "-") << "\ncontent-type\t"
-                    << (info->content_type.empty() ? "-" : info->content_type) << "\n";
+                    << (info->content_type.empty() ? "-" : info->content_type) << "\ntype\t"
+                    << (info->symlink      ? "Symlink"
+                        : info->appendable ? "Appendable"
+                                           : "Normal")
+                    << "\n";
         }
       } else if (*get) {
         GetRequest req;

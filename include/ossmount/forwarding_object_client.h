@@ -67,6 +67,10 @@ class ForwardingObjectClient : public ObjectClient {
     inner_->PutSymlink(key, target, options, std::move(handler));
   }
   bool ListsLinks() const override { return inner_->ListsLinks(); }
+  bool Appends() const override { return inner_->Appends(); }
+  void Append(const AppendRequest& request, AppendHandler handler) override {
+    inner_->Append(request, std::move(handler));
+  }
   void GetSymlink(const std::string& key, TextHandler handler) override {
     inner_->GetSymlink(key, std::move(handler));
   }

@@ -44,6 +44,8 @@ struct ObjectInfo {
   // A symbolic link (OSS: the listing's Type, HEAD's x-oss-object-type, "Symlink"); its
   // target comes from GetSymlink.
   bool symlink = false;
+  // An appendable object (OSS's Type "Appendable"): AppendObject may extend it.
+  bool appendable = false;
 };
 
 struct ListRequest {
@@ -118,6 +120,22 @@ struct OpenUpload {
   int64_t initiated_sec = 0;  // Unix seconds; 0 when the server did not say
 };
 
+// One AppendObject (OSS): `body` at `position`, which must be the object's length (0 makes a
+// new appendable object). crc_before: the CRC-64 of the object's first `position` bytes, when
+// the caller knows it; the answer's whole-object CRC-64 is then checked against it.
+struct AppendRequest {
+  std::string key;
+  uint64_t position = 0;
+  std::optional<uint64_t> crc_before;
+  std::shared_ptr<const std::string> body;
+};
+
+struct AppendResult {
+  uint64_t next_position = 0;     // the object's length now
+  std::optional<uint64_t> crc64;  // of the whole object, when known
+  std::string etag;
+};
+
 struct PutResult {
   std::string etag;
   std::optional<uint64_t> crc64;
@@ -132,6 +150,7 @@ using PartHandler = std::function<void(Result<PartInfo>)>;
 using StatusHandler = std::function<void(Status)>;
 using UploadsHandler = std::function<void(Result<std::vector<OpenUpload>>)>;
 using TextHandler = std::function<void(Result<std::string>)>;
+using AppendHandler = std::function<void(Result<AppendResult>)>;
 
 // What the retry loop did since the client was made, all operations together. Read by the
 // daemon at exit (and by tests) to report how many faults were absorbed.
@@ -216,6 +235,16 @@ class ObjectClient {
                           const std::string& dest_key, const WriteOptions& options,
                           PutHandler handler) = 0;
 
+  // Whether the service has appendable objects (OSS's AppendObject).
+  virtual bool Appends() const { return false; }
+  // AppendObject. A position that is not the object's length is kPreconditionFailed (another
+  // writer appended, or the object was replaced); an object that is not appendable is
+  // kNotSupported; past 5 GB, kTooBig. A retry refused because the lost first attempt
+  // succeeded is settled by a HEAD (success when the object has the length, and CRC-64 when
+  // crc_before is known, that the append makes).
+  virtual void Append(const AppendRequest& request, AppendHandler handler) {
+    handler(Status(ErrorCode::kNotSupported, "'" + request.key + "': no appendable objects here"));
+  }
   // Whether listings say which objects are links (OSS's Type), so that a mount tells a link
   // from a file without a HEAD. S3's do not.
   virtual bool ListsLinks() const { return false; }

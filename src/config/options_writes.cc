@@ -1,5 +1,5 @@
 // Writing options: --allow-writes and its restrictions, upload part size and concurrency,
-// the directory-rename cap, the upload journal and the staging directory ->
+// the directory-rename cap, the upload journal, the staging directory and appends ->
 // MountConfig::fs.writes (the directories' defaults and the protocol's part limits:
 // CheckAcrossGroups). Each default is fs::WritePolicy's, shown in the help from there.
 #include <string>
@@ -42,6 +42,11 @@ class WritesGroup final : public OptionGroup {
             "place are staged until they are uploaded (default: CACHE/staging with --cache, "
             "/var/lib/ossmount/staging as root, else ~/.local/state/ossmount/staging; '' = "
             "none: such writes fail with ENOTSUP)");
+    d.Value("--append-interval", append_interval_,
+            "A new file opened with O_APPEND (a log) becomes an appendable object on OSS, and "
+            "what is written to it is appended at most this long after (500ms, 2s...), so other "
+            "readers see it grow; 'off': such files are uploaded at close like others (default " +
+                append_interval_ + ")");
     d.Value("--max-staging-size", max_staging_size_,
             "Bytes all staged files may take together; a write past it fails with ENOSPC "
             "(default " +
@@ -52,9 +57,9 @@ class WritesGroup final : public OptionGroup {
     fs::WritePolicy& w = c.fs.writes;
     w.enabled = allow_writes_;
     if (!allow_writes_) {
-      for (const char* option :
-           {"--no-delete", "--no-overwrite", "--upload-part-size", "--upload-concurrency",
-            "--rename-dir-limit", "--upload-journal", "--staging-dir", "--max-staging-size"}) {
+      for (const char* option : {"--no-delete", "--no-overwrite", "--upload-part-size",
+                                 "--upload-concurrency", "--rename-dir-limit", "--upload-journal",
+                                 "--staging-dir", "--max-staging-size", "--append-interval"}) {
         if (ctx.given(option)) {
           return InvalidOption(std::string(option) + " applies to writes: add --allow-writes");
         }
@@ -80,6 +85,17 @@ class WritesGroup final : public OptionGroup {
     auto staging = ParseSize("--max-staging-size", max_staging_size_);
     if (!staging.ok()) return staging.status();
     w.max_staging_size = *staging;
+    if (append_interval_ == "off") {
+      w.append_interval.reset();
+    } else {
+      auto interval = ParseDuration("--append-interval", append_interval_);
+      if (!interval.ok()) return interval.status();
+      if (interval->count() < 10 || *interval > std::chrono::hours(1)) {
+        return InvalidOption("--append-interval " + append_interval_ +
+                             ": give a duration from 10ms to 1h, or off");
+      }
+      w.append_interval = *interval;
+    }
     return Status::Ok();
   }
 
@@ -90,6 +106,7 @@ class WritesGroup final : public OptionGroup {
   std::string concurrency_ = std::to_string(defaults_.upload.max_parts_in_flight);
   std::string rename_dir_limit_ = std::to_string(defaults_.rename_dir_limit);
   std::string max_staging_size_ = SizeText(defaults_.max_staging_size);
+  std::string append_interval_ = std::to_string(defaults_.append_interval->count()) + "ms";
   std::string journal_, staging_dir_;
 };
 

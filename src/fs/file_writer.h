@@ -1,4 +1,4 @@
-// FileWriter: how the bytes of one file open for writing reach the bucket. Two kinds:
+// FileWriter: how the bytes of one file open for writing reach the bucket. Three kinds:
 //   - streaming (MakeStreamingWriter): the fast path. Bytes written in order from offset 0
 //     go up while they are written (upload::ObjectUpload); a write anywhere else is
 //     kNotSupported. The file can move to staging while it keeps a local copy of every byte
@@ -6,12 +6,18 @@
 //   - staged (MakeStagedWriter): a local copy (upload::StagedFile) that takes writes at any
 //     offset, reads, truncation and preallocation, and goes up whole at each completion. One
 //     opened on an existing object is filled with its bytes first (Load).
+//   - appending (MakeAppendingWriter): a file opened with O_APPEND on a service with
+//     appendable objects (OSS). Bytes go to the object with AppendObject as they come (at
+//     most an interval later), so other readers see it grow; every write goes at the end
+//     (O_APPEND), and reads and truncation are kNotSupported.
 // Either way, Finish completes the object and answers with the upload's result, an object
 // appears only complete, and the first error sticks.
 //
 // Thread-safety: thread-safe. Writes of one file are ordered by its caller.
 #pragma once
 
+#include <boost/asio/any_io_executor.hpp>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -73,6 +79,8 @@ class FileWriter {
   // A streaming writer's local copy of every byte (and reserved size), its upload aborted
   // (nothing of it is saved); null, changing nothing, when it has no complete copy.
   virtual std::shared_ptr<upload::StagedFile> TakeCopy() { return nullptr; }
+  // Whether this writer appends to an appendable object (what it completes is one).
+  virtual bool appends() const { return false; }
   // The local copy of a staged writer; null for a streaming one.
   virtual std::shared_ptr<upload::StagedFile> staged_file() const { return nullptr; }
   // The key completions go to from now on (a rename of the open file, whose saved bytes the
@@ -88,6 +96,7 @@ class FileWriter {
 
 // What both kinds need to make an upload.
 struct WriterContext {
+  boost::asio::any_io_executor executor;  // timers (the appending writer's interval)
   std::shared_ptr<ObjectClient> client;
   std::shared_ptr<upload::UploadGate> gate;
   std::shared_ptr<upload::UploadJournal> journal;  // may be null
@@ -113,6 +122,21 @@ std::shared_ptr<FileWriter> MakeStagedWriter(const WriterContext& context, std::
                                              std::shared_ptr<upload::StagedFile> file,
                                              SettledCallback on_settled,
                                              std::optional<ObjectInfo> existing);
+
+// Where an appending writer starts: a new object (position 0), or the end of an appendable
+// one (its length and, when known, its CRC-64).
+struct AppendStart {
+  uint64_t position = 0;
+  std::optional<uint64_t> crc64;
+};
+// Told of each append the server took (the object's new length, etag and CRC-64).
+using AppendedCallback = std::function<void(const AppendResult&)>;
+
+// An appending writer of `key` from `start`; bytes written go up at most `interval` later.
+std::shared_ptr<FileWriter> MakeAppendingWriter(const WriterContext& context, std::string key,
+                                                AppendStart start,
+                                                std::chrono::milliseconds interval,
+                                                AppendedCallback on_appended);
 
 // Fills `file` with the bytes of `source` (a version pinned by its etag: a changed object is
 // kPreconditionFailed), in ranged GETs of `piece` bytes, one after another.

@@ -81,6 +81,9 @@ struct Caller {
 struct OpenReply {
   uint64_t fh = 0;
   bool keep_cache = false;  // FOPEN_KEEP_CACHE: page cache from earlier opens is still valid
+  // FOPEN_DIRECT_IO: reads bypass the page cache and are not cut at the size the kernel holds
+  // (an appendable object, which grows while it is open).
+  bool direct_io = false;
   // The object is another version than the kernel was last given attributes of (it changed
   // on the server): the adapter tells the kernel to drop the attributes it holds, before
   // replying, so that the opener's fstat and reads see the new size. keep_cache is false.

@@ -56,6 +56,10 @@ struct WritePolicy {
   std::string staging_dir;
   // Bytes all staged files may take there together (--max-staging-size); past it, ENOSPC.
   uint64_t max_staging_size = 16ull << 30;
+  // Files opened with O_APPEND become appendable objects where the service has them (OSS),
+  // and what is written goes up at most this long after (--append-interval); nullopt (off):
+  // they are written like any other file.
+  std::optional<std::chrono::milliseconds> append_interval = std::chrono::seconds(1);
 };
 
 struct FsOptions {

@@ -29,6 +29,9 @@ Status BadHandle(uint64_t fh) {
 // A fingerprint of the object version whose attributes the kernel is handed (InodeTable's
 // shown_version): its etag and size. Never 0, which the table reads as "none yet".
 uint64_t VersionOf(const meta::NodeAttr& attr) {
+  // An appendable object only grows: its bytes stay, so its readers keep one inode and one
+  // version while it does (each append changes its etag and size).
+  if (attr.appendable) return 0xA99E7DAB1Eull;
   const uint64_t h = std::hash<std::string_view>{}(attr.etag) ^ (attr.size * 0x9E3779B97F4A7C15ull);
   return h == meta::InodeTable::kNoPages || h == meta::InodeTable::kUnknownPages ? 1 : h;
 }
@@ -55,8 +58,8 @@ ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
       listings_(std::make_shared<ListingService>(client, options_)),
       data_(io, client, options_),
       open_files_(std::make_shared<OpenFiles>()),
-      writes_(std::make_shared<WriteService>(std::move(client), data_.budget(), options_, listings_,
-                                             open_files_)) {
+      writes_(std::make_shared<WriteService>(io.get_executor(), std::move(client), data_.budget(),
+                                             options_, listings_, open_files_)) {
   // Listings and cached names share the metadata budget with the inodes.
   listings_->cache().SetBudget(options_.max_metadata_memory,
                                [counter = inodes_.bytes_counter()] { return counter->load(); });
@@ -105,7 +108,8 @@ Entry ObjectFilesystem::MakeEntry(InodeId ino, const meta::NodeAttr& attr) const
   Entry e;
   e.attr = MakeAttributes(ino, attr);
   e.entry_timeout = listings_->cache().ttl().KernelTimeout();
-  e.attr_timeout = e.entry_timeout;
+  // A growing object's size is asked for at each stat (GetAttr asks the server).
+  e.attr_timeout = attr.appendable ? 0 : e.entry_timeout;
   return e;
 }
 
@@ -190,8 +194,24 @@ void ObjectFilesystem::GetAttr(InodeId ino, Callback<AttrReply> done) {
       return done(Status(ErrorCode::kPreconditionFailed,
                          "'" + path + "' no longer exists as it was: look it up again"));
     }
+    if ((*r)->appendable) return self->GrowingAttr(ino, path, std::move(done));
     self->inodes_.ShowVersion(ino, VersionOf(**r));  // this reply updates the kernel
     done(AttrReply{self->MakeAttributes(ino, **r), self->listings_->cache().ttl().KernelTimeout()});
+  });
+}
+
+void ObjectFilesystem::GrowingAttr(InodeId ino, const std::string& path, Callback<AttrReply> done) {
+  // An appendable object grows while it is watched (tail -f): its size comes from the server
+  // at each stat, and the kernel keeps it no longer than that.
+  listings_->ResolveFromServer(path, [self = shared_from_this(), ino, path, done = std::move(done)](
+                                         Result<std::optional<meta::NodeAttr>> r) {
+    if (!r.ok()) return done(r.status());
+    if (!r->has_value() || (*r)->is_dir()) {
+      return done(Status(ErrorCode::kPreconditionFailed,
+                         "'" + path + "' no longer exists as it was: look it up again"));
+    }
+    self->inodes_.ShowVersion(ino, VersionOf(**r));
+    done(AttrReply{self->MakeAttributes(ino, **r), 0});
   });
 }
 
@@ -360,7 +380,12 @@ void ObjectFilesystem::OpenOnce(InodeId ino, int flags, const Caller& caller,
                        "'" + node->path + "' has a newer inode: look it up again"));
   }
   if (writing) return OpenForWriting(ino, *node, flags, caller, std::move(done));
-  if (auto writer = writes_->OwnerOf(node->path)) {
+  auto owner = writes_->OwnerOf(node->path);
+  if (owner && owner->writer() && owner->writer()->appends()) {
+    // A log being appended to here: read what the bucket has, as any other reader does.
+    return OpenForReading(ino, *node, caller, std::move(done));
+  }
+  if (auto writer = owner) {
     // Being written here: read through the writer's staged copy, as it is at each read.
     auto fh = writes_->OpenReader(writer);
     if (!fh.ok()) return done(fh.status());
@@ -422,8 +447,9 @@ void ObjectFilesystem::OpenForReading(InodeId ino, const meta::InodeTable::Node&
     handle->key = meta::FileKey(options.prefix, path);
     handle->size = attr.size;
     handle->etag = attr.etag;
-    handle->small = attr.size <= options.small_file_threshold;
-    if (!handle->small) {
+    handle->growing = attr.appendable;
+    handle->small = attr.size <= options.small_file_threshold && !handle->growing;
+    if (!handle->small && !handle->growing) {
       handle->reader =
           self->data_.NewLargeFileReader(handle->key, attr.size, attr.etag, attr.crc64);
       self->NotifyRead(path);  // hints skip large files; their position still moves on
@@ -434,13 +460,14 @@ void ObjectFilesystem::OpenForReading(InodeId ino, const meta::InodeTable::Node&
     // Not for a version whose CRC-64 check failed: the kernel may hold its damaged pages from
     // earlier opens, and a pass that reads them would never fetch (and check) them again.
     reply.keep_cache = self->listings_->cache().ttl().indefinite() && !changed && pages_clean &&
-                       !prefetch::IsSuspectVersion(handle->key, handle->etag);
+                       !prefetch::IsSuspectVersion(handle->key, handle->etag) && !handle->growing;
+    reply.direct_io = handle->growing;
     reply.attributes_changed = changed;
     // A backing file, unless the kernel's page cache of this inode may already hold the
     // bytes and stays valid (keep_cache): reading those costs nothing, while a backing
     // file costs a verification here. The page cache goes with the kernel's inode, which
     // takes our inode with it, so after a remount every cached file qualifies.
-    if (handle->small && options.disk_cache &&
+    if (handle->small && !handle->growing && options.disk_cache &&
         self->backing_files_wanted_.load(std::memory_order_relaxed) &&
         !(reply.keep_cache && page_cached)) {
       // Verified now; the kernel then reads the file without us (and without the checks).
@@ -473,6 +500,7 @@ void ObjectFilesystem::Read(InodeId /*ino*/, uint64_t fh, off_t offset, size_t s
   std::shared_ptr<ReadHandle> handle = read_handles_.Find(fh);
   if (!handle) return done(BadHandle(fh));
   const uint64_t off = static_cast<uint64_t>(offset);
+  if (handle->growing) return ReadGrowing(handle, off, size, std::move(done));
   if (size == 0 || off >= handle->size) return done(ReadReply{});
   if (handle->small) return ReadSmall(handle, off, size, std::move(done));
   handle->reader->Read(
@@ -524,6 +552,26 @@ void ObjectFilesystem::ReadSmall(const std::shared_ptr<ReadHandle>& handle, uint
                                 CountRead(*handle, reply.size);
                                 done(std::move(reply));
                               });
+}
+
+void ObjectFilesystem::ReadGrowing(const std::shared_ptr<ReadHandle>& handle, uint64_t offset,
+                                   size_t size, Callback<ReadReply> done) {
+  if (size == 0) return done(ReadReply{});
+  GetRequest request;
+  request.key = handle->key;
+  request.offset = offset;
+  request.length = size;
+  auto buffer = std::make_shared<std::vector<char>>(size);
+  data_.client()->Get(request, GetTarget::Fixed(buffer->data(), buffer->size()),
+                      [handle, buffer, done = std::move(done)](Result<GetResult> r) {
+                        // At or past the end the object has now: nothing more yet.
+                        if (!r.ok() && r.status().code() == ErrorCode::kInvalidRange) {
+                          return done(ReadReply{});
+                        }
+                        if (!r.ok()) return done(r.status());
+                        handle->bytes_read.fetch_add(r->bytes, std::memory_order_relaxed);
+                        done(ReadReply{buffer->data(), r->bytes, buffer});
+                      });
 }
 
 void ObjectFilesystem::Release(InodeId /*ino*/, uint64_t fh) {

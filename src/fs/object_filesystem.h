@@ -162,14 +162,16 @@ class ObjectFilesystem : public Filesystem,
   void StartWriter(const std::string& path, const Caller& caller, const WriteService::Kind& kind,
                    Callback<CreateReply> done);
   // A create of a name the server says holds `attr`, without O_TRUNC.
-  void OpenExisting(const std::string& path, const meta::NodeAttr& attr, const Caller& caller,
-                    Callback<CreateReply> done);
+  void OpenExisting(const std::string& path, const meta::NodeAttr& attr, bool append,
+                    const Caller& caller, Callback<CreateReply> done);
   void OpenForWriting(InodeId ino, const meta::InodeTable::Node& node, int flags,
                       const Caller& caller, Callback<OpenReply> done);
   // What a handle that opens the existing object `attr` at `path` without O_TRUNC is: a
   // staged copy of it, an empty one written from its start, or (no staging, or no overwrite)
   // one that refuses writes.
-  WriteService::Kind ChangeInPlace(const std::string& path, const meta::NodeAttr& attr) const;
+  // `append`: opened with O_APPEND (an appendable object is then appended to).
+  WriteService::Kind ChangeInPlace(const std::string& path, const meta::NodeAttr& attr,
+                                   bool append) const;
   // A new write handle, which owns its path when it may write (ClaimPath).
   Result<std::shared_ptr<WriteHandle>> NewWriter(InodeId ino, const std::string& path,
                                                  const Caller& caller,
@@ -195,6 +197,12 @@ class ObjectFilesystem : public Filesystem,
   void RenameOpenFile(const std::shared_ptr<WriteHandle>& owner, const std::string& from,
                       const std::string& to, bool no_replace, StatusCallback done);
   // The name of a file open for writing here was removed: nothing of it is saved any more.
+  // A read of an appendable object: what the server has at [offset, offset + size), no
+  // version pinned; past its end, nothing.
+  void ReadGrowing(const std::shared_ptr<ReadHandle>& handle, uint64_t offset, size_t size,
+                   Callback<ReadReply> done);
+  // GetAttr of an appendable object: its size now, from the server (attribute timeout 0).
+  void GrowingAttr(InodeId ino, const std::string& path, Callback<AttrReply> done);
   void UnlinkOpenFile(const std::shared_ptr<WriteHandle>& owner, StatusCallback done);
   // A directory onto a directory the server has: only an empty one is replaced.
   void RenameDirOntoDir(const std::string& from, const std::string& to, StatusCallback done);

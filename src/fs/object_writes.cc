@@ -86,7 +86,7 @@ Attributes ObjectFilesystem::WritingAttributes(const WriteHandle& handle) const 
 Status ObjectFilesystem::ClaimPath(const std::shared_ptr<WriteHandle>& handle) {
   Status owned = writes_->TakeOwnership(handle);
   if (!owned.ok()) return owned;
-  switch (open_files_->BeginWrite(handle->ino)) {
+  switch (open_files_->BeginWrite(handle->ino, handle->writer() && handle->writer()->appends())) {
     case OpenFiles::Verdict::kOpened:
       // Whatever the kernel's page cache of the inode holds is no complete version now.
       inodes_.ForgetPages(handle->ino);
@@ -116,9 +116,15 @@ Result<std::shared_ptr<WriteHandle>> ObjectFilesystem::NewWriter(InodeId ino,
 }
 
 WriteService::Kind ObjectFilesystem::ChangeInPlace(const std::string& path,
-                                                   const meta::NodeAttr& attr) const {
+                                                   const meta::NodeAttr& attr, bool append) const {
   WriteService::Kind kind;
   kind.replaces = false;
+  if (append && attr.appendable && writes_->appends() && options_.writes.allow_overwrite) {
+    // A log opened again with "a": appended to where it ends, no copy.
+    kind.append = true;
+    kind.append_start = AppendStart{attr.size, attr.crc64};
+    return kind;
+  }
   if (attr.size == 0) return kind;  // nothing to keep: written from its start, streamed
   if (!writes_->staging() || !options_.writes.allow_overwrite) {
     // Nowhere to stage a copy, or the mount does not overwrite: opened as it is, refusing
@@ -184,7 +190,8 @@ void ObjectFilesystem::CreateOnce(const std::string& path, int flags, const Call
   }
   const bool truncate = (flags & O_TRUNC) != 0;
   const bool exclusive = (flags & O_EXCL) != 0;
-  auto decide = [self = shared_from_this(), path, caller, truncate, exclusive,
+  const bool append = (flags & O_APPEND) != 0;
+  auto decide = [self = shared_from_this(), path, caller, truncate, exclusive, append,
                  done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) mutable {
     if (!r.ok()) return done(r.status());
     const bool exists = r->has_value();
@@ -196,7 +203,7 @@ void ObjectFilesystem::CreateOnce(const std::string& path, int flags, const Call
     if (exists && !truncate) {
       // touch, or open("a") of a name this mount did not know: the object is changed in place
       // (or stays as it is).
-      return self->OpenExisting(path, **r, caller, std::move(done));
+      return self->OpenExisting(path, **r, append, caller, std::move(done));
     }
     if (exists && !self->options_.writes.allow_overwrite) return done(NoOverwrite(path));
     WriteService::Kind kind;
@@ -204,6 +211,8 @@ void ObjectFilesystem::CreateOnce(const std::string& path, int flags, const Call
     kind.created = !exists;
     // Asked of the server and absent: it must still be absent at the completion.
     kind.must_be_new = !truncate || exclusive;
+    // A new log (open(path, "a")): an appendable object. A replacement streams as any file.
+    kind.append = append && !exists;
     self->StartWriter(path, caller, kind, std::move(done));
   };
   // O_TRUNC replaces whatever is there (the cache only has to tell a directory); anything else
@@ -234,6 +243,7 @@ void ObjectFilesystem::StartWriter(const std::string& path, const Caller& caller
     // Listings of this mount show the new name at once; its size follows the writes.
     meta::NodeAttr attr;
     attr.mtime_sec = SecondsNow();
+    attr.appendable = (*handle)->writer() && (*handle)->writer()->appends();
     listings_->cache().RecordChange(path, attr);
   }
   CreateReply reply;
@@ -246,9 +256,9 @@ void ObjectFilesystem::StartWriter(const std::string& path, const Caller& caller
 }
 
 void ObjectFilesystem::OpenExisting(const std::string& path, const meta::NodeAttr& attr,
-                                    const Caller& caller, Callback<CreateReply> done) {
+                                    bool append, const Caller& caller, Callback<CreateReply> done) {
   if (attr.size == 0 && !options_.writes.allow_overwrite) return done(NoOverwrite(path));
-  const WriteService::Kind kind = ChangeInPlace(path, attr);
+  const WriteService::Kind kind = ChangeInPlace(path, attr, append);
   if (kind.may_write) return StartWriter(path, caller, kind, std::move(done));
   const InodeId ino = inodes_.Ensure(path, false, 1);
   auto handle = writes_->NewHandle(ino, path, caller, kind);
@@ -269,7 +279,8 @@ void ObjectFilesystem::OpenForWriting(InodeId ino, const meta::InodeTable::Node&
     return done(WriteService::Busy(*owner, "opening '" + path + "'"));
   }
   const bool truncate = (flags & O_TRUNC) != 0;
-  auto decide = [self = shared_from_this(), ino, path, truncate, caller,
+  const bool append = (flags & O_APPEND) != 0;
+  auto decide = [self = shared_from_this(), ino, path, truncate, append, caller,
                  done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) mutable {
     if (!r.ok()) return done(r.status());
     if (!r->has_value() || (*r)->is_dir()) {
@@ -285,7 +296,7 @@ void ObjectFilesystem::OpenForWriting(InodeId ino, const meta::InodeTable::Node&
     if (truncate) {
       kind.replaces = true;
     } else {
-      kind = self->ChangeInPlace(path, **r);
+      kind = self->ChangeInPlace(path, **r, append);
     }
     auto handle = self->NewWriter(ino, path, caller, kind);
     if (handle.status().code() == ErrorCode::kPreconditionFailed) {
@@ -380,7 +391,7 @@ void ObjectFilesystem::TruncateClosed(InodeId ino, const std::string& path, uint
     if (size == 0) {
       kind.replaces = true;
     } else {
-      kind = self->ChangeInPlace(path, attr);
+      kind = self->ChangeInPlace(path, attr, /*append=*/false);
       if (!kind.may_write) {
         return done(Status(ErrorCode::kNotSupported,
                            "truncating '" + path + "' to " + std::to_string(size) +

@@ -5,7 +5,7 @@ namespace ossmount::fs {
 OpenFiles::Verdict OpenFiles::BeginRead(InodeId ino, const Version& version) {
   std::lock_guard lock(mu_);
   State& state = open_[ino];
-  if (state.writer) return Verdict::kWriterOpen;
+  if (state.writer && !state.writer_shares) return Verdict::kWriterOpen;
   if (state.readers > 0 && state.version.fingerprint != version.fingerprint) {
     return Verdict::kOtherVersionOpen;
   }
@@ -22,12 +22,13 @@ void OpenFiles::EndRead(InodeId ino) {
   EraseIfClosedLocked(it);
 }
 
-OpenFiles::Verdict OpenFiles::BeginWrite(InodeId ino) {
+OpenFiles::Verdict OpenFiles::BeginWrite(InodeId ino, bool shares) {
   std::lock_guard lock(mu_);
   State& state = open_[ino];
   if (state.writer) return Verdict::kWriterOpen;
   if (state.readers > 0) return Verdict::kReadersOpen;
   state.writer = true;
+  state.writer_shares = shares;
   return Verdict::kOpened;
 }
 

@@ -39,8 +39,9 @@ class OpenFiles {
   Verdict BeginRead(InodeId ino, const Version& version);
   void EndRead(InodeId ino);
   // Registers a writer unless readers or a writer have the inode open. Each kOpened needs one
-  // EndWrite.
-  Verdict BeginWrite(InodeId ino);
+  // EndWrite. `shares`: an appending writer, whose readers may open the inode meanwhile
+  // (they read what the server has, not the page cache: OpenReply::direct_io).
+  Verdict BeginWrite(InodeId ino, bool shares = false);
   void EndWrite(InodeId ino);
 
   // The version the inode's readers pinned, while one has it open.
@@ -53,6 +54,7 @@ class OpenFiles {
     Version version;
     uint32_t readers = 0;
     bool writer = false;
+    bool writer_shares = false;
   };
   // Drops the state of an inode nobody has open. REQUIRES mu_.
   void EraseIfClosedLocked(std::unordered_map<InodeId, State>::iterator it);

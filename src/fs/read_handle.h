@@ -29,6 +29,9 @@ struct ReadHandle {
   uint64_t size = 0;
   std::string etag;  // pinned at open
   bool small = false;
+  // An appendable object: read as it grows, by ranged GETs of what the server has (its bytes
+  // never change, so no version is pinned).
+  bool growing = false;
   // The ReadObserver was told at open (large file, backing file): no READ will tell it.
   bool read_notified = false;
   // A reopen of a file whose bytes the kernel was given (page_cached, keep_cache, no

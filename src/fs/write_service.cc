@@ -24,11 +24,13 @@ constexpr uint64_t kLoadPiece = 8ull << 20;
 
 }  // namespace
 
-WriteService::WriteService(std::shared_ptr<ObjectClient> client,
+WriteService::WriteService(boost::asio::any_io_executor executor,
+                           std::shared_ptr<ObjectClient> client,
                            std::shared_ptr<data::MemoryBudget> budget, const FsOptions& options,
                            std::shared_ptr<ListingService> listings,
                            std::shared_ptr<OpenFiles> open_files)
     : options_(options),
+      executor_(std::move(executor)),
       client_(std::move(client)),
       gate_(std::make_shared<upload::UploadGate>(std::move(budget),
                                                  options.writes.upload.max_parts_in_flight)),
@@ -50,9 +52,13 @@ bool WriteService::staging() const {
   return staging_ != nullptr;
 }
 
+bool WriteService::appends() const {
+  return options_.writes.append_interval.has_value() && client_->Appends();
+}
+
 WriterContext WriteService::Context() const {
   std::lock_guard lock(config_mu_);
-  return WriterContext{client_, gate_, journal_, options_.writes.upload};
+  return WriterContext{executor_, client_, gate_, journal_, options_.writes.upload};
 }
 
 std::function<void(std::optional<ObjectInfo>)> WriteService::Settler(
@@ -89,6 +95,26 @@ Result<std::shared_ptr<WriteHandle>> WriteService::NewHandle(InodeId ino, const 
   {
     std::lock_guard lock(config_mu_);
     staging = staging_;
+  }
+  if (kind.append && appends()) {
+    // A log: each append shows in the object at once, for every reader of the bucket.
+    const AppendStart start = kind.append_start.value_or(AppendStart{});
+    handle->SetWriter(MakeAppendingWriter(
+        context, handle->key(), start, *options_.writes.append_interval,
+        [weak = weak_from_this(),
+         weak_handle = std::weak_ptr<WriteHandle>(handle)](const AppendResult& r) {
+          auto self = weak.lock();
+          auto h = weak_handle.lock();
+          if (!self || !h) return;
+          meta::NodeAttr attr;
+          attr.size = r.next_position;
+          attr.mtime_sec = NowSeconds();
+          attr.etag = r.etag;
+          attr.crc64 = r.crc64;
+          attr.appendable = true;
+          self->listings_->cache().RecordChange(h->path(), attr);
+        }));
+    return handle;
   }
   if (kind.existing) {
     // An existing object changed in place: a staged copy, loaded before its first change.
@@ -565,6 +591,7 @@ void WriteService::RecordOutcome(const std::shared_ptr<WriteHandle>& handle,
     attr.mtime_sec = NowSeconds();
     attr.etag = outcome->etag;
     attr.crc64 = outcome->crc64;
+    attr.appendable = writer->appends();
     cache.RecordChange(path, attr);
     spdlog::debug("wrote '{}': {} bytes in {} part(s)", path, outcome->size, outcome->parts);
   } else {

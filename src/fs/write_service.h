@@ -36,15 +36,17 @@ namespace ossmount::fs {
 
 class WriteService : public std::enable_shared_from_this<WriteService> {
  public:
-  WriteService(std::shared_ptr<ObjectClient> client, std::shared_ptr<data::MemoryBudget> budget,
-               const FsOptions& options, std::shared_ptr<ListingService> listings,
-               std::shared_ptr<OpenFiles> open_files);
+  WriteService(boost::asio::any_io_executor executor, std::shared_ptr<ObjectClient> client,
+               std::shared_ptr<data::MemoryBudget> budget, const FsOptions& options,
+               std::shared_ptr<ListingService> listings, std::shared_ptr<OpenFiles> open_files);
 
   // Set once, before the first write. Null: no crash record / no staging (out-of-order writes
   // then fail with ENOTSUP, and existing objects open for writing refuse writes).
   void SetJournal(std::shared_ptr<upload::UploadJournal> journal);
   void SetStaging(std::shared_ptr<upload::StagingArea> staging);
   bool staging() const;
+  // Whether O_APPEND files become appendable objects here.
+  bool appends() const;
   const std::shared_ptr<upload::UploadGate>& gate() const { return gate_; }
 
   // What a new handle is.
@@ -57,6 +59,10 @@ class WriteService : public std::enable_shared_from_this<WriteService> {
     // An existing object the file starts as (opened for writing without O_TRUNC): it is
     // staged, loaded from the object before its first change.
     std::optional<ObjectInfo> existing;
+    // Opened with O_APPEND: a new file, or an appendable object's end (append_start), is
+    // appended to as it is written, where the service and --append-interval allow.
+    bool append = false;
+    std::optional<AppendStart> append_start;
   };
   // A handle for `path` (inode `ino`), its writer made; not registered yet. Null writer for a
   // handle that may not write, or for an existing object when no staging area is set (its
@@ -135,6 +141,7 @@ class WriteService : public std::enable_shared_from_this<WriteService> {
   std::function<void(std::optional<ObjectInfo>)> Settler(std::weak_ptr<WriteHandle> handle);
 
   const FsOptions options_;
+  const boost::asio::any_io_executor executor_;
   const std::shared_ptr<ObjectClient> client_;
   const std::shared_ptr<upload::UploadGate> gate_;
   const std::shared_ptr<ListingService> listings_;

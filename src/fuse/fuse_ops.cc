@@ -266,6 +266,7 @@ void OpOpen(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     Passthrough* passthrough = ctx->passthrough;
     info.fh = r->fh;
     info.keep_cache = r->keep_cache;
+    info.direct_io = r->direct_io;
     int32_t backing_id = 0;
     if (passthrough != nullptr) {
       backing_id =

@@ -13,6 +13,7 @@ NodeAttr DirSnapshot::Child::attr() const {
   a.mtime_sec = mtime_sec;
   a.etag = std::string(etag);
   a.crc64 = crc64;
+  a.appendable = appendable;
   return a;
 }
 
@@ -34,9 +35,9 @@ DirSnapshot::DirSnapshot(const std::vector<DirChild>& children, HiddenCounts hid
     r.offset = arena_.size();
     r.name_size = static_cast<uint16_t>(c.name.size());
     r.etag_size = static_cast<uint32_t>(c.attr.etag.size());
-    r.flags =
-        static_cast<uint8_t>((c.attr.is_dir() ? kDir : 0) | (c.attr.is_symlink() ? kSymlink : 0) |
-                             (c.attr.crc64 ? kHasCrc64 : 0));
+    r.flags = static_cast<uint8_t>(
+        (c.attr.is_dir() ? kDir : 0) | (c.attr.is_symlink() ? kSymlink : 0) |
+        (c.attr.appendable ? kAppendable : 0) | (c.attr.crc64 ? kHasCrc64 : 0));
     arena_.append(c.name);
     arena_.append(c.attr.etag);
     if (c.attr.crc64) {
@@ -55,6 +56,7 @@ DirSnapshot::Child DirSnapshot::child(size_t i) const {
   c.kind = (r.flags & kDir)       ? NodeKind::kDir
            : (r.flags & kSymlink) ? NodeKind::kSymlink
                                   : NodeKind::kFile;
+  c.appendable = (r.flags & kAppendable) != 0;
   c.size = r.size;
   c.mtime_sec = r.mtime_sec;
   const char* etag = arena_.data() + r.offset + r.name_size;

@@ -31,6 +31,7 @@ class DirSnapshot {
     int64_t mtime_sec = 0;
     std::string_view etag;
     std::optional<uint64_t> crc64;
+    bool appendable = false;
 
     bool is_dir() const { return kind == NodeKind::kDir; }
     // The attributes as a NodeAttr that owns its etag.
@@ -71,6 +72,7 @@ class DirSnapshot {
   static constexpr uint8_t kDir = 1;
   static constexpr uint8_t kHasCrc64 = 2;
   static constexpr uint8_t kSymlink = 4;
+  static constexpr uint8_t kAppendable = 8;
 
   std::string_view NameOf(const Record& r) const { return {arena_.data() + r.offset, r.name_size}; }
 

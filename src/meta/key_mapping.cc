@@ -100,6 +100,7 @@ NodeAttr FileAttrFrom(const ObjectInfo& info) {
   a.mtime_sec = info.mtime_sec;
   a.etag = info.etag;
   a.crc64 = info.crc64;
+  a.appendable = info.appendable;
   return a;
 }
 

@@ -70,6 +70,7 @@ struct NodeAttr {
   int64_t mtime_sec = 0;
   std::string etag;  // files only, quoted as the server sent it
   std::optional<uint64_t> crc64;
+  bool appendable = false;  // AppendObject may extend it (OSS)
   bool is_dir() const { return kind == NodeKind::kDir; }
   bool is_symlink() const { return kind == NodeKind::kSymlink; }
 };

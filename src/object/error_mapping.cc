@@ -151,6 +151,18 @@ MappedError MapErrorResponse(long http_status, const http::HeaderList& headers,
          "object " + Quoted(c.key) + " changed on the server (If-Match " + c.if_match +
              " failed): reopen the file",
          false);
+  } else if (code == "PositionNotEqualToLength") {
+    make(ErrorCode::kPreconditionFailed,
+         "append to " + Quoted(c.key) +
+             " refused: the object's length is not where this writer left it (another writer "
+             "appended to it, or it was replaced)",
+         false);
+  } else if (code == "ObjectNotAppendable") {
+    make(ErrorCode::kNotSupported,
+         "object " + Quoted(c.key) +
+             " is not appendable (it was written by PutObject or a "
+             "multipart upload)",
+         false);
   } else if (code == "EntityTooSmall" || code == "InvalidPart" || code == "InvalidPartOrder") {
     // The upload pipeline's bug (a short middle part, a wrong ETag, parts out of order): a
     // retry sends the same list.

@@ -63,7 +63,9 @@ Result<ParsedListPage> ParseListObjectsV2(std::string_view xml) {
       info.mtime_sec = t.value();
     }
     info.storage_class = c.child_value("StorageClass");
-    info.symlink = std::string_view(c.child_value("Type")) == "Symlink";
+    const std::string_view type = c.child_value("Type");
+    info.symlink = type == "Symlink";
+    info.appendable = type == "Appendable";
     out.page.objects.push_back(std::move(info));
   }
   for (pugi::xml_node p : root.children("CommonPrefixes")) {

@@ -179,6 +179,10 @@ class OssS3Client final : public ObjectClient {
     StartPutSymlink(ctx_, key, target, options, std::move(handler));
   }
   bool ListsLinks() const override { return ctx_->dialect.protocol == Protocol::kOss; }
+  bool Appends() const override { return ctx_->dialect.protocol == Protocol::kOss; }
+  void Append(const AppendRequest& request, AppendHandler handler) override {
+    StartAppend(ctx_, request, std::move(handler));
+  }
   void GetSymlink(const std::string& key, TextHandler handler) override {
     StartGetSymlink(ctx_, key, std::move(handler));
   }

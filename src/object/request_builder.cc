@@ -229,6 +229,18 @@ RequestSpec PutSymlinkSpec(const std::string& key, const std::string& target,
   return spec;
 }
 
+RequestSpec AppendSpec(const std::string& key, uint64_t position,
+                       std::shared_ptr<const std::string> body, const Dialect& dialect) {
+  RequestSpec spec;
+  spec.method = "POST";
+  spec.key = key;
+  spec.query.emplace_back("append", "");
+  spec.query.emplace_back("position", std::to_string(position));
+  spec.headers.emplace_back("Content-Type", ContentTypeFor(key));
+  AddBody(spec, std::move(body), dialect);
+  return spec;
+}
+
 RequestSpec GetSymlinkSpec(const std::string& key, const Dialect& dialect) {
   RequestSpec spec;
   spec.method = "GET";

@@ -92,6 +92,10 @@ RequestSpec CopyObjectSpec(const CopySource& source, const std::string& dest_key
 // target as the object's bytes with x-amz-meta-mode S_IFLNK | 0777 (decimal), as s3fs writes.
 RequestSpec PutSymlinkSpec(const std::string& key, const std::string& target,
                            const WriteOptions& options, const Dialect& dialect);
+// OSS AppendObject: POST ?append&position=N with the body; the first append's Content-Type
+// is the object's.
+RequestSpec AppendSpec(const std::string& key, uint64_t position,
+                       std::shared_ptr<const std::string> body, const Dialect& dialect);
 // OSS: GET ?symlink (the target comes back in x-oss-symlink-target). S3: GET of the object.
 RequestSpec GetSymlinkSpec(const std::string& key, const Dialect& dialect);
 RequestSpec DeleteSpec(const std::string& key);

@@ -67,6 +67,7 @@ Result<ObjectInfo> ParseHeadResponse(const std::string& key, const http::HeaderL
   if (const std::string* ct = FindHeader(headers, "content-type")) info.content_type = *ct;
   if (const std::string* type = FindHeader(headers, "x-oss-object-type")) {
     info.symlink = *type == "Symlink";
+    info.appendable = *type == "Appendable";
   }
   return info;
 }

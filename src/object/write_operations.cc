@@ -82,6 +82,89 @@ void StartPut(std::shared_ptr<ClientContext> ctx, const std::string& key,
                });
 }
 
+void StartAppend(std::shared_ptr<ClientContext> ctx, const AppendRequest& request,
+                 AppendHandler handler) {
+  if (request.key.empty() || ctx->dialect.protocol != Protocol::kOss) {
+    return PostFailure(
+        *ctx, std::move(handler),
+        Status(ErrorCode::kInvalidArgument,
+               "AppendObject: an empty key, or a service without appendable objects"));
+  }
+  constexpr uint64_t kAppendableMax = 5ull << 30;  // the service's limit for one object
+  auto body = request.body ? request.body : std::make_shared<const std::string>();
+  const uint64_t end = request.position + body->size();
+  if (end > kAppendableMax) {
+    return PostFailure(*ctx, std::move(handler),
+                       Status(ErrorCode::kTooBig, "appending to '" + request.key +
+                                                      "' would make it " + std::to_string(end) +
+                                                      " bytes: an appendable object holds 5 GiB"));
+  }
+  const uint64_t body_crc = Crc64(0, body->data(), body->size());
+  std::optional<uint64_t> expected_crc;
+  if (request.crc_before) {
+    expected_crc = Crc64Combine(*request.crc_before, body_crc, body->size());
+  }
+  auto result = std::make_shared<AppendResult>();
+  auto lost = std::make_shared<std::optional<Status>>();
+  const std::string key = request.key;
+  Operation op;
+  op.spec = AppendSpec(key, request.position, body, ctx->dialect);
+  op.error_context.operation = "AppendObject";
+  op.error_context.key = key;
+  op.accept = [result, expected_crc, key, end](const http::Response& r) {
+    const std::string next = HeaderOr(r, "x-oss-next-append-position");
+    if (next != std::to_string(end)) {
+      return Status(ErrorCode::kProtocol, "AppendObject '" + key + "': the next position is '" +
+                                              next + "', not " + std::to_string(end));
+    }
+    result->next_position = end;
+    result->etag = HeaderOr(r, "etag");
+    const std::string crc = HeaderOr(r, "x-oss-hash-crc64ecma");
+    if (!crc.empty()) {
+      uint64_t server = 0;
+      try {
+        server = std::stoull(crc);
+      } catch (...) {
+        return Status(ErrorCode::kProtocol, "AppendObject '" + key + "': a malformed CRC-64");
+      }
+      if (expected_crc && server != *expected_crc) {
+        // Not retried: the bytes are in the object now, and an append cannot be undone.
+        return Status(ErrorCode::kIntegrity, "AppendObject '" + key +
+                                                 "': the object's CRC-64 after the append (" + crc +
+                                                 ") is not the one of the bytes written (" +
+                                                 std::to_string(*expected_crc) + ")");
+      }
+      result->crc64 = server;
+    }
+    return Status::Ok();
+  };
+  // A retry refused at its position may answer the lost first attempt, which succeeded.
+  op.error_is_success = [lost](const MappedError& e, int attempt) {
+    if (attempt < 2 || e.status.service().code != "PositionNotEqualToLength") return false;
+    *lost = e.status;
+    return true;
+  };
+  RunOperation(
+      ctx, std::move(op),
+      [ctx, key, end, expected_crc, result, lost, handler = std::move(handler)](Status s) mutable {
+        if (!s.ok()) return handler(std::move(s));
+        if (!lost->has_value()) return handler(std::move(*result));
+        ExpectedObject expected;
+        expected.size = end;
+        expected.crc64 = expected_crc;
+        SettleLostAnswer(
+            ctx, key, std::move(expected), **lost, "AppendObject '" + key + "'",
+            [end, expected_crc, handler = std::move(handler)](Result<PutResult> settled) {
+              if (!settled.ok()) return handler(settled.status());
+              AppendResult r;
+              r.next_position = end;
+              r.crc64 = settled->crc64 ? settled->crc64 : expected_crc;
+              r.etag = settled->etag;
+              handler(std::move(r));
+            });
+      });
+}
+
 void StartPutSymlink(std::shared_ptr<ClientContext> ctx, const std::string& key,
                      const std::string& target, const WriteOptions& options,
                      StatusHandler handler) {

@@ -33,6 +33,9 @@ void StartPutSymlink(std::shared_ptr<ClientContext> ctx, const std::string& key,
                      const std::string& target, const WriteOptions& options, StatusHandler handler);
 void StartGetSymlink(std::shared_ptr<ClientContext> ctx, const std::string& key,
                      TextHandler handler);
+// AppendObject (ObjectClient::Append). OSS only.
+void StartAppend(std::shared_ptr<ClientContext> ctx, const AppendRequest& request,
+                 AppendHandler handler);
 void StartInitiateMultipart(std::shared_ptr<ClientContext> ctx, const std::string& key,
                             InitiateHandler handler);
 void StartUploadPart(std::shared_ptr<ClientContext> ctx, const std::string& key,

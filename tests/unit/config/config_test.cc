@@ -735,3 +735,24 @@ TEST_CASE("The control memory: 256MiB by default, a size of at least 1MiB") {
   Fails(With({"--control-memory", "512KiB"}), "--control-memory: at least 1MiB");
   Fails(With({"--control-memory", "lots"}), "--control-memory");
 }
+
+TEST_CASE("Writing options: staging, its budget and the append interval") {
+  using ossmount::config::testing::With;
+  MountConfig d = Ok(With({"--allow-writes"}));
+  CHECK(d.fs.writes.max_staging_size == 16ull << 30);
+  CHECK_FALSE(d.fs.writes.staging_dir.empty());  // beside the upload journal
+  REQUIRE(d.fs.writes.append_interval.has_value());
+  CHECK(*d.fs.writes.append_interval == 1s);
+  MountConfig c = Ok(With({"--allow-writes", "--staging-dir", "/var/tmp/st", "--max-staging-size",
+                           "2GiB", "--append-interval", "250ms"}));
+  CHECK(c.fs.writes.staging_dir == "/var/tmp/st");
+  CHECK(c.fs.writes.max_staging_size == 2ull << 30);
+  CHECK(*c.fs.writes.append_interval == 250ms);
+  MountConfig none = Ok(With({"--allow-writes", "--staging-dir", "", "--append-interval", "off"}));
+  CHECK(none.fs.writes.staging_dir.empty());
+  CHECK_FALSE(none.fs.writes.append_interval.has_value());
+  Fails(With({"--allow-writes", "--append-interval", "1ms"}), "--append-interval");
+  Fails(With({"--allow-writes", "--max-staging-size", "lots"}), "--max-staging-size");
+  Fails(With({"--staging-dir", "/tmp/x"}), "add --allow-writes");
+  Fails(With({"--append-interval", "2s"}), "add --allow-writes");
+}

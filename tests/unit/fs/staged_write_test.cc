@@ -57,7 +57,7 @@ TEST_CASE("Staged: writes at scattered offsets with holes make exactly those byt
   CHECK(attr->attr.size == 300 * KiB);
   h.Close(ino, c->fh);
   CHECK(*h.fake->Data("f") == expected);
-  CHECK(h.staging->used() == 0);  // the staged copy went with the handle
+  CHECK(Eventually([&] { return h.staging->used() == 0; }));  // gone with the handle
   CHECK(h.WritesSettled());
 }
 
@@ -85,15 +85,17 @@ TEST_CASE("Staged: a streamed file past its first part moves to its local copy")
   const InodeId ino = c->entry.attr.ino;
   std::string expected = Pattern(200 * KiB, 'x');
   REQUIRE(h.WriteAll(ino, c->fh, expected).ok());  // parts went up
-  REQUIRE(h.fake->count(Op::kUploadPart) > 0);
+  REQUIRE(Eventually([&] { return h.fake->count(Op::kUploadPart) > 0; }));
   REQUIRE(h.Write(ino, c->fh, 0, "late").ok());
   expected.replace(0, 4, "late");
-  CHECK(h.fake->count(Op::kAbort) == 1);  // the streamed upload ends: nothing of it is saved
+  // The streamed upload ends (aborted once its initiation is answered): nothing of it saved.
+  CHECK(Eventually([&] { return h.fake->count(Op::kAbort) == 1; }));
   CHECK_FALSE(h.fake->HasObject("big"));
   h.Close(ino, c->fh);
   CHECK(*h.fake->Data("big") == expected);
   CHECK(Eventually([&] { return h.WritesSettled(); }));
-  CHECK(h.staging->used() == 0);
+  CHECK(h.fake->OpenUploadCount() == 0);
+  CHECK(Eventually([&] { return h.staging->used() == 0; }));
 }
 
 TEST_CASE("Staged: a streamed file with no room for a local copy cannot go back, fails whole") {
@@ -229,7 +231,7 @@ TEST_CASE("Staged: the staging budget gives ENOSPC at the write and nothing part
   CHECK(h.Flush(ino, c->fh).code() == ErrorCode::kNoSpace);
   h.fs->Release(ino, c->fh);
   CHECK_FALSE(h.fake->HasObject("f"));
-  CHECK(h.staging->used() == 0);
+  CHECK(Eventually([&] { return h.staging->used() == 0; }));
   // The mount goes on: the next file fits again.
   auto next = h.Create(kRootInode, "g");
   REQUIRE(next.ok());

@@ -29,12 +29,14 @@ void CheckSame(const DirSnapshot::Child& got, const DirChild& want) {
   CHECK(got.mtime_sec == want.attr.mtime_sec);
   CHECK(got.etag == want.attr.etag);
   CHECK(got.crc64 == want.attr.crc64);
+  CHECK(got.appendable == want.attr.appendable);
   const NodeAttr attr = got.attr();
   CHECK(attr.kind == want.attr.kind);
   CHECK(attr.size == want.attr.size);
   CHECK(attr.mtime_sec == want.attr.mtime_sec);
   CHECK(attr.etag == want.attr.etag);
   CHECK(attr.crc64 == want.attr.crc64);
+  CHECK(attr.appendable == want.attr.appendable);
 }
 
 }  // namespace
@@ -47,9 +49,12 @@ TEST_CASE("DirSnapshot: every field of every child reads back as it was listed")
   dir.kind = NodeKind::kDir;
   NodeAttr link = FileAttr(0, 9, "\"link\"");
   link.kind = NodeKind::kSymlink;
+  NodeAttr log = FileAttr(77, 9, "\"log\"", uint64_t{5});
+  log.appendable = true;
   const std::vector<DirChild> children = {
       {"a", FileAttr(0, 0, "")},
       {"ab", link},
+      {"ac", log},
       {"b", FileAttr(std::numeric_limits<uint64_t>::max(), -1,
                      "\"5EB63BBBE01EEED093CB22BB8F5ACDC3\"", uint64_t{0})},
       {"c", dir},

@@ -536,3 +536,79 @@ TEST_CASE("PutSymlink and GetSymlink: OSS sub-resources, S3 as s3fs stores links
     CHECK_FALSE(h.Client().ListsLinks());
   }
 }
+
+TEST_CASE("AppendObject: position and body, the whole object's CRC-64 checked, refusals") {
+  const std::string first = "epoch 1\n", second = "epoch 2\n";
+  const uint64_t crc_first = Crc64(0, first.data(), first.size());
+  const std::string whole = first + second;
+  SECTION("an append at the object's end") {
+    Harness h;
+    h.executor->respond = [&](const SeenRequest&, int) {
+      return FakeReply::Ok("", {{"x-oss-next-append-position", std::to_string(whole.size())},
+                                {"x-oss-hash-crc64ecma", Crc(whole)},
+                                {"ETag", "\"a2\""}});
+    };
+    AppendRequest request{"logs/train.log", first.size(), crc_first,
+                          std::make_shared<const std::string>(second)};
+    auto r = h.Call<Result<AppendResult>>([&](auto cb) { h.Client().Append(request, cb); });
+    REQUIRE(r.ok());
+    CHECK(r->next_position == whole.size());
+    CHECK(r->crc64 == Crc64(0, whole.data(), whole.size()));
+    auto seen = h.executor->seen();
+    REQUIRE(seen.size() == 1);
+    CHECK(seen[0].method == "POST");
+    CHECK(seen[0].url == std::string(kHostW) + "/logs/train.log?append&position=8");
+    CHECK(seen[0].body == second);
+    CHECK(*seen[0].Header("content-type") == "application/octet-stream");
+  }
+  SECTION("a CRC-64 that is not the one of the bytes written fails, not retried") {
+    Harness h;
+    h.executor->respond = [&](const SeenRequest&, int) {
+      return FakeReply::Ok("", {{"x-oss-next-append-position", std::to_string(whole.size())},
+                                {"x-oss-hash-crc64ecma", Crc("something else")}});
+    };
+    AppendRequest request{"k.log", first.size(), crc_first,
+                          std::make_shared<const std::string>(second)};
+    auto r = h.Call<Result<AppendResult>>([&](auto cb) { h.Client().Append(request, cb); });
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == ErrorCode::kIntegrity);
+    CHECK(h.executor->seen().size() == 1);
+  }
+  SECTION("another writer's append: the position is refused") {
+    Harness h;
+    h.executor->respond = [&](const SeenRequest&, int) {
+      return FakeReply::Error(409, "PositionNotEqualToLength",
+                              {{"x-oss-next-append-position", "99"}});
+    };
+    AppendRequest request{"k.log", 8, crc_first, std::make_shared<const std::string>(second)};
+    auto r = h.Call<Result<AppendResult>>([&](auto cb) { h.Client().Append(request, cb); });
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == ErrorCode::kPreconditionFailed);
+  }
+  SECTION("a lost answer: the retry's refusal is settled by a HEAD of the object") {
+    Harness h;
+    h.executor->respond = [&](const SeenRequest& req, int i) {
+      if (req.method == "HEAD") {
+        return FakeReply::Ok("", {{"Content-Length", std::to_string(whole.size())},
+                                  {"x-oss-hash-crc64ecma", Crc(whole)},
+                                  {"ETag", "\"a2\""}});
+      }
+      if (i == 0) return FakeReply::Error(503, "ServiceUnavailable");  // applied, answer lost
+      return FakeReply::Error(409, "PositionNotEqualToLength");
+    };
+    AppendRequest request{"k.log", first.size(), crc_first,
+                          std::make_shared<const std::string>(second)};
+    auto r = h.Call<Result<AppendResult>>([&](auto cb) { h.Client().Append(request, cb); });
+    REQUIRE(r.ok());
+    CHECK(r->next_position == whole.size());
+  }
+  SECTION("past 5 GiB: EFBIG, nothing sent") {
+    Harness h;
+    AppendRequest request{"k.log", (5ull << 30) - 2, std::nullopt,
+                          std::make_shared<const std::string>("abc")};
+    auto r = h.Call<Result<AppendResult>>([&](auto cb) { h.Client().Append(request, cb); });
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == ErrorCode::kTooBig);
+    CHECK(h.executor->seen().empty());
+  }
+}
