@@ -24,12 +24,17 @@ written with random bytes (hashed as they are written) and checked on the server
 - One file failing (--write-fault-prefix NAME --write-error-rate 1) while five others are
   written at the same time: its close fails with EIO, the others are exact. And a failing
   file closed by another thread than the one that opened it (one process): close() fails too.
+- Staged files under the same faults (new files whose header is patched after the body, objects
+  changed in the middle, objects appended to with "ab"): a close that returns 0 left exactly
+  the new bytes, any other left the old object; and staged files whose every upload fails
+  close with EIO and keep the old object, while the others are exact.
 """
 import concurrent.futures
 import errno
 import hashlib
 import json
 import os
+import random
 import re
 import signal
 import tempfile
@@ -535,6 +540,154 @@ class OneFileFailsTest(WriteFaultCase):
                                  (name, "\n".join(saving_failed_lines(mnt.output()))))
             self.assertIn(out["error"].errno, (errno.EIO, errno.ETIMEDOUT), out["error"])
         self.assertEqual(mnt.unmount(), 0)
+        self.assert_no_open_uploads()
+
+
+def staged_case(kind, size, seed):
+    """(old object or None, the function that changes it through a descriptor, the bytes the
+    file must hold after a close that returned 0) for one staged pattern of `size` bytes."""
+    rng = random.Random(seed)
+    body = rng.randbytes(size)
+    patch = rng.randbytes(min(4 * KiB, size))
+    if kind == "new-patched":  # written in order, then its header patched: HDF5, zipfile
+        def change(path):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                for off in range(0, size, MiB):
+                    os.write(fd, body[off:off + MiB])
+                os.pwrite(fd, patch, 0)
+            finally:
+                os.close(fd)
+        return None, change, patch + body[len(patch):]
+    if kind == "middle":  # dd conv=notrunc into an existing object
+        at = size // 2
+
+        def change(path):
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.pwrite(fd, patch, at)
+            finally:
+                os.close(fd)
+        return body, change, body[:at] + patch + body[at + len(patch):]
+    # "appended": open(path, "ab") onto an existing object that is not appendable
+    def change(path):
+        with open(path, "ab") as f:
+            f.write(patch)
+    return body, change, body + patch
+
+
+class StagedFaultRunTest(WriteFaultCase):
+    """The fault run over staged files: new files whose header is patched after the body
+    streamed (the file moves to its local copy), existing objects changed in the middle (their
+    bytes loaded first) and existing objects appended to with "ab", under the same write
+    faults. Every close that returns 0 left exactly the new bytes; every other left the old
+    object (or none); nothing partial; no upload left open; nothing left in staging."""
+    SERVER_ARGS = WRITE_FAULTS
+    SIZES = [1, 100 * KiB, MiB + 1, 3 * MiB + 7, 8 * MiB, 20 * MiB + 3, 48 * MiB]
+    KINDS = ("new-patched", "middle", "appended")
+
+    def run_cases(self, mnt, cases):
+        def one(name):
+            old, change, new = cases[name]
+            try:
+                change(mnt.path(name))
+                return None
+            except OSError as e:
+                return e
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            futures = {n: pool.submit(one, n) for n in cases}
+            done, pending = concurrent.futures.wait(futures.values(), timeout=600)
+            self.assertEqual(len(pending), 0, "writers still busy after 600 s (a hang guard)")
+            return {n: f.result() for n, f in futures.items()}
+
+    def check_truth(self, mnt, cases, errors):
+        problems = []
+        log = mnt.output()
+        for name, (old, _, new) in sorted(cases.items()):
+            on_server = self.on_server(name)
+            have = None
+            if os.path.exists(on_server):
+                with open(on_server, "rb") as f:
+                    have = f.read()
+            if errors[name] is None:
+                if have != new:
+                    problems.append("%s: close returned 0, the object is %s" %
+                                    (name, "absent" if have is None else
+                                     "%d B, not the %d B written" % (len(have), len(new))))
+            else:
+                if have != old:
+                    problems.append("%s: failed (%s), and the object is not the old one (%s)" %
+                                    (name, errors[name], "absent" if have is None
+                                     else "%d B" % len(have)))
+                if "saving '%s' failed" % name not in log:
+                    problems.append("%s: failed, no \"saving '%s' failed\" in the log" %
+                                    (name, name))
+        return problems
+
+    def prepare(self, prefix=""):
+        cases = {}
+        for i, size in enumerate(self.SIZES):
+            for j, kind in enumerate(self.KINDS):
+                name = "%s%s-%d.bin" % (prefix, kind, size)
+                cases[name] = staged_case(kind, size, seed=100 * i + j)
+                if cases[name][0] is not None:
+                    with open(self.on_server(name), "wb") as f:
+                        f.write(cases[name][0])
+        self.server_rescan()
+        return cases
+
+    def test_staged_files_under_write_faults_every_close_tells_the_truth(self):
+        cases = self.prepare()
+        staging = tempfile.mkdtemp(prefix="staging-")
+        mnt = self.mount_with("--upload-part-size", "1MiB", "--retries", "10",
+                              "--staging-dir", staging)
+        errors = self.run_cases(mnt, cases)
+        problems = self.check_truth(mnt, cases, errors)
+        # Retries absorb these faults (FaultRunTest says why): every close returns 0.
+        failed = [n for n, e in errors.items() if e is not None]
+        if failed:
+            problems.append("closes failed: %s" % ["%s: %s" % (n, errors[n]) for n in failed])
+        stats = self.server.stats()
+        faults = {k: stats["faults"].get(k, 0) for k in WRITE_FAULT_COUNTERS}
+        print("\nstaged: %d files, server faults %s; PUT %d, UPLOAD_PART %d, ABORT %d, GET %d" %
+              (len(cases), faults, stats["PUT"], stats["UPLOAD_PART"],
+               stats["ABORT_MULTIPART"], stats["GET"]))
+        if faults["write_error"] == 0:
+            problems.append("the server injected no write errors: %s" % faults)
+        if mnt.unmount() != 0:
+            problems.append("ossmount did not exit 0")
+        if self.open_uploads()["open"]:
+            problems.append("multipart uploads left open: %s" % self.open_uploads())
+        if os.listdir(staging):
+            problems.append("files left in the staging directory: %s" % os.listdir(staging))
+        self.assert_no_problems(problems, mnt)
+
+
+class StagedFileFailsTest(WriteFaultCase):
+    # Every write request for a key that starts with "doomed" gets a 503: those staged files
+    # fail, the others are exact.
+    SERVER_ARGS = ["--write-fault-prefix", "doomed", "--write-error-rate", "1", "--seed", "5"]
+    SIZES = [100 * KiB, 3 * MiB + 7]
+    KINDS = StagedFaultRunTest.KINDS
+    run_cases = StagedFaultRunTest.run_cases
+    check_truth = StagedFaultRunTest.check_truth
+    prepare = StagedFaultRunTest.prepare
+
+    def test_a_staged_file_that_cannot_be_saved_fails_its_close_and_keeps_the_old_object(self):
+        cases = self.prepare("doomed-")
+        cases.update(self.prepare("fine-"))
+        mnt = self.mount_with("--upload-part-size", "1MiB", "--retry-budget", "5s")
+        errors = self.run_cases(mnt, cases)
+        problems = self.check_truth(mnt, cases, errors)
+        for name, error in errors.items():
+            if name.startswith("doomed-") and error is None:
+                problems.append("%s: every upload request failed, yet its close returned 0" % name)
+            if name.startswith("fine-") and error is not None:
+                problems.append("%s: failed (%s)" % (name, error))
+            if error is not None and error.errno not in (errno.EIO, errno.ETIMEDOUT):
+                problems.append("%s: failed with %s, not EIO or ETIMEDOUT" % (name, error))
+        self.assertEqual(mnt.unmount(), 0)
+        self.assert_no_problems(problems, mnt)
         self.assert_no_open_uploads()
 
 
