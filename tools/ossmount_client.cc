@@ -11,7 +11,7 @@
 //                              keys relative to PREFIX: mount BUCKET:/PREFIX with it)
 //   head KEY                   print size, etag, mtime, crc64, content-type, type
 //   get KEY [-o FILE] [--range A-B]
-//   put KEY FILE               PUT (multipart above --part-size)
+//   put KEY FILE [--meta N=V]  PUT (multipart above --part-size), with user metadata
 //   put-tree DIR [PREFIX]      upload every file under DIR, keys = PREFIX + relative path
 //   rm KEY
 // Credentials come from the same sources as the daemon (environment, files; see
@@ -59,14 +59,14 @@ Result<std::shared_ptr<std::string>> ReadFile(const std::string& path) {
 }
 
 Status PutObject(ObjectClient& client, const std::string& key, std::shared_ptr<std::string> data,
-                 uint64_t part_size) {
+                 uint64_t part_size, const WriteOptions& options = {}) {
   if (data->size() <= part_size) {
     auto put = Await<Result<PutResult>>(
-        [&](auto done) { client.Put(key, data, WriteOptions{}, std::move(done)); });
+        [&](auto done) { client.Put(key, data, options, std::move(done)); });
     return put.status();
   }
   auto upload = Await<Result<std::string>>(
-      [&](auto done) { client.InitiateMultipart(key, std::move(done)); });
+      [&](auto done) { client.InitiateMultipartWith(key, options, std::move(done)); });
   if (!upload.ok()) return upload.status();
   std::vector<PartInfo> parts;
   for (uint64_t off = 0, n = 1; off < data->size(); off += part_size, ++n) {
@@ -176,6 +176,8 @@ int main(int argc, char** argv) {
   auto* put = app.add_subcommand("put", "Upload a file as KEY");
   put->add_option("key", key)->required();
   put->add_option("file", file)->required();
+  std::vector<std::string> meta;
+  put->add_option("--meta", meta, "User metadata NAME=VALUE (x-oss-meta-NAME), repeatable");
   auto* put_tree = app.add_subcommand("put-tree", "Upload a directory tree");
   put_tree->add_option("dir", file)->required();
   put_tree->add_option("prefix", prefix);
@@ -240,6 +242,9 @@ int main(int argc, char** argv) {
                         : info->appendable ? "Appendable"
                                            : "Normal")
                     << "\n";
+          for (const auto& [name, value] : info->user_meta) {
+            std::cout << "meta-" << name << "\t" << value << "\n";
+          }
         }
       } else if (*get) {
         GetRequest req;
@@ -262,7 +267,16 @@ int main(int argc, char** argv) {
         }
       } else if (*put) {
         auto data = ReadFile(file);
-        Status s = data.ok() ? PutObject(client, key, *data, part_size) : data.status();
+        WriteOptions options;
+        if (!meta.empty()) {
+          options.user_meta.emplace();
+          for (const std::string& m : meta) {
+            const size_t eq = m.find('=');
+            options.user_meta->emplace_back(m.substr(0, eq),
+                                            eq == std::string::npos ? "" : m.substr(eq + 1));
+          }
+        }
+        Status s = data.ok() ? PutObject(client, key, *data, part_size, options) : data.status();
         if (!s.ok()) rc = Fail(s);
       } else if (*put_tree) {
         namespace fsys = std::filesystem;

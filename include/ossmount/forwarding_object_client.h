@@ -35,6 +35,10 @@ class ForwardingObjectClient : public ObjectClient {
   void InitiateMultipart(const std::string& key, InitiateHandler handler) override {
     inner_->InitiateMultipart(key, std::move(handler));
   }
+  void InitiateMultipartWith(const std::string& key, const WriteOptions& options,
+                             InitiateHandler handler) override {
+    inner_->InitiateMultipartWith(key, options, std::move(handler));
+  }
   void UploadPart(const std::string& key, const std::string& upload_id, int part_number,
                   std::shared_ptr<const std::string> body, PartHandler handler) override {
     inner_->UploadPart(key, upload_id, part_number, std::move(body), std::move(handler));

@@ -33,6 +33,9 @@
 namespace ossmount {
 
 // Metadata of one object, as a listing or a HEAD reports it.
+// User metadata (x-oss-meta-* / x-amz-meta-*): names in lowercase, without the prefix.
+using UserMetadata = std::vector<std::pair<std::string, std::string>>;
+
 struct ObjectInfo {
   std::string key;  // raw, decoded
   uint64_t size = 0;
@@ -46,6 +49,9 @@ struct ObjectInfo {
   bool symlink = false;
   // An appendable object (OSS's Type "Appendable"): AppendObject may extend it.
   bool appendable = false;
+  // HEAD only (listings carry none): the user metadata, and that it was read (maybe empty).
+  UserMetadata user_meta;
+  bool has_user_meta = false;
 };
 
 struct ListRequest {
@@ -111,6 +117,11 @@ struct WriteOptions {
   // Fail with kAlreadyExists instead of replacing an existing object
   // (x-oss-forbid-overwrite: true on OSS, If-None-Match: * on S3).
   bool forbid_overwrite = false;
+  // When set, the object's user metadata: PutObject and InitiateMultipartUpload send it, and
+  // CopyObject replaces the source's with it (the REPLACE directive, which also sets the
+  // Content-Type: content_type, or the name's). nullopt: none (CopyObject: the source's).
+  std::optional<UserMetadata> user_meta;
+  std::string content_type;
 };
 
 // A multipart upload the server still holds open (ListMultipartUploads).
@@ -197,6 +208,13 @@ class ObjectClient {
   // Multipart upload. Parts are 1..10000; every part but the last must be at least 100 KiB
   // (OSS) or 5 MiB (S3) for Complete to accept them.
   virtual void InitiateMultipart(const std::string& key, InitiateHandler handler) = 0;
+  // The same, for an object with options.user_meta (the rest of `options` is Complete's).
+  // Clients that store no metadata initiate without it.
+  virtual void InitiateMultipartWith(const std::string& key, const WriteOptions& options,
+                                     InitiateHandler handler) {
+    (void)options;
+    InitiateMultipart(key, std::move(handler));
+  }
   // The result's size and crc64 describe `body` (checked like Put's).
   virtual void UploadPart(const std::string& key, const std::string& upload_id, int part_number,
                           std::shared_ptr<const std::string> body, PartHandler handler) = 0;

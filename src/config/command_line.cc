@@ -118,7 +118,8 @@ std::string UsageText() {
       "  ALIBABA_CLOUD_ACCESS_KEY_ID/..., AWS_ACCESS_KEY_ID/... (S3 mode), --credentials-file,\n"
       "  --passwd-file, or --ram-role. Secrets are never accepted on the command line.\n"
       "The mount is read-only unless --allow-writes is given. chmod, chown, utime and touch -d\n"
-      "  succeed without effect: every file shows --file-mode and --uid/--gid.");
+      "  succeed without effect (every file shows --file-mode and --uid/--gid) unless\n"
+      "  --posix-metadata stores them with each object.");
   return app.help();
 }
 

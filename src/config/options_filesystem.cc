@@ -65,6 +65,10 @@ class FilesystemGroup final : public OptionGroup {
     d.Value("--gid", gid_, "Group of every file (default: the daemon's group)");
     d.Value("--file-mode", file_mode_, "Permission bits of files, octal (default 0444)");
     d.Value("--dir-mode", dir_mode_, "Permission bits of directories, octal (default 0555)");
+    d.Flag("--posix-metadata", posix_metadata_,
+           "Read each file's mode, owner and time from its user metadata (one HEAD per file, as "
+           "ossfs and s3fs store them) and, with --allow-writes, store chmod, chown and utime "
+           "there (default off: those calls succeed without effect, and listings cost no HEAD)");
     d.Value("--manifest", manifest_,
             "File listing the objects to show (KEY<TAB>SIZE[<TAB>ETAG[<TAB>LABEL]] or "
             "'KEY [LABEL]' per line, keys relative to the mounted prefix): the bucket "
@@ -118,6 +122,7 @@ class FilesystemGroup final : public OptionGroup {
       fso.dir_mode = *v;
     }
 
+    fso.posix_metadata = posix_metadata_;
     if (ctx.given("--manifest")) {
       if (manifest_.empty()) return InvalidOption("--manifest: give the path of a manifest file");
       c.manifest = manifest_;
@@ -133,6 +138,7 @@ class FilesystemGroup final : public OptionGroup {
   std::string list_ahead_ = "64", max_list_pages_ = "100000", max_metadata_memory_ = "512MiB";
   std::string uid_, gid_, file_mode_, dir_mode_;
   std::string manifest_;
+  bool posix_metadata_ = false;
 };
 
 }  // namespace

@@ -127,7 +127,8 @@ struct SetAttrRequest {
   std::optional<uint32_t> mode;
   std::optional<uint32_t> uid;
   std::optional<uint32_t> gid;
-  bool times = false;  // atime or mtime
+  bool times = false;                // atime or mtime
+  std::optional<int64_t> mtime_sec;  // the new mtime, when it is set
 };
 
 class Filesystem {

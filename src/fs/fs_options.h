@@ -75,6 +75,9 @@ struct FsOptions {
   uint32_t uid = 0;
   uint32_t gid = 0;
   uint32_t file_mode = 0444;  // permission bits only
+  // --posix-metadata: modes, owners and times are read from each file's user metadata (one
+  // HEAD per file) and chmod, chown and utime store them there, as ossfs and s3fs do.
+  bool posix_metadata = false;
   uint32_t dir_mode = 0555;
   // All data buffers together (whole objects, readahead parts): --max-memory / prefetchMB.
   uint64_t max_memory = 1ull << 30;

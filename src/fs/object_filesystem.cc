@@ -101,6 +101,14 @@ Attributes ObjectFilesystem::MakeAttributes(InodeId ino, const meta::NodeAttr& a
     a.size = attr.size;
     a.mtime_sec = attr.mtime_sec;
   }
+  if (attr.posix && !attr.is_dir()) {
+    // --posix-metadata: what chmod, chown and utime stored (here, by ossfs or by s3fs).
+    const meta::PosixAttrs& p = *attr.posix;
+    if (p.mode && !attr.is_symlink()) a.mode = S_IFREG | (*p.mode & 07777);
+    if (p.uid) a.uid = *p.uid;
+    if (p.gid) a.gid = *p.gid;
+    if (p.mtime_sec) a.mtime_sec = *p.mtime_sec;
+  }
   return a;
 }
 
@@ -115,6 +123,34 @@ Entry ObjectFilesystem::MakeEntry(InodeId ino, const meta::NodeAttr& attr) const
 
 // ---------------------------------------------------------------------------------------
 // Metadata
+
+void ObjectFilesystem::ResolveWithPosix(const std::string& path,
+                                        ListingService::ResolveCallback done, bool from_server) {
+  if (!options_.posix_metadata) {
+    if (from_server) return listings_->ResolveFromServer(path, std::move(done));
+    return listings_->Resolve(path, std::move(done));
+  }
+  auto then = [self = shared_from_this(), path,
+               done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) mutable {
+    if (!r.ok() || !r->has_value() || (*r)->is_dir() || (*r)->posix) return done(std::move(r));
+    // Listings carry no user metadata: one HEAD tells the mode, owner and time.
+    const meta::MetadataCache::Asked asked = self->listings_->cache().Asking();
+    self->data_.client()->Head(
+        meta::FileKey(self->options_.prefix, path),
+        [self, path, asked, done = std::move(done)](Result<ObjectInfo> info) {
+          if (!info.ok() && info.status().code() == ErrorCode::kNotFound) {
+            self->listings_->cache().PutAbsent(path, asked);
+            return done(std::optional<meta::NodeAttr>());
+          }
+          if (!info.ok()) return done(info.status());
+          meta::NodeAttr attr = meta::FileAttrFrom(*info);
+          self->listings_->cache().PutPresent(path, attr, asked);
+          done(std::optional<meta::NodeAttr>(std::move(attr)));
+        });
+  };
+  if (from_server) return listings_->ResolveFromServer(path, std::move(then));
+  listings_->Resolve(path, std::move(then));
+}
 
 void ObjectFilesystem::Lookup(InodeId parent, std::string name, Callback<Entry> done) {
   Status valid = meta::CheckLookupName(name);
@@ -135,8 +171,8 @@ void ObjectFilesystem::Lookup(InodeId parent, std::string name, Callback<Entry> 
     e.attr_timeout = 0;
     return done(e);
   }
-  listings_->Resolve(path, [self = shared_from_this(), path,
-                            done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) {
+  ResolveWithPosix(path, [self = shared_from_this(), path,
+                          done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) {
     if (!r.ok()) return done(r.status());
     if (!r->has_value()) return done(Status(ErrorCode::kNotFound, "no such file: " + path));
     const meta::NodeAttr& attr = **r;
@@ -177,9 +213,9 @@ void ObjectFilesystem::GetAttr(InodeId ino, Callback<AttrReply> done) {
     a.ino = ino;
     return done(AttrReply{a, 0});
   }
-  listings_->Resolve(node->path, [self = shared_from_this(), ino, is_dir = node->is_dir,
-                                  path = node->path,
-                                  done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) {
+  ResolveWithPosix(node->path, [self = shared_from_this(), ino, is_dir = node->is_dir,
+                                path = node->path,
+                                done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) {
     if (!r.ok()) return done(r.status());
     if (!r->has_value() || (*r)->is_dir() != is_dir) {
       // Files open here keep the version they opened (an fstat of one answers with it).
@@ -317,7 +353,8 @@ void ObjectFilesystem::ServeDir(const std::shared_ptr<DirHandle>& handle,
     const meta::DirSnapshot::Child child = snap->child(i);
     const meta::NodeAttr attr = child.attr();
     const std::string path = meta::JoinPath(handle->path(), child.name);
-    if (inodes_full) {
+    // With --posix-metadata a file's mode comes from a HEAD, which its lookup makes.
+    if (inodes_full || (options_.posix_metadata && !attr.is_dir() && !attr.posix)) {
       entries.push_back(
           DirEntry{std::string(child.name), NameOnlyEntry(path, attr), static_cast<off_t>(i + 1)});
       continue;

@@ -201,6 +201,13 @@ class ObjectFilesystem : public Filesystem,
   // version pinned; past its end, nothing.
   void ReadGrowing(const std::shared_ptr<ReadHandle>& handle, uint64_t offset, size_t size,
                    Callback<ReadReply> done);
+  // Resolve, and with --posix-metadata a HEAD of a file whose metadata is not known yet.
+  // `from_server`: ResolveFromServer instead of Resolve.
+  void ResolveWithPosix(const std::string& path, ListingService::ResolveCallback done,
+                        bool from_server = false);
+  // One attempt of SetAttr: a retryable kBusy while the file's writer is being released.
+  void SetAttrOnce(InodeId ino, uint64_t fh, const SetAttrRequest& request,
+                   Callback<AttrReply> done);
   // GetAttr of an appendable object: its size now, from the server (attribute timeout 0).
   void GrowingAttr(InodeId ino, const std::string& path, Callback<AttrReply> done);
   void UnlinkOpenFile(const std::shared_ptr<WriteHandle>& owner, StatusCallback done);

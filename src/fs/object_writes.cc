@@ -80,6 +80,13 @@ Attributes ObjectFilesystem::WritingAttributes(const WriteHandle& handle) const 
   a.nlink = 1;
   a.size = WriteService::Size(handle);
   a.mtime_sec = SecondsNow();
+  std::lock_guard lock(handle.mu);
+  if (handle.posix) {  // set on the open file (--posix-metadata)
+    if (handle.posix->mode) a.mode = S_IFREG | (*handle.posix->mode & 07777);
+    if (handle.posix->uid) a.uid = *handle.posix->uid;
+    if (handle.posix->gid) a.gid = *handle.posix->gid;
+    if (handle.posix->mtime_sec) a.mtime_sec = *handle.posix->mtime_sec;
+  }
   return a;
 }
 
@@ -119,6 +126,7 @@ WriteService::Kind ObjectFilesystem::ChangeInPlace(const std::string& path,
                                                    const meta::NodeAttr& attr, bool append) const {
   WriteService::Kind kind;
   kind.replaces = false;
+  kind.keep_posix = attr.posix;
   if (append && attr.appendable && writes_->appends() && options_.writes.allow_overwrite) {
     // A log opened again with "a": appended to where it ends, no copy.
     kind.append = true;
@@ -213,12 +221,13 @@ void ObjectFilesystem::CreateOnce(const std::string& path, int flags, const Call
     kind.must_be_new = !truncate || exclusive;
     // A new log (open(path, "a")): an appendable object. A replacement streams as any file.
     kind.append = append && !exists;
+    if (exists) kind.keep_posix = (*r)->posix;
     self->StartWriter(path, caller, kind, std::move(done));
   };
   // O_TRUNC replaces whatever is there (the cache only has to tell a directory); anything else
   // must not replace an object, so the server is asked whether there is one.
-  if (truncate && !exclusive) return listings_->Resolve(path, std::move(decide));
-  listings_->ResolveFromServer(path, std::move(decide));
+  if (truncate && !exclusive) return ResolveWithPosix(path, std::move(decide));
+  ResolveWithPosix(path, std::move(decide), /*from_server=*/true);
 }
 
 void ObjectFilesystem::StartWriter(const std::string& path, const Caller& caller,
@@ -295,6 +304,7 @@ void ObjectFilesystem::OpenForWriting(InodeId ino, const meta::InodeTable::Node&
     WriteService::Kind kind;
     if (truncate) {
       kind.replaces = true;
+      kind.keep_posix = (*r)->posix;
     } else {
       kind = self->ChangeInPlace(path, **r, append);
     }
@@ -316,8 +326,8 @@ void ObjectFilesystem::OpenForWriting(InodeId ino, const meta::InodeTable::Node&
   };
   // O_TRUNC replaces the object whatever it is; without it the server tells what there is to
   // change (an object another client wrote since this mount listed it).
-  if (truncate) return listings_->Resolve(path, std::move(decide));
-  listings_->ResolveFromServer(path, std::move(decide));
+  if (truncate) return ResolveWithPosix(path, std::move(decide));
+  ResolveWithPosix(path, std::move(decide), /*from_server=*/true);
 }
 
 void ObjectFilesystem::Write(InodeId /*ino*/, uint64_t fh, off_t offset, const char* data,
@@ -350,12 +360,35 @@ void ObjectFilesystem::SetAttr(InodeId ino, uint64_t fh, const SetAttrRequest& r
                                Callback<AttrReply> done) {
   Status writable = CheckWrites();
   if (!writable.ok()) return done(writable);
+  // A chmod that meets the writer's handle in its release waits for it, then changes the
+  // closed object.
+  RetryWhileBusy<Result<AttrReply>>(
+      io_, std::chrono::steady_clock::now() + kBusyGrace,
+      [self = shared_from_this(), ino, fh, request](Callback<AttrReply> attempt) {
+        self->SetAttrOnce(ino, fh, request, std::move(attempt));
+      },
+      std::move(done));
+}
+
+void ObjectFilesystem::SetAttrOnce(InodeId ino, uint64_t fh, const SetAttrRequest& request,
+                                   Callback<AttrReply> done) {
   auto node = inodes_.Get(ino);
   if (!node)
     return done(Status(ErrorCode::kNotFound, "inode " + std::to_string(ino) + " is not known"));
   std::shared_ptr<WriteHandle> handle = WriteService::Numbers(fh) ? writes_->Find(fh) : nullptr;
   if (!handle && !node->detached) handle = writes_->OwnerOf(node->path);
   if (handle && !handle->may_write) handle = nullptr;  // opened as it is: the object's attrs
+  meta::PosixAttrs change;
+  if (request.mode) change.mode = S_IFREG | (*request.mode & 07777);
+  change.uid = request.uid;
+  change.gid = request.gid;
+  change.mtime_sec = request.mtime_sec;
+  const bool posix = options_.posix_metadata && !node->is_dir && change != meta::PosixAttrs{};
+  if (posix && handle && handle->releasing.load(std::memory_order_acquire)) {
+    // Its last completion is under way: this waits for it, then changes the closed object.
+    return done(Status(ErrorCode::kBusy, "setattr of '" + handle->path() + "' while it is released",
+                       /*retryable=*/true));
+  }
   auto reply = [self = shared_from_this(), ino, handle, done = std::move(done)](Status s) mutable {
     if (!s.ok()) return done(s);
     if (!handle) return self->GetAttr(ino, std::move(done));
@@ -363,9 +396,18 @@ void ObjectFilesystem::SetAttr(InodeId ino, uint64_t fh, const SetAttrRequest& r
     a.ino = ino;
     done(AttrReply{a, 0});
   };
-  // Mode, owner and times are not stored (every file shows the mount's --file-mode and
-  // owner); accepting them lets cp -p, rsync -a and tar finish their copies.
-  if (!request.size) return reply(Status::Ok());
+  if (posix && handle) {
+    // Stored with the object once it is complete (FinishWrite).
+    std::lock_guard lock(handle->mu);
+    handle->posix = meta::MergePosix(handle->posix.value_or(meta::PosixAttrs{}), change);
+    handle->posix_unsaved = true;
+  }
+  if (!request.size) {
+    if (posix && !handle) return writes_->StorePosix(node->path, change, std::move(reply));
+    // Without --posix-metadata, mode, owner and times are not stored (every file shows the
+    // mount's --file-mode and owner); accepting them lets cp -p, rsync -a and tar finish.
+    return reply(Status::Ok());
+  }
   if (handle) return writes_->Truncate(handle, *request.size, std::move(reply));
   TruncateClosed(ino, node->path, *request.size, std::move(reply));
 }

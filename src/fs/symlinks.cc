@@ -21,12 +21,13 @@ void ObjectFilesystem::MakeSymlink(InodeId parent, std::string name, std::string
                        "symlink '" + *path + "': a target of " + std::to_string(target.size()) +
                            " bytes (1 to 1,023 are stored)"));
   }
-  if (!data_.client()->ListsLinks()) {
-    // A link stored as s3fs does would show as a file at the next listing.
+  if (!data_.client()->ListsLinks() && !options_.posix_metadata) {
+    // A link stored as s3fs does would show as a file at the next listing: only a HEAD of
+    // each file (--posix-metadata) tells.
     return done(Status(ErrorCode::kNotPermitted,
                        "symlink '" + *path +
-                           "': S3 listings cannot tell a link from a file, so links are made "
-                           "only on OSS"));
+                           "': S3 listings cannot tell a link from a file, so links on S3 need "
+                           "--posix-metadata"));
   }
   if (writes_->OwnerOf(*path)) {
     return done(Status(ErrorCode::kAlreadyExists, "'" + *path + "' exists (being written)"));

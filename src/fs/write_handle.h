@@ -22,6 +22,7 @@
 
 #include "fs/file_writer.h"
 #include "fs/filesystem.h"
+#include "meta/posix_attrs.h"
 
 namespace ossmount::fs {
 
@@ -82,6 +83,10 @@ struct WriteHandle {
   std::vector<std::function<void(Status)>> waiting_for_load;
   // The name was removed while the file was open (unlink): nothing is saved any more.
   bool discarded = false;
+  // --posix-metadata: what chmod, chown and utime set on the open file, stored with the
+  // object (a copy onto itself) after each completion.
+  std::optional<meta::PosixAttrs> posix;
+  bool posix_unsaved = false;  // set since the last time it was stored
 
   // The last completion whose outcome was recorded (metadata, audit, log), so that a flush
   // and a release answered by the same completion record it once; a failure is recorded

@@ -2,6 +2,7 @@
 
 #include <linux/falloc.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -9,6 +10,7 @@
 #include "common/thread_group.h"
 #include "fs/audit.h"
 #include "meta/key_mapping.h"
+#include "upload/object_copy.h"
 
 namespace ossmount::fs {
 namespace {
@@ -90,6 +92,17 @@ Result<std::shared_ptr<WriteHandle>> WriteService::NewHandle(InodeId ino, const 
   // another client took meanwhile fails the close with EEXIST instead of being replaced.
   // So must every name without --allow-overwrite.
   wo.forbid_overwrite = kind.must_be_new || !options_.writes.allow_overwrite;
+  if (options_.posix_metadata) {
+    // A new version carries the mode and owner of the one it replaces, or those ossfs and
+    // s3fs give a new file, and the time it is written.
+    meta::PosixAttrs attrs;
+    attrs.mode = S_IFREG | (options_.file_mode & 07777);
+    attrs.uid = caller.uid;
+    attrs.gid = caller.gid;
+    if (kind.keep_posix) attrs = meta::MergePosix(attrs, *kind.keep_posix);
+    attrs.mtime_sec = NowSeconds();
+    wo.user_meta = meta::WithPosix({}, attrs);
+  }
   const WriterContext context = Context();
   std::shared_ptr<upload::StagingArea> staging;
   {
@@ -559,7 +572,15 @@ void WriteService::FinishWrite(const std::shared_ptr<WriteHandle>& handle, Statu
   // Opened for writing and refused every write, or removed while open: nothing to save.
   if (!writer || discarded) return done(Status::Ok());
   if (!handle->replaces && !writer->changed() && writer->error().ok()) {
-    // An existing object opened without O_TRUNC and not changed (yet): it stays as it was.
+    // An existing object opened without O_TRUNC and not changed (yet): it stays as it was,
+    // but for what chmod, chown or utime set on the descriptor (touch).
+    std::optional<meta::PosixAttrs> posix;
+    {
+      std::lock_guard lock(handle->mu);
+      if (handle->posix_unsaved) posix = handle->posix;
+      handle->posix_unsaved = false;
+    }
+    if (posix) return StorePosix(handle->path(), *posix, std::move(done));
     return done(Status::Ok());
   }
   writer->Finish([self = shared_from_this(), handle, completions_before = completions_before,
@@ -576,7 +597,49 @@ void WriteService::FinishWrite(const std::shared_ptr<WriteHandle>& handle, Statu
       first = !handle->failed_recorded.exchange(true);
     }
     if (first) self->RecordOutcome(handle, r);
+    std::optional<meta::PosixAttrs> posix;
+    if (r.ok()) {
+      // A new version carries the mode the file was given only if it was set before its
+      // upload began: stored again after each completion, and after one set it since.
+      std::lock_guard lock(handle->mu);
+      if (first || handle->posix_unsaved) posix = handle->posix;
+      handle->posix_unsaved = false;
+    }
+    // chmod, chown or utime on the open file: stored with the version just completed.
+    if (posix) return self->StorePosix(handle->path(), *posix, std::move(done));
     done(r.status());
+  });
+}
+
+void WriteService::StorePosix(const std::string& path, const meta::PosixAttrs& change,
+                              StatusCallback done) {
+  // The object's metadata now (its other names kept), then a copy onto itself that replaces
+  // it, pinned to the version read: a file changed meanwhile is not overwritten by an old one.
+  const std::string key = meta::FileKey(options_.prefix, path);
+  client_->Head(key, [self = shared_from_this(), path, key, change,
+                      done = std::move(done)](Result<ObjectInfo> info) mutable {
+    if (!info.ok()) return done(info.status());
+    if (!self->options_.writes.allow_overwrite) {
+      return done(Status(ErrorCode::kAccessDenied,
+                         "changing the metadata of '" + path + "': the mount does not overwrite"));
+    }
+    meta::PosixAttrs now = meta::MergePosix(meta::PosixFromMetadata(info->user_meta), change);
+    if (info->symlink) return done(Status::Ok());  // a link's own mode means nothing
+    WriteOptions options;
+    options.user_meta = meta::WithPosix(info->user_meta, now);
+    options.content_type = info->content_type;
+    upload::CopySource source{key, info->etag, info->size};
+    upload::CopyObjectOnServer(
+        self->client_, self->gate_, self->options_.writes.upload, source, key, options,
+        [self, path, info = *info, now, done = std::move(done)](Result<PutResult> r) {
+          if (!r.ok()) return done(r.status());
+          meta::NodeAttr attr = meta::FileAttrFrom(info);
+          attr.etag = r->etag;
+          if (r->crc64) attr.crc64 = r->crc64;
+          attr.posix = now;
+          self->listings_->cache().RecordChange(path, attr);
+          done(Status::Ok());
+        });
   });
 }
 

@@ -63,6 +63,9 @@ class WriteService : public std::enable_shared_from_this<WriteService> {
     // appended to as it is written, where the service and --append-interval allow.
     bool append = false;
     std::optional<AppendStart> append_start;
+    // --posix-metadata: the mode and owner of the object the file replaces or changes, which
+    // the new version keeps.
+    std::optional<meta::PosixAttrs> keep_posix;
   };
   // A handle for `path` (inode `ino`), its writer made; not registered yet. Null writer for a
   // handle that may not write, or for an existing object when no staging area is set (its
@@ -92,6 +95,10 @@ class WriteService : public std::enable_shared_from_this<WriteService> {
 
   // Bytes the handle's file holds (or reserved), 0 for one that may not write.
   static uint64_t Size(const WriteHandle& handle);
+
+  // --posix-metadata: stores `change` (merged with what the object has) in the closed file's
+  // user metadata, by a copy of the object onto itself pinned to the version read.
+  void StorePosix(const std::string& path, const meta::PosixAttrs& change, StatusCallback done);
 
   void Write(uint64_t fh, uint64_t offset, const char* data, size_t size, Callback<size_t> done);
   // Reads through handle `fh` (a writer's, or a reader's from OpenReader): the staged bytes

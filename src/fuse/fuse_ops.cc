@@ -428,6 +428,11 @@ void OpSetAttr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fu
   if (to_set & FUSE_SET_ATTR_GID) request.gid = attr->st_gid;
   request.times = (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
                              FUSE_SET_ATTR_MTIME_NOW)) != 0;
+  if (to_set & FUSE_SET_ATTR_MTIME_NOW) {
+    request.mtime_sec = static_cast<int64_t>(time(nullptr));
+  } else if (to_set & FUSE_SET_ATTR_MTIME) {
+    request.mtime_sec = static_cast<int64_t>(attr->st_mtime);
+  }
   Ctx(req)->fs->SetAttr(ino, fi ? fi->fh : 0, request, [reply, ino](Result<fs::AttrReply> r) {
     if (!r.ok()) {
       LogFailure("setattr", ino, r.status());

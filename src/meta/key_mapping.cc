@@ -1,5 +1,7 @@
 #include "meta/key_mapping.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 
 #include "common/strings.h"
@@ -101,6 +103,11 @@ NodeAttr FileAttrFrom(const ObjectInfo& info) {
   a.etag = info.etag;
   a.crc64 = info.crc64;
   a.appendable = info.appendable;
+  if (info.has_user_meta) {
+    a.posix = PosixFromMetadata(info.user_meta);
+    // A link s3fs made (S3 has no link objects): its mode says so.
+    if (a.posix->mode && S_ISLNK(*a.posix->mode)) a.kind = NodeKind::kSymlink;
+  }
   return a;
 }
 

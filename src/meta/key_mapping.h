@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "meta/posix_attrs.h"
 #include "ossmount/object_client.h"
 #include "ossmount/status.h"
 
@@ -71,6 +72,9 @@ struct NodeAttr {
   std::string etag;  // files only, quoted as the server sent it
   std::optional<uint64_t> crc64;
   bool appendable = false;  // AppendObject may extend it (OSS)
+  // With --posix-metadata, what the object's user metadata says (read by a HEAD; nullopt
+  // until one was made, as listings carry none).
+  std::optional<PosixAttrs> posix;
   bool is_dir() const { return kind == NodeKind::kDir; }
   bool is_symlink() const { return kind == NodeKind::kSymlink; }
 };

@@ -6,7 +6,7 @@
 namespace ossmount::object {
 namespace {
 
-std::string Lower(std::string_view s) {
+std::string LowerAscii(std::string_view s) {
   std::string out(s);
   for (char& c : out) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
@@ -35,7 +35,7 @@ std::unordered_map<std::string, std::string> ParseMimeTypes(std::string_view tex
     std::istringstream words(line);
     std::string type, ext;
     if (!(words >> type) || type.find('/') == std::string::npos) continue;
-    while (words >> ext) table.emplace(Lower(ext), type);
+    while (words >> ext) table.emplace(LowerAscii(ext), type);
   }
   return table;
 }
@@ -48,7 +48,7 @@ std::string ContentTypeFor(std::string_view key) {
   if (dot == std::string_view::npos || dot == 0 || dot + 1 == name.size()) {
     return kDefaultContentType;
   }
-  const std::string ext = Lower(name.substr(dot + 1));
+  const std::string ext = LowerAscii(name.substr(dot + 1));
   // PyTorch's .pt is "application/vnd.snesdev-page-table" in the table; a checkpoint is bytes.
   if (ext == "pt") return kDefaultContentType;
   const auto& table = SystemTable();

@@ -79,7 +79,7 @@ void NextUploadsPage(std::shared_ptr<UploadsListing> listing) {
 }  // namespace
 
 void StartInitiateMultipart(std::shared_ptr<ClientContext> ctx, const std::string& key,
-                            InitiateHandler handler) {
+                            const WriteOptions& options, InitiateHandler handler) {
   if (key.empty()) {
     return PostFailure(*ctx, std::move(handler),
                        Status(ErrorCode::kInvalidArgument, "multipart: empty key"));
@@ -87,7 +87,7 @@ void StartInitiateMultipart(std::shared_ptr<ClientContext> ctx, const std::strin
   auto body = std::make_shared<std::vector<char>>();
   auto upload_id = std::make_shared<std::string>();
   Operation op;
-  op.spec = InitiateMultipartSpec(key);
+  op.spec = InitiateMultipartSpec(key, options, ctx->dialect);
   op.error_context.operation = "InitiateMultipartUpload";
   op.error_context.key = key;
   op.prepare_target = XmlReplyTarget(body);

@@ -138,7 +138,11 @@ class OssS3Client final : public ObjectClient {
   }
 
   void InitiateMultipart(const std::string& key, InitiateHandler handler) override {
-    StartInitiateMultipart(ctx_, key, std::move(handler));
+    StartInitiateMultipart(ctx_, key, WriteOptions{}, std::move(handler));
+  }
+  void InitiateMultipartWith(const std::string& key, const WriteOptions& options,
+                             InitiateHandler handler) override {
+    StartInitiateMultipart(ctx_, key, options, std::move(handler));
   }
 
   void UploadPart(const std::string& key, const std::string& upload_id, int part_number,

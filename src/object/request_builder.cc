@@ -92,6 +92,16 @@ void AddForbidOverwrite(RequestSpec& spec, const WriteOptions& options, const Di
   if (dialect.protocol == Protocol::kS3) spec.signed_headers.push_back("if-none-match");
 }
 
+// The user metadata of `options` as x-oss-meta-* / x-amz-meta-* headers (signed).
+void AddUserMeta(RequestSpec& spec, const WriteOptions& options, const Dialect& dialect) {
+  if (!options.user_meta) return;
+  const std::string prefix = dialect.protocol == Protocol::kS3 ? "x-amz-meta-" : "x-oss-meta-";
+  for (const auto& [name, value] : *options.user_meta) {
+    spec.headers.emplace_back(prefix + name, value);
+    if (dialect.protocol == Protocol::kS3) spec.signed_headers.push_back(prefix + name);
+  }
+}
+
 void AddBody(RequestSpec& spec, std::shared_ptr<const std::string> body, const Dialect& dialect) {
   spec.body = body ? std::move(body) : std::make_shared<const std::string>();
   if (dialect.send_content_md5) spec.headers.emplace_back("Content-MD5", ContentMd5(*spec.body));
@@ -114,16 +124,19 @@ RequestSpec PutSpec(const std::string& key, std::shared_ptr<const std::string> b
   spec.headers.emplace_back("Content-Type", ContentTypeFor(key));
   AddBody(spec, std::move(body), dialect);
   AddForbidOverwrite(spec, options, dialect);
+  AddUserMeta(spec, options, dialect);
   return spec;
 }
 
-RequestSpec InitiateMultipartSpec(const std::string& key) {
+RequestSpec InitiateMultipartSpec(const std::string& key, const WriteOptions& options,
+                                  const Dialect& dialect) {
   RequestSpec spec;
   spec.method = "POST";
   spec.key = key;
   spec.query.emplace_back("uploads", "");
-  // The object's Content-Type is the one its upload was initiated with.
+  // The object's Content-Type and metadata are the ones its upload was initiated with.
   spec.headers.emplace_back("Content-Type", ContentTypeFor(key));
+  AddUserMeta(spec, options, dialect);
   spec.body = std::make_shared<const std::string>();
   return spec;
 }
@@ -206,6 +219,18 @@ RequestSpec CopyObjectSpec(const CopySource& source, const std::string& dest_key
   spec.key = dest_key;
   AddCopySource(spec, source, dialect);
   AddForbidOverwrite(spec, options, dialect);
+  if (options.user_meta) {
+    // REPLACE drops every header of the source's: the type and metadata are all sent again.
+    spec.headers.emplace_back(
+        dialect.protocol == Protocol::kS3 ? "x-amz-metadata-directive" : "x-oss-metadata-directive",
+        "REPLACE");
+    if (dialect.protocol == Protocol::kS3)
+      spec.signed_headers.push_back("x-amz-metadata-directive");
+    spec.headers.emplace_back("Content-Type", options.content_type.empty()
+                                                  ? ContentTypeFor(dest_key)
+                                                  : options.content_type);
+    AddUserMeta(spec, options, dialect);
+  }
   spec.body = std::make_shared<const std::string>();
   return spec;
 }

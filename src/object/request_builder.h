@@ -60,7 +60,8 @@ RequestSpec HeadSpec(const std::string& key);
 // (x-oss-forbid-overwrite: true; S3 If-None-Match: *, signed so no proxy can drop it).
 RequestSpec PutSpec(const std::string& key, std::shared_ptr<const std::string> body,
                     const WriteOptions& options, const Dialect& dialect);
-RequestSpec InitiateMultipartSpec(const std::string& key);
+RequestSpec InitiateMultipartSpec(const std::string& key, const WriteOptions& options,
+                                  const Dialect& dialect);
 RequestSpec UploadPartSpec(const std::string& key, const std::string& upload_id, int part_number,
                            std::shared_ptr<const std::string> body, const Dialect& dialect);
 

@@ -1,5 +1,8 @@
 #include "object/response_parsers.h"
 
+#include <strings.h>
+
+#include <cctype>
 #include <charconv>
 #include <pugixml.hpp>
 
@@ -65,6 +68,17 @@ Result<ObjectInfo> ParseHeadResponse(const std::string& key, const http::HeaderL
     info.storage_class = *sc;
   }
   if (const std::string* ct = FindHeader(headers, "content-type")) info.content_type = *ct;
+  const std::string_view meta_prefix =
+      dialect.protocol == Protocol::kS3 ? "x-amz-meta-" : "x-oss-meta-";
+  for (const auto& [name, value] : headers) {
+    if (name.size() > meta_prefix.size() &&
+        strncasecmp(name.c_str(), meta_prefix.data(), meta_prefix.size()) == 0) {
+      std::string key = name.substr(meta_prefix.size());
+      for (char& ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      info.user_meta.emplace_back(std::move(key), value);
+    }
+  }
+  info.has_user_meta = true;
   if (const std::string* type = FindHeader(headers, "x-oss-object-type")) {
     info.symlink = *type == "Symlink";
     info.appendable = *type == "Appendable";

@@ -37,7 +37,7 @@ void StartGetSymlink(std::shared_ptr<ClientContext> ctx, const std::string& key,
 void StartAppend(std::shared_ptr<ClientContext> ctx, const AppendRequest& request,
                  AppendHandler handler);
 void StartInitiateMultipart(std::shared_ptr<ClientContext> ctx, const std::string& key,
-                            InitiateHandler handler);
+                            const WriteOptions& options, InitiateHandler handler);
 void StartUploadPart(std::shared_ptr<ClientContext> ctx, const std::string& key,
                      const std::string& upload_id, int part_number,
                      std::shared_ptr<const std::string> body, PartHandler handler);

@@ -26,11 +26,12 @@ struct PartCopy : std::enable_shared_from_this<PartCopy> {
   std::map<int, PartInfo> parts;
 
   void Start() {
-    client->InitiateMultipart(dest, [self = shared_from_this()](Result<std::string> id) {
-      if (!id.ok()) return self->done(id.status());
-      self->upload_id = *id;
-      self->SendAll();
-    });
+    client->InitiateMultipartWith(dest, write_options,
+                                  [self = shared_from_this()](Result<std::string> id) {
+                                    if (!id.ok()) return self->done(id.status());
+                                    self->upload_id = *id;
+                                    self->SendAll();
+                                  });
   }
 
   void SendAll() {

@@ -3,7 +3,8 @@
 // multipart upload of UploadPartCopy parts (copy_part_size each, through the UploadGate's
 // cap on parts in flight), pinned to the source's etag so that a source changed half-way
 // fails the copy instead of mixing versions. A failed multipart copy is aborted: nothing
-// appears at the destination. The source is never touched.
+// appears at the destination. The source is never touched. write_options.user_meta, when set,
+// replaces the source's metadata (a copy onto itself changes only that).
 #pragma once
 
 #include <functional>

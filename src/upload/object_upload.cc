@@ -34,6 +34,7 @@ ObjectUpload::ObjectUpload(std::shared_ptr<ObjectClient> client, std::shared_ptr
       journal_(std::move(journal)),
       key_(std::move(key)),
       options_(options),
+      user_meta_(write_options.user_meta),
       started_(std::chrono::steady_clock::now()) {
   forbid_overwrite_ = write_options.forbid_overwrite;
   Uploads().files_in_flight.Add(1);
@@ -224,7 +225,9 @@ void ObjectUpload::StartMultipart() {
   // Through the gate, as a part: parts sealed before the upload id arrives are then on their
   // way in the gate's eyes, so writers wait for them instead of buffering the whole file.
   gate_->Submit([self = shared_from_this()] {
-    self->client_->InitiateMultipart(self->key_, [self](Result<std::string> id) {
+    WriteOptions with_meta;
+    with_meta.user_meta = self->user_meta_;
+    self->client_->InitiateMultipartWith(self->key_, with_meta, [self](Result<std::string> id) {
       self->OnInitiated(std::move(id));
       self->gate_->PartEnded();
     });
@@ -464,6 +467,7 @@ WriteOptions ObjectUpload::CompletionOptions() const {
   std::lock_guard lock(mu_);
   WriteOptions options;
   options.forbid_overwrite = forbid_overwrite_;
+  options.user_meta = user_meta_;
   return options;
 }
 

@@ -153,6 +153,7 @@ class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
   const std::shared_ptr<UploadJournal> journal_;
   const std::string key_;
   const UploadOptions options_;
+  const std::optional<UserMetadata> user_meta_;  // sent with the PutObject or Initiate
   const std::chrono::steady_clock::time_point started_;
 
   // mu_ guards every member below.

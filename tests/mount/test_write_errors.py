@@ -119,6 +119,7 @@ class FailedWritesTest(WriteMountCase, ErrnoMixin):
         self.assertFalse(os.path.exists(other.path("new.bin")))
         self.assertFalse(os.path.exists(self.on_server("new.bin")))
         self.assertEqual(os.listdir(mnt.mountpoint), [])
+        self.assert_no_open_uploads()  # the abort may follow the failed close by a moment
         stats = self.server.stats()
         self.assertEqual(stats["INITIATE_MULTIPART"], 1)
         self.assertEqual(stats["ABORT_MULTIPART"], 1)

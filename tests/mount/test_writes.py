@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import threading
 import unittest
 import urllib.request
@@ -367,8 +368,14 @@ class WriteMountCase(unittest.TestCase):
         return os.path.join(self.bucket_dir, *rel)
 
     def assert_no_open_uploads(self, server=None):
+        # A failed close returns before the abort of its upload is answered (it may wait for
+        # the Initiate's answer): the uploads must be gone within moments, not at once.
         server = server or self.server
+        deadline = time.monotonic() + 10
         stats = server.stats()
+        while stats["open_multipart_uploads"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+            stats = server.stats()
         if stats["open_multipart_uploads"]:
             with urllib.request.urlopen(server.endpoint + "/_ossmount/uploads") as r:
                 left = r.read().decode()

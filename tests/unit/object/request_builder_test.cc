@@ -129,7 +129,7 @@ TEST_CASE("Multipart and write requests") {
   CHECK(*FindHeader(put.headers, "content-type") == "application/octet-stream");
   CHECK(put.body == body);
 
-  RequestSpec init = InitiateMultipartSpec("k");
+  RequestSpec init = InitiateMultipartSpec("k", WriteOptions{}, Dialect::For(Protocol::kOss));
   CHECK(init.method == "POST");
   CHECK(EncodeQuery(init.query) == "uploads");
 

@@ -28,6 +28,11 @@ FakeReply PutOkW(const SeenRequest& r) {
 
 FakeReply XmlW(std::string body) { return FakeReply::Ok(std::move(body)); }
 
+// The copy-source header of the request's dialect (a CopyObject carries it).
+std::string protocol_copy_header(const SeenRequest& r) {
+  return r.Header("x-amz-copy-source") ? "x-amz-copy-source" : "x-oss-copy-source";
+}
+
 WriteOptions NoReplaceW() {
   WriteOptions o;
   o.forbid_overwrite = true;
@@ -610,5 +615,54 @@ TEST_CASE("AppendObject: position and body, the whole object's CRC-64 checked, r
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().code() == ErrorCode::kTooBig);
     CHECK(h.executor->seen().empty());
+  }
+}
+
+TEST_CASE("User metadata: sent by PUT and Initiate, REPLACEd by a copy onto itself") {
+  for (Protocol protocol : {Protocol::kOss, Protocol::kS3}) {
+    const std::string prefix = protocol == Protocol::kS3 ? "x-amz-meta-" : "x-oss-meta-";
+    Harness h;
+    DialectedW(h, protocol);
+    h.executor->respond = [](const SeenRequest& r, int) {
+      if (r.method == "POST") {
+        return XmlW(
+            "<InitiateMultipartUploadResult><UploadId>u</UploadId></"
+            "InitiateMultipartUploadResult>");
+      }
+      if (r.Header(protocol_copy_header(r))) {
+        return XmlW("<CopyObjectResult><ETag>\"c\"</ETag></CopyObjectResult>");
+      }
+      return PutOkW(r);
+    };
+    WriteOptions options;
+    options.user_meta = UserMetadata{{"mode", "33261"}, {"uid", "7"}};
+    auto body = std::make_shared<const std::string>("#!/bin/sh\n");
+    REQUIRE(h.Call<Result<PutResult>>([&](auto cb) {
+               h.Client().Put("run.sh", body, options, cb);
+             }).ok());
+    REQUIRE(h.Call<Result<std::string>>([&](auto cb) {
+               h.Client().InitiateMultipartWith("big.bin", options, cb);
+             }).ok());
+    options.content_type = "text/x-sh";
+    REQUIRE(h.Call<Result<PutResult>>([&](auto cb) {
+               h.Client().CopyObject("run.sh", "\"e\"", "run.sh", options, cb);
+             }).ok());
+    REQUIRE(h.Call<Result<PutResult>>([&](auto cb) {
+               h.Client().CopyObject("run.sh", "", "moved.sh", WriteOptions{}, cb);
+             }).ok());
+    auto seen = h.executor->seen();
+    REQUIRE(seen.size() == 4);
+    for (int i : {0, 1, 2}) {
+      INFO(i);
+      REQUIRE(seen[i].Header(prefix + "mode"));
+      CHECK(*seen[i].Header(prefix + "mode") == "33261");
+      CHECK(*seen[i].Header(prefix + "uid") == "7");
+    }
+    const std::string directive =
+        protocol == Protocol::kS3 ? "x-amz-metadata-directive" : "x-oss-metadata-directive";
+    CHECK(*seen[2].Header(directive) == "REPLACE");
+    CHECK(*seen[2].Header("content-type") == "text/x-sh");
+    CHECK(seen[3].Header(directive) == nullptr);  // a rename keeps the source's
+    CHECK(seen[3].Header(prefix + "mode") == nullptr);
   }
 }

@@ -226,7 +226,8 @@ TEST_CASE("Request metrics name each write operation") {
     const char* name;
   } cases[] = {
       {PutSpec("k", body, {}, d), "PUT"},
-      {InitiateMultipartSpec("k"), "InitiateMultipart"},
+      {InitiateMultipartSpec("k", WriteOptions{}, Dialect::For(Protocol::kOss)),
+       "InitiateMultipart"},
       {UploadPartSpec("k", "U", 1, body, d), "UploadPart"},
       {UploadPartCopySpec("k", "U", 1, {"b", "s", ""}, 0, 1, kS3R), "UploadPartCopy"},
       {CompleteMultipartSpec("k", "U", {NumberedPart(1, "e")}, {}, d), "CompleteMultipart"},

@@ -1,0 +1,164 @@
+"""Modes, owners and times kept (--posix-metadata) through a real mount, and what it costs.
+
+docs/SEMANTICS.md "Writing", the rows on --posix-metadata. With the option, each file's mode,
+uid, gid and mtime are read from its user metadata (x-oss-meta-mode etc., the names ossfs and
+s3fs use; one HEAD per file) and chmod, chown, utime and cp -p store them there (a copy of the
+object onto itself, or with the upload of a file being written). Without it, a listing and a
+stat of every file cost no HEAD, and those calls succeed without effect.
+"""
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+
+import harness
+from test_writes import WriteMountCase, failed_fuse_ops
+
+
+def head(server, key):
+    out = harness.client(server, "head", key).stdout.decode()
+    return dict(line.split("\t", 1) for line in out.splitlines())
+
+
+class PosixMetadataTest(WriteMountCase):
+    def setUp(self):
+        super().setUp()
+        self.mnt = self.mount("--posix-metadata")
+
+    def fresh_posix(self):
+        return self.mount("--posix-metadata", "--negative-metadata-ttl", "0", writes=False,
+                          ttl="0")
+
+    def test_chmod_x_is_kept_and_the_script_runs_from_a_fresh_mount(self):
+        with open(self.mnt.path("run.sh"), "w") as f:
+            f.write("#!/bin/sh\necho ran\n")
+        os.chmod(self.mnt.path("run.sh"), 0o755)
+        self.assertEqual(os.stat(self.mnt.path("run.sh")).st_mode & 0o7777, 0o755)
+        self.assertEqual(head(self.server, "run.sh")["meta-mode"], str(0o100755))
+        fresh = self.fresh_posix()
+        self.assertEqual(os.stat(fresh.path("run.sh")).st_mode & 0o7777, 0o755)
+        out = subprocess.run([fresh.path("run.sh")], capture_output=True, text=True, check=True)
+        self.assertEqual(out.stdout, "ran\n")
+        self.assertEqual(open(fresh.path("run.sh")).read(), "#!/bin/sh\necho ran\n")
+
+    def test_cp_p_keeps_mode_owner_and_times(self):
+        src = os.path.join(tempfile.mkdtemp(prefix="cp-src-"), "weights.bin")
+        with open(src, "wb") as f:
+            f.write(os.urandom(3 << 20))
+        os.chmod(src, 0o640)
+        os.chown(src, 1234, 5678)
+        os.utime(src, (978307200, 978307200))  # 2001-01-01
+        subprocess.run(["cp", "-p", src, self.mnt.path("weights.bin")], check=True)
+        fresh = self.fresh_posix()
+        st = os.stat(fresh.path("weights.bin"))
+        self.assertEqual(st.st_mode & 0o7777, 0o640)
+        self.assertEqual((st.st_uid, st.st_gid), (1234, 5678))
+        self.assertEqual(int(st.st_mtime), 978307200)
+        with open(fresh.path("weights.bin"), "rb") as f, open(src, "rb") as g:
+            self.assertTrue(f.read() == g.read())
+
+    def test_touch_and_chown_of_a_closed_file_change_only_its_metadata(self):
+        data = os.urandom(100000)
+        with open(self.mnt.path("ckpt.pt"), "wb") as f:
+            f.write(data)
+        before = self.server.stats()
+        subprocess.run(["touch", "-d", "2020-02-02 02:02:02 UTC", self.mnt.path("ckpt.pt")],
+                       check=True)
+        os.chown(self.mnt.path("ckpt.pt"), 42, 43)
+        after = self.server.stats()
+        self.assertEqual(after["PUT"] - before["PUT"], 0)  # copies onto itself, no upload
+        fresh = self.fresh_posix()
+        st = os.stat(fresh.path("ckpt.pt"))
+        self.assertEqual(int(st.st_mtime), 1580608922)
+        self.assertEqual((st.st_uid, st.st_gid), (42, 43))
+        with open(fresh.path("ckpt.pt"), "rb") as f:
+            self.assertEqual(f.read(), data)
+
+    def test_a_bucket_written_by_ossfs_shows_its_modes_and_other_metadata_is_kept(self):
+        src = os.path.join(self.root, "tool")
+        with open(src, "wb") as f:
+            f.write(b"#!/bin/sh\n")
+        harness.client(self.server, "put", "bin/tool", src, "--meta", "mode=%d" % 0o100750,
+                       "--meta", "uid=1000", "--meta", "gid=100", "--meta", "mtime=1600000000",
+                       "--meta", "owner-team=vision")
+        self.server_rescan()
+        fresh = self.fresh_posix()
+        st = os.stat(fresh.path("bin", "tool"))
+        self.assertEqual(st.st_mode & 0o7777, 0o750)
+        self.assertEqual((st.st_uid, st.st_gid, int(st.st_mtime)), (1000, 100, 1600000000))
+        writer = self.mount("--posix-metadata")  # one that lists the bucket after the put
+        os.chmod(writer.path("bin", "tool"), 0o700)
+        meta = head(self.server, "bin/tool")
+        self.assertEqual(meta["meta-mode"], str(0o100700))
+        self.assertEqual(meta["meta-owner-team"], "vision")  # names it does not own are kept
+        self.assertEqual(meta["meta-uid"], "1000")
+
+    def test_a_rewrite_keeps_the_mode(self):
+        with open(self.mnt.path("tool.sh"), "w") as f:
+            f.write("v1\n")
+        os.chmod(self.mnt.path("tool.sh"), 0o750)
+        with open(self.mnt.path("tool.sh"), "w") as f:  # O_TRUNC: an editor's save
+            f.write("v2\n")
+        with open(self.mnt.path("tool.sh"), "a") as f:  # staged: changed in place
+            f.write("v3\n")
+        fresh = self.fresh_posix()
+        self.assertEqual(os.stat(fresh.path("tool.sh")).st_mode & 0o7777, 0o750)
+        self.assertEqual(open(fresh.path("tool.sh")).read(), "v2\nv3\n")
+
+    def test_it_costs_one_head_per_file_and_without_it_none(self):
+        os.mkdir(self.mnt.path("ds"))
+        for i in range(20):
+            with open(self.mnt.path("ds", "f%02d" % i), "w") as f:
+                f.write("x")
+        plain = self.mount(writes=False)
+        before = self.server.stats()["HEAD"]
+        subprocess.run(["ls", "-l", plain.path("ds")], check=True, capture_output=True)
+        for i in range(20):
+            os.stat(plain.path("ds", "f%02d" % i))
+        self.assertEqual(self.server.stats()["HEAD"] - before, 0)
+        # chmod without the option: accepted, nothing stored.
+        os.chmod(self.mount().path("ds", "f00"), 0o700)
+        self.assertNotIn("meta-mode\t%d" % 0o100700, "\n".join(
+            "%s\t%s" % kv for kv in head(self.server, "ds/f00").items()))
+        posix = self.mount("--posix-metadata", writes=False)
+        before = self.server.stats()["HEAD"]
+        subprocess.run(["ls", "-l", posix.path("ds")], check=True, capture_output=True)
+        self.assertLessEqual(self.server.stats()["HEAD"] - before, 20)
+        self.assertGreaterEqual(self.server.stats()["HEAD"] - before, 20)
+        self.assertEqual(failed_fuse_ops(posix.output()), [])
+
+
+class S3PosixMetadataTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = harness.S3rver(bucket="bucket")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def mount(self, *args):
+        m = harness.Mount(self.server, args=list(args), bucket_spec="bucket:/" + self.prefix)
+        self.addCleanup(m.close)
+        return m
+
+    def test_modes_and_links_on_s3_as_s3fs_stores_them(self):
+        self.prefix = "p%d/" % (int(time.time() * 1000) % 10**9)
+        mnt = self.mount("--allow-writes", "--posix-metadata", "--metadata-ttl", "indefinite",
+                         "--upload-journal", tempfile.mkdtemp(prefix="journal-"))
+        with open(mnt.path("run.sh"), "w") as f:
+            f.write("#!/bin/sh\necho s3\n")
+        os.chmod(mnt.path("run.sh"), 0o755)
+        os.symlink("run.sh", mnt.path("latest"))
+        fresh = self.mount("--posix-metadata", "--metadata-ttl", "0")
+        self.assertEqual(os.stat(fresh.path("run.sh")).st_mode & 0o7777, 0o755)
+        self.assertTrue(os.path.islink(fresh.path("latest")))
+        self.assertEqual(os.readlink(fresh.path("latest")), "run.sh")
+        out = subprocess.run([fresh.path("latest")], capture_output=True, text=True, check=True)
+        self.assertEqual(out.stdout, "s3\n")
+
+
+if __name__ == "__main__":
+    harness.main()
