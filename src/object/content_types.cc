@@ -41,6 +41,8 @@ std::unordered_map<std::string, std::string> ParseMimeTypes(std::string_view tex
 }
 
 std::string ContentTypeFor(std::string_view key) {
+  // A directory marker ("dir/"), typed as ossfs and s3fs type theirs.
+  if (!key.empty() && key.back() == '/') return "application/x-directory";
   const size_t slash = key.rfind('/');
   const std::string_view name = slash == std::string_view::npos ? key : key.substr(slash + 1);
   const size_t dot = name.rfind('.');

@@ -2,7 +2,8 @@
 // and s3fs set it, so that objects served over HTTP or a CDN keep working. The table is the
 // system's (/etc/mime.types, Debian's media-types), read once; a name with no extension, or
 // one the table does not know, gets application/octet-stream, and so does PyTorch's ".pt"
-// (which the table gives to another format).
+// (which the table gives to another format). A directory marker ("dir/") is
+// application/x-directory, as ossfs and s3fs write theirs.
 //
 // Thread-safety: thread-safe.
 #pragma once

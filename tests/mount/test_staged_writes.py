@@ -224,6 +224,8 @@ class ContentTypeTest(WriteMountCase):
         self.assertEqual(content_type("config.json"), "application/json")
         self.assertEqual(content_type("big.jpg"), "image/jpeg")
         self.assertEqual(content_type("model.pt"), "application/octet-stream")
+        os.mkdir(mnt.path("runs"))  # a directory marker, typed as ossfs and s3fs type theirs
+        self.assertEqual(content_type("runs/"), "application/x-directory")
 
 
 class StagingLimitsTest(WriteMountCase):

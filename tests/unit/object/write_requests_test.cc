@@ -489,6 +489,7 @@ TEST_CASE("ParseMimeTypes: types with their extensions, comments skipped, the fi
   CHECK(table.count("pdf") == 0);
   CHECK(table.count("trailing") == 0);
   CHECK(ContentTypeFor(".bashrc") == kDefaultContentType);
+  CHECK(ContentTypeFor("runs/exp1/") == "application/x-directory");
   CHECK(ContentTypeFor("dir.d/noext") == kDefaultContentType);
 }
 
