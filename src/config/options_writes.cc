@@ -47,6 +47,12 @@ class WritesGroup final : public OptionGroup {
             "what is written to it is appended at most this long after (500ms, 2s...), so other "
             "readers see it grow; 'off': such files are uploaded at close like others (default " +
                 append_interval_ + ")");
+    d.Value("--max-stream-copy", max_stream_copy_,
+            "A file streamed as it is written keeps a local copy in the staging directory while "
+            "it is at most this large, so that a write behind its end (HDF5, zipfile) can move "
+            "it to staging; a larger one's out-of-order write fails with ENOTSUP; 0 = no copy "
+            "(default " +
+                max_stream_copy_ + ")");
     d.Value("--max-staging-size", max_staging_size_,
             "Bytes all staged files may take together; a write past it fails with ENOSPC "
             "(default " +
@@ -57,9 +63,10 @@ class WritesGroup final : public OptionGroup {
     fs::WritePolicy& w = c.fs.writes;
     w.enabled = allow_writes_;
     if (!allow_writes_) {
-      for (const char* option : {"--no-delete", "--no-overwrite", "--upload-part-size",
-                                 "--upload-concurrency", "--rename-dir-limit", "--upload-journal",
-                                 "--staging-dir", "--max-staging-size", "--append-interval"}) {
+      for (const char* option :
+           {"--no-delete", "--no-overwrite", "--upload-part-size", "--upload-concurrency",
+            "--rename-dir-limit", "--upload-journal", "--staging-dir", "--max-staging-size",
+            "--append-interval", "--max-stream-copy"}) {
         if (ctx.given(option)) {
           return InvalidOption(std::string(option) + " applies to writes: add --allow-writes");
         }
@@ -85,6 +92,9 @@ class WritesGroup final : public OptionGroup {
     auto staging = ParseSize("--max-staging-size", max_staging_size_);
     if (!staging.ok()) return staging.status();
     w.max_staging_size = *staging;
+    auto stream_copy = ParseSize("--max-stream-copy", max_stream_copy_);
+    if (!stream_copy.ok()) return stream_copy.status();
+    w.max_stream_copy = *stream_copy;
     if (append_interval_ == "off") {
       w.append_interval.reset();
     } else {
@@ -106,6 +116,7 @@ class WritesGroup final : public OptionGroup {
   std::string concurrency_ = std::to_string(defaults_.upload.max_parts_in_flight);
   std::string rename_dir_limit_ = std::to_string(defaults_.rename_dir_limit);
   std::string max_staging_size_ = SizeText(defaults_.max_staging_size);
+  std::string max_stream_copy_ = SizeText(defaults_.max_stream_copy);
   std::string append_interval_ = std::to_string(defaults_.append_interval->count()) + "ms";
   std::string journal_, staging_dir_;
 };

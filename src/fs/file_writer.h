@@ -101,6 +101,7 @@ struct WriterContext {
   std::shared_ptr<upload::UploadGate> gate;
   std::shared_ptr<upload::UploadJournal> journal;  // may be null
   upload::UploadOptions options;
+  uint64_t max_stream_copy = 0;  // a streaming writer's local copy goes past this size
 };
 
 // Told what is at the key once a completion whose answer was lost learns it
@@ -109,7 +110,8 @@ using SettledCallback = std::function<void(std::optional<ObjectInfo>)>;
 
 // A streaming writer of `key`. `write_options` guard its first completion. `mirror` (may be
 // null): an empty staged file that keeps a copy of every byte written while the staging
-// area has room, so that an out-of-order write can move the file to staging (TakeCopy).
+// area has room and the file is at most context.max_stream_copy bytes, so that an
+// out-of-order write can move the file to staging (TakeCopy).
 std::shared_ptr<FileWriter> MakeStreamingWriter(const WriterContext& context, std::string key,
                                                 WriteOptions write_options,
                                                 SettledCallback on_settled,

@@ -18,8 +18,8 @@ constexpr size_t kZeroPiece = 1 << 20;
 class StreamingWriter : public FileWriter, public std::enable_shared_from_this<StreamingWriter> {
  public:
   StreamingWriter(std::shared_ptr<upload::ObjectUpload> upload,
-                  std::shared_ptr<upload::StagedFile> mirror)
-      : upload_(std::move(upload)), mirror_(std::move(mirror)) {}
+                  std::shared_ptr<upload::StagedFile> mirror, uint64_t mirror_limit)
+      : upload_(std::move(upload)), mirror_(std::move(mirror)), mirror_limit_(mirror_limit) {}
 
   Status Write(uint64_t offset, const char* data, size_t size) override {
     std::lock_guard lock(mu_);
@@ -33,6 +33,11 @@ class StreamingWriter : public FileWriter, public std::enable_shared_from_this<S
     Status appended = upload_->Append(data, size);
     if (!appended.ok()) return appended;
     next_offset_ += size;
+    if (mirror_ && next_offset_ > mirror_limit_) {
+      spdlog::debug("no local copy of '{}' kept past {} bytes (--max-stream-copy)", upload_->key(),
+                    mirror_limit_);
+      mirror_.reset();
+    }
     if (mirror_) {
       Status mirrored = mirror_->Write(offset, data, size);
       if (!mirrored.ok()) {
@@ -125,6 +130,7 @@ class StreamingWriter : public FileWriter, public std::enable_shared_from_this<S
   const std::shared_ptr<upload::ObjectUpload> upload_;
   mutable std::mutex mu_;                       // orders writes; guards the members below
   std::shared_ptr<upload::StagedFile> mirror_;  // every byte written, while there is room
+  const uint64_t mirror_limit_;
   uint64_t next_offset_ = 0;
   uint64_t reserved_ = 0;
 };
@@ -313,36 +319,76 @@ class StagedWriter : public FileWriter, public std::enable_shared_from_this<Stag
   std::vector<std::function<void()>> idle_waiters_;
 };
 
-// One object loaded into a staged file, a piece at a time.
+// One object loaded into a staged file: kLoadInFlight ranged GETs of a piece each at once
+// (one connection carries far less than the link: the first change to a large object waits
+// for all of it), each written at its offset as it arrives.
+constexpr int kLoadInFlight = 8;
+
 struct Loader : std::enable_shared_from_this<Loader> {
   std::shared_ptr<ObjectClient> client;
   ObjectInfo source;
   std::shared_ptr<upload::StagedFile> file;
   uint64_t piece = 0;
-  uint64_t offset = 0;
   std::function<void(Status)> done;
-  std::vector<char> buffer;
 
-  void Next() {
-    if (offset >= source.size) return done(Status::Ok());
+  std::mutex mu;  // guards the members below
+  uint64_t next_offset = 0;
+  int in_flight = 0;
+  Status error;
+  bool answered = false;
+
+  void Start() {
+    if (source.size == 0) return done(Status::Ok());
+    std::vector<uint64_t> offsets;
+    {
+      std::lock_guard lock(mu);
+      while (in_flight < kLoadInFlight && next_offset < source.size) {
+        offsets.push_back(next_offset);
+        next_offset += std::min<uint64_t>(piece, source.size - next_offset);
+        ++in_flight;
+      }
+    }
+    for (uint64_t offset : offsets) Fetch(offset);
+  }
+
+  void Fetch(uint64_t offset) {
     const uint64_t length = std::min<uint64_t>(piece, source.size - offset);
-    buffer.resize(length);
+    auto buffer = std::make_shared<std::vector<char>>(length);
     GetRequest request;
     request.key = source.key;
     request.offset = offset;
     request.length = length;
     request.if_match = source.etag;
-    client->Get(request, GetTarget::Fixed(buffer.data(), buffer.size()),
-                [self = shared_from_this(), length](Result<GetResult> r) {
-                  if (!r.ok()) return self->done(r.status());
-                  Status pinned = CheckPinnedGet(*r, self->source.key, length, self->source.size,
-                                                 self->source.etag);
-                  if (!pinned.ok()) return self->done(pinned);
-                  Status written = self->file->Write(self->offset, self->buffer.data(), length);
-                  if (!written.ok()) return self->done(written);
-                  self->offset += length;
-                  self->Next();
+    client->Get(request, GetTarget::Fixed(buffer->data(), buffer->size()),
+                [self = shared_from_this(), offset, length, buffer](Result<GetResult> r) {
+                  Status s = r.status();
+                  if (s.ok()) {
+                    s = CheckPinnedGet(*r, self->source.key, length, self->source.size,
+                                       self->source.etag);
+                  }
+                  if (s.ok()) s = self->file->Write(offset, buffer->data(), length);
+                  self->Fetched(s);
                 });
+  }
+
+  void Fetched(Status s) {
+    std::optional<uint64_t> more;
+    bool finish = false;
+    {
+      std::lock_guard lock(mu);
+      --in_flight;
+      if (!s.ok() && error.ok()) error = s;
+      if (error.ok() && next_offset < source.size) {
+        more = next_offset;
+        next_offset += std::min<uint64_t>(piece, source.size - next_offset);
+        ++in_flight;
+      } else if (in_flight == 0 && !answered) {
+        answered = true;
+        finish = true;
+      }
+    }
+    if (more) return Fetch(*more);
+    if (finish) done(error);
   }
 };
 
@@ -355,7 +401,8 @@ std::shared_ptr<FileWriter> MakeStreamingWriter(const WriterContext& context, st
   auto upload = upload::ObjectUpload::Make(context.client, context.gate, context.journal,
                                            std::move(key), context.options, write_options);
   if (on_settled) upload->OnOutcomeSettled(std::move(on_settled));
-  return std::make_shared<StreamingWriter>(std::move(upload), std::move(mirror));
+  return std::make_shared<StreamingWriter>(std::move(upload), std::move(mirror),
+                                           context.max_stream_copy);
 }
 
 std::shared_ptr<FileWriter> MakeStagedWriter(const WriterContext& context, std::string key,
@@ -376,7 +423,7 @@ void LoadObject(std::shared_ptr<ObjectClient> client, ObjectInfo source,
   loader->file = std::move(file);
   loader->piece = std::max<uint64_t>(piece, 64 << 10);
   loader->done = std::move(done);
-  loader->Next();
+  loader->Start();
 }
 
 }  // namespace ossmount::fs

@@ -60,7 +60,8 @@ bool WriteService::appends() const {
 
 WriterContext WriteService::Context() const {
   std::lock_guard lock(config_mu_);
-  return WriterContext{executor_, client_, gate_, journal_, options_.writes.upload};
+  return WriterContext{
+      executor_, client_, gate_, journal_, options_.writes.upload, options_.writes.max_stream_copy};
 }
 
 std::function<void(std::optional<ObjectInfo>)> WriteService::Settler(

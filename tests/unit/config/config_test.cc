@@ -743,6 +743,8 @@ TEST_CASE("Writing options: staging, its budget and the append interval") {
   CHECK_FALSE(d.fs.writes.staging_dir.empty());  // beside the upload journal
   REQUIRE(d.fs.writes.append_interval.has_value());
   CHECK(*d.fs.writes.append_interval == 1s);
+  CHECK(d.fs.writes.max_stream_copy == 512ull << 20);
+  CHECK(Ok(With({"--allow-writes", "--max-stream-copy", "0"})).fs.writes.max_stream_copy == 0);
   MountConfig c = Ok(With({"--allow-writes", "--staging-dir", "/var/tmp/st", "--max-staging-size",
                            "2GiB", "--append-interval", "250ms"}));
   CHECK(c.fs.writes.staging_dir == "/var/tmp/st");

@@ -14,10 +14,17 @@ using namespace fswrite;
 using ossmount::testing::Eventually;
 using ossmount::testing::TempDir;
 
+FsOptions WithStreamCopy(uint64_t max_stream_copy) {
+  FsOptions o = WritableOptions();
+  o.writes.max_stream_copy = max_stream_copy;
+  return o;
+}
+
 class StagedRig : public WriteRig {
  public:
-  explicit StagedRig(uint64_t staging_budget = 64 * MiB, bool failing = false)
-      : WriteRig(WritableOptions(), failing) {
+  explicit StagedRig(uint64_t staging_budget = 64 * MiB, bool failing = false,
+                     uint64_t max_stream_copy = 512 * MiB)
+      : WriteRig(WithStreamCopy(max_stream_copy), failing) {
     auto area = ossmount::upload::StagingArea::Open(dir.path() + "/staging", staging_budget);
     REQUIRE(area.ok());
     staging = *area;
@@ -339,3 +346,33 @@ TEST_CASE("Staged: without a staging directory the old refusals stand") {
 }
 
 }  // namespace
+
+TEST_CASE("Staged: a large object is loaded by several ranged GETs at once, every byte kept") {
+  StagedRig h;
+  const std::string original = Pattern(40 * MiB + 77, 'L');  // five pieces and a bit
+  h.fake->PutObject("big.bin", original);
+  auto e = h.Lookup(kRootInode, "big.bin");
+  REQUIRE(e.ok());
+  const InodeId ino = e->attr.ino;
+  auto o = h.OpenAs(ino, O_WRONLY);
+  REQUIRE(o.ok());
+  REQUIRE(h.Write(ino, o->fh, 20 * MiB, "patched").ok());
+  CHECK(h.fake->max_in_flight() > 1);  // the pieces were asked for together
+  h.Close(ino, o->fh);
+  std::string expected = original;
+  expected.replace(20 * MiB, 7, "patched");
+  CHECK(*h.fake->Data("big.bin") == expected);
+}
+
+TEST_CASE("Staged: a streamed file past --max-stream-copy keeps no copy, and cannot go back") {
+  StagedRig h(/*staging_budget=*/64 * MiB, /*failing=*/false, /*max_stream_copy=*/64 * KiB);
+  auto c = h.Create(kRootInode, "big");
+  REQUIRE(c.ok());
+  const InodeId ino = c->entry.attr.ino;
+  REQUIRE(h.WriteAll(ino, c->fh, Pattern(200 * KiB, 'x')).ok());  // parts went up
+  CHECK(h.staging->used() == 0);                                  // the copy went at 64 KiB
+  CHECK(h.Write(ino, c->fh, 0, "late").status().code() == ErrorCode::kNotSupported);
+  h.fs->Release(ino, c->fh);
+  CHECK_FALSE(h.fake->HasObject("big"));
+  CHECK(Eventually([&] { return h.WritesSettled(); }));
+}
