@@ -111,7 +111,7 @@ class WritesGroup final : public OptionGroup {
 
  private:
   bool allow_writes_ = false, no_delete_ = false, no_overwrite_ = false;
-  const fs::WritePolicy defaults_;
+  const fs::WritePolicy defaults_{};
   std::string part_size_ = SizeText(defaults_.upload.part_size);
   std::string concurrency_ = std::to_string(defaults_.upload.max_parts_in_flight);
   std::string rename_dir_limit_ = std::to_string(defaults_.rename_dir_limit);
