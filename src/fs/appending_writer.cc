@@ -203,6 +203,8 @@ class AppendingWriter : public FileWriter, public std::enable_shared_from_this<A
     upload::UploadedObject made;
     {
       std::lock_guard lock(mu_);
+      // Aborted while its last append was on its way: the abort is the answer.
+      if (s.ok() && !error_.ok()) s = error_;
       finishers.swap(finish_waiters_);
       made.size = position_;
       made.etag = etag_;

@@ -68,11 +68,18 @@ std::function<void(std::optional<ObjectInfo>)> WriteService::Settler(
     std::weak_ptr<WriteHandle> handle) {
   // A failed close whose Complete went unanswered: once the upload learns whether the
   // server applied it, this mount shows what is at the key.
-  return [weak = weak_from_this(), handle = std::move(handle)](std::optional<ObjectInfo> made) {
+  // The settling (an abort, then a HEAD) often ends after the handle was released: the path
+  // it had then is the one to record.
+  auto h = handle.lock();
+  std::string last_path = h ? h->path() : std::string();
+  return [weak = weak_from_this(), handle = std::move(handle),
+          last_path = std::move(last_path)](std::optional<ObjectInfo> made) {
     auto self = weak.lock();
+    if (!self || !made) return;
     auto h = handle.lock();
-    if (!self || !h || !made) return;
-    self->listings_->cache().RecordChange(h->path(), meta::FileAttrFrom(*made));
+    const std::string path = h ? h->path() : last_path;
+    if (path.empty()) return;
+    self->listings_->cache().RecordChange(path, meta::FileAttrFrom(*made));
   };
 }
 
