@@ -3,6 +3,8 @@
 // the switch of a streaming file to staging, against the in-memory fake bucket.
 #include <fcntl.h>
 
+#include <thread>
+
 #include "support/eventually.h"
 #include "support/temp_dir.h"
 #include "upload/staging_area.h"
@@ -356,8 +358,15 @@ TEST_CASE("Staged: a large object is loaded by several ranged GETs at once, ever
   const InodeId ino = e->attr.ino;
   auto o = h.OpenAs(ino, O_WRONLY);
   REQUIRE(o.ok());
-  REQUIRE(h.Write(ino, o->fh, 20 * MiB, "patched").ok());
-  CHECK(h.fake->max_in_flight() > 1);  // the pieces were asked for together
+  const uint64_t gets_before = h.fake->count(Op::kGet);
+  // With every answer held, the load asks for several pieces before any arrives.
+  h.fake->Pause();
+  bool written = false;
+  std::thread writer([&] { written = h.Write(ino, o->fh, 20 * MiB, "patched").ok(); });
+  CHECK(Eventually([&] { return h.fake->count(Op::kGet) >= gets_before + 2; }));
+  h.fake->Resume();
+  writer.join();
+  REQUIRE(written);
   h.Close(ino, o->fh);
   std::string expected = original;
   expected.replace(20 * MiB, 7, "patched");
