@@ -27,7 +27,6 @@ checkpoints-<timestamp>.json and .md.
 import argparse
 import concurrent.futures
 import datetime
-import hashlib
 import json
 import os
 import shlex
@@ -39,6 +38,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ossbench.digest import sha256_file  # noqa: E402
 from ossbench.mounts import PEER_OPTIONS, Mount  # noqa: E402
 from ossbench.server import TestServer  # noqa: E402
 
@@ -78,14 +78,6 @@ def log(msg):
     print("[checkpoints %s] %s" % (time.strftime("%H:%M:%S"), msg), flush=True)
 
 
-def sha256_file(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 class Run:
     def __init__(self, args):
         self.args = args
@@ -99,12 +91,6 @@ class Run:
 
     # --- the server ------------------------------------------------------------------------
 
-    def set_condition(self, name):
-        if name == "paced":
-            self.server._call("POST", "/_ossmount/faults?clear&fault-ops=get,put&ttfb-ms=%d"
-                              "&bandwidth-mbps=%d" % (PACED["ttfb"], PACED["mbps"]))
-        else:
-            self.server._call("POST", "/_ossmount/faults?clear")
 
     def object_size(self, key):
         req = urllib.request.Request("%s/%s/%s" % (self.server.endpoint, BUCKET, key),
@@ -309,7 +295,7 @@ class Run:
                        check=True, stdout=subprocess.PIPE)
         try:
             for condition in self.args.conditions:
-                self.set_condition(condition)
+                self.server.set_condition(condition, PACED)
                 log("condition %s" % condition)
                 self.curl_cases(condition)
                 self.local_cases(condition)

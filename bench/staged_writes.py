@@ -26,11 +26,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ossbench.digest import sha256_file  # noqa: E402
 from ossbench.mounts import PEER_OPTIONS, Mount  # noqa: E402
 from ossbench.server import TestServer  # noqa: E402
 
@@ -55,12 +54,6 @@ class Run:
                                  self.root, self.work, threads=2, memory_cache_mb=0)
         self.results = []
 
-    def set_condition(self, name):
-        if name == "paced":
-            self.server._call("POST", "/_ossmount/faults?clear&fault-ops=get,put&ttfb-ms=%d"
-                              "&bandwidth-mbps=%d" % (PACED["ttfb"], PACED["mbps"]))
-        else:
-            self.server._call("POST", "/_ossmount/faults?clear")
 
     def server_path(self, key):
         return os.path.join(self.root, BUCKET, key)
@@ -156,7 +149,6 @@ class Run:
             os.close(fd)
             closed = time.monotonic() - t
             # Complete in the bucket with the change (rclone uploads after close).
-            h = hashlib.sha256()
             with open(src, "rb") as f:
                 data = f.read()
             expected = hashlib.sha256(data[:at] + patch + data[at + MiB:]).hexdigest()
@@ -165,11 +157,7 @@ class Run:
             deadline = time.monotonic() + 900
             while time.monotonic() < deadline:
                 try:
-                    with open(self.server_path(name), "rb") as f:
-                        h = hashlib.sha256()
-                        for chunk in iter(lambda: f.read(8 * MiB), b""):
-                            h.update(chunk)
-                    if h.hexdigest() == expected:
+                    if sha256_file(self.server_path(name)) == expected:
                         done = time.monotonic() - t
                         break
                 except OSError:
@@ -185,7 +173,7 @@ class Run:
         self.server.start()
         try:
             for condition in self.args.conditions:
-                self.set_condition(condition)
+                self.server.set_condition(condition, PACED)
                 log("condition %s" % condition)
                 for peer in self.args.peers:
                     for case in (self.append_case, self.rewrite_case):

@@ -63,6 +63,15 @@ class TestServer:
         """Paces every connection's bodies to `mbps` megabits per second (0: unlimited)."""
         self._call("POST", "/_ossmount/faults?bandwidth-mbps=%d" % mbps)
 
+    def set_condition(self, name, paced):
+        """"paced": `paced` ({"ttfb": ms, "mbps": per connection}) on uploads and downloads
+        alike (the writable-mount benches); anything else: no fault, loopback speed."""
+        if name == "paced":
+            self._call("POST", "/_ossmount/faults?clear&fault-ops=get,put&ttfb-ms=%d"
+                       "&bandwidth-mbps=%d" % (paced["ttfb"], paced["mbps"]))
+        else:
+            self._call("POST", "/_ossmount/faults?clear")
+
     def reset(self):
         self._call("POST", "/_ossmount/reset")
 

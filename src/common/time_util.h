@@ -13,6 +13,13 @@ namespace ossmount {
 
 using SystemTime = std::chrono::system_clock::time_point;
 
+// Seconds since the Unix epoch, now (an mtime this mount gives what it writes).
+inline int64_t UnixSecondsNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 // "Wed, 28 Dec 2022 10:27:41 GMT"
 std::string FormatRfc1123(SystemTime t);
 // "20231216T162057Z"

@@ -40,13 +40,8 @@ class AppendingWriter : public FileWriter, public std::enable_shared_from_this<A
     buffer_.append(data, size);
     if (buffer_.size() >= kSendAt) {
       SendLocked();
-    } else if (!timer_armed_) {
-      timer_armed_ = true;
-      timer_.expires_after(interval_);
-      timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-        if (ec) return;
-        if (auto self = weak.lock()) self->OnTimer();
-      });
+    } else {
+      ArmTimerLocked();
     }
     return Status::Ok();
   }
@@ -129,6 +124,17 @@ class AppendingWriter : public FileWriter, public std::enable_shared_from_this<A
  private:
   uint64_t EndLocked() const { return position_ + in_flight_ + buffer_.size(); }
 
+  // Sends what is buffered `interval_` from now, unless a send is due already.
+  void ArmTimerLocked() {
+    if (timer_armed_) return;
+    timer_armed_ = true;
+    timer_.expires_after(interval_);
+    timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
+      if (ec) return;
+      if (auto self = weak.lock()) self->OnTimer();
+    });
+  }
+
   void OnTimer() {
     std::lock_guard lock(mu_);
     timer_armed_ = false;
@@ -179,14 +185,8 @@ class AppendingWriter : public FileWriter, public std::enable_shared_from_this<A
           } else {
             answer_finish = true;
           }
-        } else if (!buffer_.empty() && !timer_armed_) {
-          // Bytes that came while this one was in flight: sent at the next tick.
-          timer_armed_ = true;
-          timer_.expires_after(interval_);
-          timer_.async_wait([weak = weak_from_this()](const boost::system::error_code& ec) {
-            if (ec) return;
-            if (auto self = weak.lock()) self->OnTimer();
-          });
+        } else if (!buffer_.empty()) {
+          ArmTimerLocked();  // bytes that came while this one was in flight
         }
       }
       if (buffer_.size() + in_flight_ < kMaxHeld || !error_.ok()) {

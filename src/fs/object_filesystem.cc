@@ -10,6 +10,7 @@
 #include <functional>
 #include <string_view>
 
+#include "common/time_util.h"
 #include "fs/busy_retry.h"
 #include "fs/fs_metrics.h"
 #include "meta/key_mapping.h"
@@ -36,12 +37,6 @@ uint64_t VersionOf(const meta::NodeAttr& attr) {
   return h == meta::InodeTable::kNoPages || h == meta::InodeTable::kUnknownPages ? 1 : h;
 }
 
-int64_t NowUnixSeconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 // Bytes replied through a handle, for the audit log and metrics: two relaxed atomic adds.
 void CountRead(ReadHandle& handle, uint64_t bytes) {
   handle.bytes_read.fetch_add(bytes, std::memory_order_relaxed);
@@ -54,7 +49,7 @@ ObjectFilesystem::ObjectFilesystem(boost::asio::io_context& io,
                                    std::shared_ptr<ObjectClient> client, FsOptions options)
     : io_(io),
       options_(std::move(options)),
-      mount_time_sec_(NowUnixSeconds()),
+      mount_time_sec_(UnixSecondsNow()),
       listings_(std::make_shared<ListingService>(client, options_)),
       data_(io, client, options_),
       open_files_(std::make_shared<OpenFiles>()),
@@ -101,15 +96,17 @@ Attributes ObjectFilesystem::MakeAttributes(InodeId ino, const meta::NodeAttr& a
     a.size = attr.size;
     a.mtime_sec = attr.mtime_sec;
   }
-  if (attr.posix && !attr.is_dir()) {
-    // --posix-metadata: what chmod, chown and utime stored (here, by ossfs or by s3fs).
-    const meta::PosixAttrs& p = *attr.posix;
-    if (p.mode && !attr.is_symlink()) a.mode = S_IFREG | (*p.mode & 07777);
-    if (p.uid) a.uid = *p.uid;
-    if (p.gid) a.gid = *p.gid;
-    if (p.mtime_sec) a.mtime_sec = *p.mtime_sec;
-  }
+  // --posix-metadata: what chmod, chown and utime stored (here, by ossfs or by s3fs).
+  if (attr.posix && !attr.is_dir()) ApplyPosix(*attr.posix, attr.is_symlink(), a);
   return a;
+}
+
+void ApplyPosix(const meta::PosixAttrs& posix, bool symlink, Attributes& a) {
+  // A link's own mode means nothing: it keeps S_IFLNK | 0777.
+  if (posix.mode && !symlink) a.mode = S_IFREG | (*posix.mode & 07777);
+  if (posix.uid) a.uid = *posix.uid;
+  if (posix.gid) a.gid = *posix.gid;
+  if (posix.mtime_sec) a.mtime_sec = *posix.mtime_sec;
 }
 
 Entry ObjectFilesystem::MakeEntry(InodeId ino, const meta::NodeAttr& attr) const {

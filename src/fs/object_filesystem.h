@@ -40,6 +40,9 @@
 
 namespace ossmount::fs {
 
+// The mode, owner and mtime `posix` sets, written over `a` (a file's; a link keeps its mode).
+void ApplyPosix(const meta::PosixAttrs& posix, bool symlink, Attributes& a);
+
 class ObjectFilesystem : public Filesystem,
                          public SessionHooks,
                          public std::enable_shared_from_this<ObjectFilesystem> {

@@ -12,18 +12,13 @@
 
 #include <chrono>
 
+#include "common/time_util.h"
 #include "fs/busy_retry.h"
 #include "fs/object_filesystem.h"
 #include "meta/key_mapping.h"
 
 namespace ossmount::fs {
 namespace {
-
-int64_t SecondsNow() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 Status NoOverwrite(const std::string& path) {
   return Status(ErrorCode::kAccessDenied,
@@ -64,7 +59,7 @@ std::shared_ptr<const meta::DirSnapshot> ObjectFilesystem::WithOwnWrites(
     if (listing->Find(name)) continue;
     meta::NodeAttr attr;
     attr.size = WriteService::Size(*handle);
-    attr.mtime_sec = SecondsNow();
+    attr.mtime_sec = UnixSecondsNow();
     listing = std::make_shared<const meta::DirSnapshot>(listing->Patched(name, attr));
     listings_->cache().RecordChange(path, attr);
   }
@@ -79,14 +74,9 @@ Attributes ObjectFilesystem::WritingAttributes(const WriteHandle& handle) const 
   a.mode = S_IFREG | (options_.file_mode & 07777);
   a.nlink = 1;
   a.size = WriteService::Size(handle);
-  a.mtime_sec = SecondsNow();
+  a.mtime_sec = UnixSecondsNow();
   std::lock_guard lock(handle.mu);
-  if (handle.posix) {  // set on the open file (--posix-metadata)
-    if (handle.posix->mode) a.mode = S_IFREG | (*handle.posix->mode & 07777);
-    if (handle.posix->uid) a.uid = *handle.posix->uid;
-    if (handle.posix->gid) a.gid = *handle.posix->gid;
-    if (handle.posix->mtime_sec) a.mtime_sec = *handle.posix->mtime_sec;
-  }
+  if (handle.posix) ApplyPosix(*handle.posix, /*symlink=*/false, a);  // set on the open file
   return a;
 }
 
@@ -251,7 +241,7 @@ void ObjectFilesystem::StartWriter(const std::string& path, const Caller& caller
   if (kind.created) {
     // Listings of this mount show the new name at once; its size follows the writes.
     meta::NodeAttr attr;
-    attr.mtime_sec = SecondsNow();
+    attr.mtime_sec = UnixSecondsNow();
     attr.appendable = (*handle)->writer() && (*handle)->writer()->appends();
     listings_->cache().RecordChange(path, attr);
   }

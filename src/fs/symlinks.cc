@@ -2,8 +2,7 @@
 // stores as a link (ObjectClient::PutSymlink, GetSymlink). Listings say which objects are
 // links, so telling one from a file costs no request; reading its target costs one, which the
 // kernel then keeps (FUSE_CAP_CACHE_SYMLINKS).
-#include <chrono>
-
+#include "common/time_util.h"
 #include "fs/object_filesystem.h"
 #include "meta/key_mapping.h"
 
@@ -48,9 +47,7 @@ void ObjectFilesystem::MakeSymlink(InodeId parent, std::string name, std::string
               meta::NodeAttr attr;
               attr.kind = meta::NodeKind::kSymlink;
               attr.size = target_size;  // lstat's size of a link: its target's length
-              attr.mtime_sec = std::chrono::duration_cast<std::chrono::seconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count();
+              attr.mtime_sec = UnixSecondsNow();
               self->listings_->cache().RecordChange(path, attr);
               const InodeId ino = self->inodes_.Ensure(path, false, 1);
               done(self->MakeEntry(ino, attr));

@@ -8,18 +8,13 @@
 #include <chrono>
 
 #include "common/thread_group.h"
+#include "common/time_util.h"
 #include "fs/audit.h"
 #include "meta/key_mapping.h"
 #include "upload/object_copy.h"
 
 namespace ossmount::fs {
 namespace {
-
-int64_t NowSeconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // Pieces a staged copy of an existing object is loaded in.
 constexpr uint64_t kLoadPiece = 8ull << 20;
@@ -108,7 +103,7 @@ Result<std::shared_ptr<WriteHandle>> WriteService::NewHandle(InodeId ino, const 
     attrs.uid = caller.uid;
     attrs.gid = caller.gid;
     if (kind.keep_posix) attrs = meta::MergePosix(attrs, *kind.keep_posix);
-    attrs.mtime_sec = NowSeconds();
+    attrs.mtime_sec = UnixSecondsNow();
     wo.user_meta = meta::WithPosix({}, attrs);
   }
   const WriterContext context = Context();
@@ -129,7 +124,7 @@ Result<std::shared_ptr<WriteHandle>> WriteService::NewHandle(InodeId ino, const 
           if (!self || !h) return;
           meta::NodeAttr attr;
           attr.size = r.next_position;
-          attr.mtime_sec = NowSeconds();
+          attr.mtime_sec = UnixSecondsNow();
           attr.etag = r.etag;
           attr.crc64 = r.crc64;
           attr.appendable = true;
@@ -659,7 +654,7 @@ void WriteService::RecordOutcome(const std::shared_ptr<WriteHandle>& handle,
   if (outcome.ok()) {
     meta::NodeAttr attr;
     attr.size = outcome->size;
-    attr.mtime_sec = NowSeconds();
+    attr.mtime_sec = UnixSecondsNow();
     attr.etag = outcome->etag;
     attr.crc64 = outcome->crc64;
     attr.appendable = writer->appends();

@@ -3,16 +3,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/strings.h"
+
 namespace ossmount::object {
 namespace {
-
-std::string LowerAscii(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
 
 const std::unordered_map<std::string, std::string>& SystemTable() {
   static const std::unordered_map<std::string, std::string> table = [] {
@@ -35,7 +29,7 @@ std::unordered_map<std::string, std::string> ParseMimeTypes(std::string_view tex
     std::istringstream words(line);
     std::string type, ext;
     if (!(words >> type) || type.find('/') == std::string::npos) continue;
-    while (words >> ext) table.emplace(LowerAscii(ext), type);
+    while (words >> ext) table.emplace(ToLowerAscii(ext), type);
   }
   return table;
 }
@@ -50,7 +44,7 @@ std::string ContentTypeFor(std::string_view key) {
   if (dot == std::string_view::npos || dot == 0 || dot + 1 == name.size()) {
     return kDefaultContentType;
   }
-  const std::string ext = LowerAscii(name.substr(dot + 1));
+  const std::string ext = ToLowerAscii(name.substr(dot + 1));
   // PyTorch's .pt is "application/vnd.snesdev-page-table" in the table; a checkpoint is bytes.
   if (ext == "pt") return kDefaultContentType;
   const auto& table = SystemTable();

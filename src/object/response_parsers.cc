@@ -1,11 +1,9 @@
 #include "object/response_parsers.h"
 
-#include <strings.h>
-
-#include <cctype>
 #include <charconv>
 #include <pugixml.hpp>
 
+#include "common/strings.h"
 #include "common/time_util.h"
 #include "common/url.h"
 #include "object/error_mapping.h"
@@ -71,11 +69,10 @@ Result<ObjectInfo> ParseHeadResponse(const std::string& key, const http::HeaderL
   const std::string_view meta_prefix =
       dialect.protocol == Protocol::kS3 ? "x-amz-meta-" : "x-oss-meta-";
   for (const auto& [name, value] : headers) {
-    if (name.size() > meta_prefix.size() &&
-        strncasecmp(name.c_str(), meta_prefix.data(), meta_prefix.size()) == 0) {
-      std::string key = name.substr(meta_prefix.size());
-      for (char& ch : key) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      info.user_meta.emplace_back(std::move(key), value);
+    const std::string_view n = name;
+    if (n.size() > meta_prefix.size() &&
+        EqualsIgnoreCase(n.substr(0, meta_prefix.size()), meta_prefix)) {
+      info.user_meta.emplace_back(ToLowerAscii(n.substr(meta_prefix.size())), value);
     }
   }
   info.has_user_meta = true;

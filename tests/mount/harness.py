@@ -228,6 +228,27 @@ class S3rver:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+class S3MountCase(unittest.TestCase):
+    """One s3rver for the class's tests; each test mounts under a prefix of its own
+    (self.prefix), so that tests never see each other's objects."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.server = S3rver(bucket="bucket")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def setUp(self):
+        self.prefix = "t%d/" % (int(time.time() * 1000) % 10**9)
+
+    def mount(self, *args):
+        m = Mount(self.server, args=list(args), bucket_spec="bucket:/" + self.prefix)
+        self.addCleanup(m.close)
+        return m
+
+
 def free_port():
     import socket
     with socket.socket() as s:

@@ -8,7 +8,6 @@ import os
 import select
 import subprocess
 import time
-import unittest
 
 import harness
 from test_writes import WriteMountCase, failed_fuse_ops

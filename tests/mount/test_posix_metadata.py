@@ -7,11 +7,8 @@ object onto itself, or with the upload of a file being written). Without it, a l
 stat of every file cost no HEAD, and those calls succeed without effect.
 """
 import os
-import shutil
 import subprocess
 import tempfile
-import time
-import unittest
 
 import harness
 from test_writes import WriteMountCase, failed_fuse_ops
@@ -130,22 +127,8 @@ class PosixMetadataTest(WriteMountCase):
         self.assertEqual(failed_fuse_ops(posix.output()), [])
 
 
-class S3PosixMetadataTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = harness.S3rver(bucket="bucket")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-
-    def mount(self, *args):
-        m = harness.Mount(self.server, args=list(args), bucket_spec="bucket:/" + self.prefix)
-        self.addCleanup(m.close)
-        return m
-
+class S3PosixMetadataTest(harness.S3MountCase):
     def test_modes_and_links_on_s3_as_s3fs_stores_them(self):
-        self.prefix = "p%d/" % (int(time.time() * 1000) % 10**9)
         mnt = self.mount("--allow-writes", "--posix-metadata", "--metadata-ttl", "indefinite",
                          "--upload-journal", tempfile.mkdtemp(prefix="journal-"))
         with open(mnt.path("run.sh"), "w") as f:

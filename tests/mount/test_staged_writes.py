@@ -10,13 +10,9 @@ serving on). Each runs against the bundled OSS server and, where the protocol al
 behaviour, against s3rver.
 """
 import errno
-import hashlib
 import os
-import shutil
 import subprocess
 import tempfile
-import time
-import unittest
 import zipfile
 
 import harness
@@ -289,28 +285,15 @@ class StagingLimitsTest(WriteMountCase):
         self.assertEqual(read(self.on_server("f")), b"abc")
 
 
-class S3StagedWritesTest(Patterns, unittest.TestCase):
+class S3StagedWritesTest(Patterns, harness.S3MountCase):
     """The same patterns over s3rver."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.server = harness.S3rver(bucket="bucket")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-
     def setUp(self):
+        super().setUp()
         self.staging = tempfile.mkdtemp(prefix="staging-")
-        self.prefix = "t%d/" % (int(time.time() * 1000) % 10**9)
         self.mnt = self.mount("--allow-writes", "--staging-dir", self.staging,
                               "--upload-journal", tempfile.mkdtemp(prefix="journal-"),
                               "--metadata-ttl", "indefinite")
-
-    def mount(self, *args):
-        m = harness.Mount(self.server, args=list(args), bucket_spec="bucket:/" + self.prefix)
-        self.addCleanup(m.close)
-        return m
 
     def fresh(self):
         return self.mount("--metadata-ttl", "0")

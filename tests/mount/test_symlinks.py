@@ -10,8 +10,6 @@ import errno
 import os
 import subprocess
 import tempfile
-import time
-import unittest
 
 import harness
 from test_writes import WriteMountCase, failed_fuse_ops
@@ -103,21 +101,9 @@ class OssLinksTest(Links, WriteMountCase):
         self.assertEqual(e.exception.errno, errno.EROFS)
 
 
-class S3LinksTest(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.server = harness.S3rver(bucket="bucket")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-
+class S3LinksTest(harness.S3MountCase):
     def test_s3_refuses_links_with_eperm_and_leaves_nothing(self):
-        prefix = "l%d/" % (int(time.time() * 1000) % 10**9)
-        mnt = harness.Mount(self.server, args=["--allow-writes", "--upload-journal",
-                                               tempfile.mkdtemp(prefix="journal-")],
-                            bucket_spec="bucket:/" + prefix)
-        self.addCleanup(mnt.close)
+        mnt = self.mount("--allow-writes", "--upload-journal", tempfile.mkdtemp(prefix="journal-"))
         with self.assertRaises(OSError) as e:
             os.symlink("target", mnt.path("link"))
         self.assertEqual(e.exception.errno, errno.EPERM)

@@ -15,6 +15,7 @@
 
 #include "common/crc64.h"
 #include "common/metrics.h"
+#include "ossmount/forwarding_object_client.h"
 #include "prefetch/part_crc_fold.h"
 #include "reader_harness.h"
 
@@ -28,10 +29,11 @@ uint64_t CrcOfString(const std::string& s) { return Crc64(0, s.data(), s.size())
 // covering `damage_at` (headers, including the whole object's CRC-64, stay right, as a
 // broken server or proxy would send them), and holds the completions of GETs at chosen
 // offsets until the test releases them (parts completing out of order).
-class DamagingClient : public ObjectClient, public std::enable_shared_from_this<DamagingClient> {
+class DamagingClient : public ForwardingObjectClient,
+                       public std::enable_shared_from_this<DamagingClient> {
  public:
   DamagingClient(boost::asio::io_context& io, std::shared_ptr<FakeObjectClient> inner)
-      : io_(io), inner_(std::move(inner)) {}
+      : ForwardingObjectClient(std::move(inner)), io_(io) {}
 
   void Damage(std::optional<uint64_t> at) {
     std::lock_guard lock(mu_);
@@ -64,84 +66,37 @@ class DamagingClient : public ObjectClient, public std::enable_shared_from_this<
     return it == delivered_.end() ? 0 : it->second;
   }
 
-  void List(const ListRequest& request, ListHandler handler) override {
-    inner_->List(request, std::move(handler));
-  }
-  void Head(const std::string& key, HeadHandler handler) override {
-    inner_->Head(key, std::move(handler));
-  }
   void Get(const GetRequest& request, GetTarget target, GetHandler handler) override {
-    inner_->Get(request, target,
-                [self = shared_from_this(), request, target,
-                 handler = std::move(handler)](Result<GetResult> r) mutable {
-                  std::function<void()> deliver;
-                  {
-                    std::lock_guard lock(self->mu_);
-                    if (r.ok() && target.data && self->damage_at_ &&
-                        *self->damage_at_ >= request.offset &&
-                        *self->damage_at_ < request.offset + r->bytes) {
-                      target.data[*self->damage_at_ - request.offset] ^= 0x5A;
-                    }
-                    deliver = [self, offset = request.offset, handler = std::move(handler),
-                               r = std::move(r)]() {
-                      {
-                        std::lock_guard lock(self->mu_);
-                        ++self->delivered_[offset];
-                      }
-                      handler(r);
-                    };
-                    if (self->hold_.count(request.offset)) {
-                      self->held_[request.offset] = std::move(deliver);
-                      return;
-                    }
-                  }
-                  deliver();
-                });
-  }
-  void Put(const std::string& key, std::shared_ptr<const std::string> body,
-           const WriteOptions& options, PutHandler handler) override {
-    inner_->Put(key, std::move(body), options, std::move(handler));
-  }
-  void InitiateMultipart(const std::string& key, InitiateHandler handler) override {
-    inner_->InitiateMultipart(key, std::move(handler));
-  }
-  void UploadPart(const std::string& key, const std::string& upload_id, int part_number,
-                  std::shared_ptr<const std::string> body, PartHandler handler) override {
-    inner_->UploadPart(key, upload_id, part_number, std::move(body), std::move(handler));
-  }
-  void UploadPartCopy(const std::string& key, const std::string& upload_id, int part_number,
-                      const std::string& source_key, const std::string& source_etag,
-                      uint64_t offset, uint64_t length, PartHandler handler) override {
-    inner_->UploadPartCopy(key, upload_id, part_number, source_key, source_etag, offset, length,
-                           std::move(handler));
-  }
-  void CompleteMultipart(const std::string& key, const std::string& upload_id,
-                         std::vector<PartInfo> parts, const WriteOptions& options,
-                         PutHandler handler) override {
-    inner_->CompleteMultipart(key, upload_id, std::move(parts), options, std::move(handler));
-  }
-  void AbortMultipart(const std::string& key, const std::string& upload_id,
-                      StatusHandler handler) override {
-    inner_->AbortMultipart(key, upload_id, std::move(handler));
-  }
-  void ListMultipartUploads(const std::string& prefix, UploadsHandler handler) override {
-    inner_->ListMultipartUploads(prefix, std::move(handler));
-  }
-  void CopyObject(const std::string& source_key, const std::string& source_etag,
-                  const std::string& dest_key, const WriteOptions& options,
-                  PutHandler handler) override {
-    inner_->CopyObject(source_key, source_etag, dest_key, options, std::move(handler));
-  }
-  void Delete(const std::string& key, StatusHandler handler) override {
-    inner_->Delete(key, std::move(handler));
-  }
-  void DeleteMultiple(std::vector<std::string> keys, StatusHandler handler) override {
-    inner_->DeleteMultiple(std::move(keys), std::move(handler));
+    inner()->Get(request, target,
+                 [self = shared_from_this(), request, target,
+                  handler = std::move(handler)](Result<GetResult> r) mutable {
+                   std::function<void()> deliver;
+                   {
+                     std::lock_guard lock(self->mu_);
+                     if (r.ok() && target.data && self->damage_at_ &&
+                         *self->damage_at_ >= request.offset &&
+                         *self->damage_at_ < request.offset + r->bytes) {
+                       target.data[*self->damage_at_ - request.offset] ^= 0x5A;
+                     }
+                     deliver = [self, offset = request.offset, handler = std::move(handler),
+                                r = std::move(r)]() {
+                       {
+                         std::lock_guard lock(self->mu_);
+                         ++self->delivered_[offset];
+                       }
+                       handler(r);
+                     };
+                     if (self->hold_.count(request.offset)) {
+                       self->held_[request.offset] = std::move(deliver);
+                       return;
+                     }
+                   }
+                   deliver();
+                 });
   }
 
  private:
   boost::asio::io_context& io_;
-  const std::shared_ptr<FakeObjectClient> inner_;
   mutable std::mutex mu_;
   std::optional<uint64_t> damage_at_;
   std::set<uint64_t> hold_;
