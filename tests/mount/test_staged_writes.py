@@ -11,7 +11,9 @@ behaviour, against s3rver.
 """
 import errno
 import os
+import signal
 import subprocess
+import sys
 import tempfile
 import zipfile
 
@@ -273,6 +275,47 @@ class StagingLimitsTest(WriteMountCase):
         self.assertFalse(os.path.exists(self.on_server("f.bin")))
         write(mnt.path("g.bin"), b"streams on")
         self.assertEqual(read(self.on_server("g.bin")), b"streams on")
+
+    def test_kill_9_with_staged_files_open_leaves_the_bucket_as_it_was(self):
+        # An existing object changed in the middle, and a new file whose header was patched
+        # after 20 MiB streamed, both still open when the daemon is killed: the object stays
+        # the old one and the new name holds nothing. The upload the new file had started
+        # before moving to staging is aborted when it moves, or, when the kill came first, by
+        # the next mount with the same journal.
+        write(self.on_server("old.bin"), random_bytes(3 * MiB, 40))
+        self.server_rescan()
+        staging = tempfile.mkdtemp(prefix="staging-")
+        journal = tempfile.mkdtemp(prefix="upload-journal-")
+        mnt = self.mount("--staging-dir", staging, journal=journal)
+        script = (
+            "import os, sys\n"
+            "old = os.open(sys.argv[1], os.O_WRONLY)\n"
+            "os.pwrite(old, b'changed', 1 << 20)\n"
+            "new = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)\n"
+            "for i in range(20):\n"
+            "    os.write(new, os.urandom(1 << 20))\n"
+            "os.pwrite(new, b'HEADER', 0)\n"
+            "print('written', flush=True)\n"
+            "sys.stdin.read()\n")
+        writer = subprocess.Popen([sys.executable, "-c", script, mnt.path("old.bin"),
+                                   mnt.path("new.h5")], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: writer.poll() is None and writer.kill())
+        self.assertEqual(writer.stdout.readline(), "written\n")
+        os.kill(mnt.proc.pid, signal.SIGKILL)
+        mnt.proc.wait(30)
+        writer.kill()
+        writer.wait(30)
+        writer.stdin.close()
+        writer.stdout.close()
+        harness.force_unmount(mnt.mountpoint)
+        self.assertEqual(read(self.on_server("old.bin")), random_bytes(3 * MiB, 40))
+        self.assertFalse(os.path.exists(self.on_server("new.h5")))
+        self.assertEqual(os.listdir(staging), [])  # unnamed files: nothing to clean up
+        again = self.mount("--staging-dir", staging, journal=journal)
+        self.assert_no_open_uploads()
+        self.assertEqual(read(again.path("old.bin")), random_bytes(3 * MiB, 40))
+        self.assertFalse(os.path.exists(again.path("new.h5")))
 
     def test_without_a_staging_directory_out_of_order_writes_fail_with_ENOTSUP(self):
         mnt = self.mount("--staging-dir", "")
