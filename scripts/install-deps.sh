@@ -40,6 +40,8 @@ packages=(
   # rsync: scripts/test.sh's stable copy of the tree under CI=true, and mount:staged_writes
   # (rsync --inplace). python3-h5py: mount:staged_writes (an HDF5 writer patches headers).
   rsync python3-h5py
+  # attr: setfattr/getfattr in mount:posix_metadata (extended attributes kept).
+  attr
   # iproute2: mount:cluster's nodes are network namespaces joined by a bridge (`ip`).
   iproute2
   # python3-seccomp: mount:uring starts a daemon that may not create an io_uring, as a

@@ -52,6 +52,7 @@ enum class ErrorCode {
   kBusy,                   // The file is being written by this mount. EBUSY.
   kCrossDevice,            // A rename the mount will not do in place (copy instead). EXDEV.
   kNotPermitted,           // An operation the file system does not offer (link, symlink). EPERM.
+  kNoAttribute,            // No extended attribute by that name. ENODATA.
 };
 
 // A stable lowercase name for the code ("not_found", "network", ...), for logs and metrics.

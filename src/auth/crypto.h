@@ -17,8 +17,6 @@ std::string HmacSha256(std::string_view key, std::string_view msg);
 std::string Sha256(std::string_view data);
 // Lowercase hex of arbitrary bytes.
 std::string HexEncode(std::string_view bytes);
-// Standard Base64 with '=' padding, no line breaks.
-std::string Base64Encode(std::string_view bytes);
 // Equality that takes the same time wherever the first difference is (for signatures).
 bool ConstantTimeEquals(std::string_view a, std::string_view b);
 

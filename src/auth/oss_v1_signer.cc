@@ -5,6 +5,7 @@
 #include "auth/crypto.h"
 #include "auth/signer.h"
 #include "auth/signing_internal.h"
+#include "common/base64.h"
 #include "common/url.h"
 
 namespace ossmount::auth {
@@ -153,7 +154,7 @@ std::string OssV1StringToSign(const SignableRequest& request, std::string_view d
 }
 
 std::string OssV1Signature(std::string_view secret, std::string_view string_to_sign) {
-  return Base64Encode(HmacSha1(secret, string_to_sign));
+  return ossmount::Base64Encode(HmacSha1(secret, string_to_sign));
 }
 
 }  // namespace internal

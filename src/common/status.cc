@@ -68,6 +68,8 @@ const char* ErrorCodeName(ErrorCode code) {
       return "cross_device";
     case ErrorCode::kNotPermitted:
       return "not_permitted";
+    case ErrorCode::kNoAttribute:
+      return "no_attribute";
   }
   return "unknown";
 }
@@ -120,6 +122,8 @@ int Status::ToErrno() const {
       return EXDEV;
     case ErrorCode::kNotPermitted:
       return EPERM;
+    case ErrorCode::kNoAttribute:
+      return ENODATA;
     case ErrorCode::kServerError:
     case ErrorCode::kNetwork:
     case ErrorCode::kIntegrity:

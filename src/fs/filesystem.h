@@ -222,6 +222,30 @@ class Filesystem {
     (void)ino;
     done(Status(ErrorCode::kInvalidArgument, "not a symbolic link"));
   }
+  // Extended attributes. A filesystem that keeps none answers false here, and the adapter
+  // then tells the kernel so once (no getxattr round trip per file after that).
+  virtual bool KeepsXattrs() const { return false; }
+  // The value of `name`; kNoAttribute when the file has none by that name.
+  virtual void GetXattr(InodeId ino, std::string name, Callback<std::string> done) {
+    (void)ino, (void)name;
+    done(Status(ErrorCode::kNoAttribute, "no extended attributes"));
+  }
+  // The names the file has, in order.
+  virtual void ListXattr(InodeId ino, Callback<std::vector<std::string>> done) {
+    (void)ino;
+    done(std::vector<std::string>{});
+  }
+  // flags: XATTR_CREATE (kAlreadyExists when `name` is set), XATTR_REPLACE (kNoAttribute when
+  // it is not), or 0.
+  virtual void SetXattr(InodeId ino, std::string name, std::string value, int flags,
+                        StatusCallback done) {
+    (void)ino, (void)name, (void)value, (void)flags;
+    done(Status(ErrorCode::kNotSupported, "extended attributes are not kept"));
+  }
+  virtual void RemoveXattr(InodeId ino, std::string name, StatusCallback done) {
+    (void)ino, (void)name;
+    done(Status(ErrorCode::kNotSupported, "extended attributes are not kept"));
+  }
   virtual void MakeDir(InodeId parent, std::string name, Callback<Entry> done) {
     (void)parent, (void)name;
     done(ReadOnly());

@@ -17,11 +17,11 @@
 
 namespace ossmount::fs {
 
-namespace {
-
-Status NoSuchInode(InodeId ino) {
+Status ObjectFilesystem::NoSuchInode(InodeId ino) {
   return Status(ErrorCode::kNotFound, "inode " + std::to_string(ino) + " is not known");
 }
+
+namespace {
 
 Status BadHandle(uint64_t fh) {
   return Status(ErrorCode::kInvalidArgument, "handle " + std::to_string(fh) + " is not open");

@@ -89,6 +89,12 @@ class ObjectFilesystem : public Filesystem,
   void ReadLink(InodeId ino, Callback<std::string> done) override;
   void Rename(InodeId parent, std::string name, InodeId new_parent, std::string new_name,
               unsigned flags, StatusCallback done) override;
+  bool KeepsXattrs() const override;
+  void GetXattr(InodeId ino, std::string name, Callback<std::string> done) override;
+  void ListXattr(InodeId ino, Callback<std::vector<std::string>> done) override;
+  void SetXattr(InodeId ino, std::string name, std::string value, int flags,
+                StatusCallback done) override;
+  void RemoveXattr(InodeId ino, std::string name, StatusCallback done) override;
   // Where uploads are recorded for crash cleanup; set once, before the first write (none =
   // no record).
   void SetUploadJournal(std::shared_ptr<upload::UploadJournal> journal) {
@@ -155,6 +161,15 @@ class ObjectFilesystem : public Filesystem,
   // --- Writes (object_writes.cc, namespace_changes.cc). ---
   // OK when writes are on, else why not.
   Status CheckWrites() const;
+  static Status NoSuchInode(InodeId ino);
+  // The handle writing the file of `ino`, if one may write it.
+  std::shared_ptr<WriteHandle> WriterOf(InodeId ino, const meta::InodeTable::Node& node) const;
+  // --posix-metadata: the file's mode, owner, time and extended attributes as they are now
+  // (with what was set on it while it is written).
+  void CurrentPosix(InodeId ino, Callback<meta::PosixAttrs> done);
+  // Sets (`value`) or removes (nullopt) one user.* attribute; flags as SetXattr's.
+  void ChangeXattr(InodeId ino, std::string name, std::optional<std::string> value, int flags,
+                   StatusCallback done);
   // The path of `name` in directory `parent`, checked for a write: the parent is a known
   // directory, the name valid and the object key it makes one the service accepts.
   Result<std::string> ChildPath(InodeId parent, const std::string& name) const;

@@ -76,7 +76,13 @@ Attributes ObjectFilesystem::WritingAttributes(const WriteHandle& handle) const 
   a.size = WriteService::Size(handle);
   a.mtime_sec = UnixSecondsNow();
   std::lock_guard lock(handle.mu);
-  if (handle.posix) ApplyPosix(*handle.posix, /*symlink=*/false, a);  // set on the open file
+  // --posix-metadata: what the file starts from (the object it replaces), and what was set
+  // on the open file since.
+  if (handle.posix_base || handle.posix) {
+    ApplyPosix(meta::MergePosix(handle.posix_base.value_or(meta::PosixAttrs{}),
+                                handle.posix.value_or(meta::PosixAttrs{})),
+               /*symlink=*/false, a);
+  }
   return a;
 }
 
@@ -363,8 +369,7 @@ void ObjectFilesystem::SetAttr(InodeId ino, uint64_t fh, const SetAttrRequest& r
 void ObjectFilesystem::SetAttrOnce(InodeId ino, uint64_t fh, const SetAttrRequest& request,
                                    Callback<AttrReply> done) {
   auto node = inodes_.Get(ino);
-  if (!node)
-    return done(Status(ErrorCode::kNotFound, "inode " + std::to_string(ino) + " is not known"));
+  if (!node) return done(NoSuchInode(ino));
   std::shared_ptr<WriteHandle> handle = WriteService::Numbers(fh) ? writes_->Find(fh) : nullptr;
   if (!handle && !node->detached) handle = writes_->OwnerOf(node->path);
   if (handle && !handle->may_write) handle = nullptr;  // opened as it is: the object's attrs

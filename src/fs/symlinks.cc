@@ -58,7 +58,7 @@ void ObjectFilesystem::MakeSymlink(InodeId parent, std::string name, std::string
 void ObjectFilesystem::ReadLink(InodeId ino, Callback<std::string> done) {
   auto node = inodes_.Get(ino);
   if (!node) {
-    return done(Status(ErrorCode::kNotFound, "inode " + std::to_string(ino) + " is not known"));
+    return done(NoSuchInode(ino));
   }
   if (node->is_dir) return done(Status(ErrorCode::kInvalidArgument, "a directory is not a link"));
   data_.client()->GetSymlink(meta::FileKey(options_.prefix, node->path), std::move(done));

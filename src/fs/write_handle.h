@@ -86,6 +86,9 @@ struct WriteHandle {
   // --posix-metadata: what chmod, chown and utime set on the open file, stored with the
   // object (a copy onto itself) after each completion.
   std::optional<meta::PosixAttrs> posix;
+  // --posix-metadata: what the version being written starts from (the mode, owner and
+  // extended attributes of the object it replaces or changes, else a new file's).
+  std::optional<meta::PosixAttrs> posix_base;
   bool posix_unsaved = false;  // set since the last time it was stored
 
   // The last completion whose outcome was recorded (metadata, audit, log), so that a flush

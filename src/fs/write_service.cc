@@ -105,6 +105,7 @@ Result<std::shared_ptr<WriteHandle>> WriteService::NewHandle(InodeId ino, const 
     if (kind.keep_posix) attrs = meta::MergePosix(attrs, *kind.keep_posix);
     attrs.mtime_sec = UnixSecondsNow();
     wo.user_meta = meta::WithPosix({}, attrs);
+    handle->posix_base = attrs;
   }
   const WriterContext context = Context();
   std::shared_ptr<upload::StagingArea> staging;
@@ -615,21 +616,32 @@ void WriteService::FinishWrite(const std::shared_ptr<WriteHandle>& handle, Statu
 }
 
 void WriteService::StorePosix(const std::string& path, const meta::PosixAttrs& change,
-                              StatusCallback done) {
+                              StatusCallback done, PosixCheck check) {
   // The object's metadata now (its other names kept), then a copy onto itself that replaces
   // it, pinned to the version read: a file changed meanwhile is not overwritten by an old one.
   const std::string key = meta::FileKey(options_.prefix, path);
-  client_->Head(key, [self = shared_from_this(), path, key, change,
+  client_->Head(key, [self = shared_from_this(), path, key, change, check = std::move(check),
                       done = std::move(done)](Result<ObjectInfo> info) mutable {
     if (!info.ok()) return done(info.status());
     if (!self->options_.writes.allow_overwrite) {
       return done(Status(ErrorCode::kAccessDenied,
                          "changing the metadata of '" + path + "': the mount does not overwrite"));
     }
-    meta::PosixAttrs now = meta::MergePosix(meta::PosixFromMetadata(info->user_meta), change);
+    const meta::PosixAttrs before = meta::PosixFromMetadata(info->user_meta);
+    if (check) {
+      Status allowed = check(before);
+      if (!allowed.ok()) return done(allowed);
+    }
+    meta::PosixAttrs now = meta::MergePosix(before, change);
     if (info->symlink) return done(Status::Ok());  // a link's own mode means nothing
     WriteOptions options;
     options.user_meta = meta::WithPosix(info->user_meta, now);
+    if (meta::UserMetadataBytes(*options.user_meta) > meta::kMaxUserMetadataBytes) {
+      return done(Status(ErrorCode::kNoSpace,
+                         "'" + path +
+                             "': its metadata would pass the 8 KiB that an object's user "
+                             "metadata may hold"));
+    }
     options.content_type = info->content_type;
     upload::CopySource source{key, info->etag, info->size};
     upload::CopyObjectOnServer(

@@ -97,8 +97,11 @@ class WriteService : public std::enable_shared_from_this<WriteService> {
   static uint64_t Size(const WriteHandle& handle);
 
   // --posix-metadata: stores `change` (merged with what the object has) in the closed file's
-  // user metadata, by a copy of the object onto itself pinned to the version read.
-  void StorePosix(const std::string& path, const meta::PosixAttrs& change, StatusCallback done);
+  // user metadata, by a copy of the object onto itself pinned to the version read. `check`,
+  // when given, sees what the object has first and may refuse the change with its status.
+  using PosixCheck = std::function<Status(const meta::PosixAttrs& before)>;
+  void StorePosix(const std::string& path, const meta::PosixAttrs& change, StatusCallback done,
+                  PosixCheck check = {});
 
   void Write(uint64_t fh, uint64_t offset, const char* data, size_t size, Callback<size_t> done);
   // Reads through handle `fh` (a writer's, or a reader's from OpenReader): the staged bytes

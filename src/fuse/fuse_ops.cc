@@ -381,19 +381,48 @@ void OpIoctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void*, fuse_file_
 
 // ---- extended attributes -----------------------------------------------------------------
 
-// ENOSYS (not ENOTSUP): the kernel then stops sending GETXATTR for the life of the mount
-// and answers EOPNOTSUPP itself, which is what callers would have seen anyway; `ls -l` and
-// SELinux probes no longer cost a round trip per file.
-void OpGetXattr(fuse_req_t req, fuse_ino_t, const char*, size_t) { fuse_reply_err(req, ENOSYS); }
-
-// An empty list: objects carry no extended attributes we expose.
-void OpListXattr(fuse_req_t req, fuse_ino_t, size_t size) {
-  ReplyOnce reply(req, &Ctx(req)->tracker, "listxattr");
-  if (size == 0) {
-    reply.Xattr(0);
-  } else {
-    reply.Buf(nullptr, 0);
+// Without kept attributes, ENOSYS (not ENOTSUP): the kernel then stops sending GETXATTR for
+// the life of the mount and answers EOPNOTSUPP itself, which is what callers would have seen
+// anyway; `ls -l` and SELinux probes no longer cost a round trip per file.
+void OpGetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
+  if (!Ctx(req)->fs->KeepsXattrs()) {
+    fuse_reply_err(req, ENOSYS);
+    return;
   }
+  auto reply = Start(req, "getxattr");
+  Ctx(req)->fs->GetXattr(ino, name, [reply, ino, size](Result<std::string> r) {
+    if (!r.ok()) {
+      if (r.status().code() != ErrorCode::kNoAttribute) LogFailure("getxattr", ino, r.status());
+      reply->Err(ErrnoOf(r.status()));
+    } else if (size == 0) {
+      reply->Xattr(r->size());
+    } else if (size < r->size()) {
+      reply->Err(ERANGE);
+    } else {
+      reply->Buf(r->data(), r->size());
+    }
+  });
+}
+
+// The names, each ending in a NUL, as listxattr(2) returns them.
+void OpListXattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  auto reply = Start(req, "listxattr");
+  Ctx(req)->fs->ListXattr(ino, [reply, ino, size](Result<std::vector<std::string>> r) {
+    if (!r.ok()) {
+      LogFailure("listxattr", ino, r.status());
+      reply->Err(ErrnoOf(r.status()));
+      return;
+    }
+    std::string list;
+    for (const std::string& name : *r) list.append(name).push_back('\0');
+    if (size == 0) {
+      reply->Xattr(list.size());
+    } else if (size < list.size()) {
+      reply->Err(ERANGE);
+    } else {
+      reply->Buf(list.data(), list.size());
+    }
+  });
 }
 
 // ---- writes (EROFS unless the mount has writes on) -----------------------------------------
@@ -545,10 +574,17 @@ void OpFallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t l
 // Not supported on a writable mount (a read-only one answers EROFS in the kernel first):
 // objects carry no extended attributes. ENOTSUP lets cp -p and cp -a fall back to chmod
 // instead of stopping.
-void OpSetXattr(fuse_req_t req, fuse_ino_t, const char*, const char*, size_t, int) {
-  fuse_reply_err(req, ENOTSUP);
+void OpSetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, const char* value, size_t size,
+                int flags) {
+  auto reply = Start(req, "setxattr");
+  Ctx(req)->fs->SetXattr(ino, name, std::string(value, size), flags,
+                         AnswerStatus(std::move(reply), "setxattr", ino));
 }
-void OpRemoveXattr(fuse_req_t req, fuse_ino_t, const char*) { fuse_reply_err(req, ENOTSUP); }
+
+void OpRemoveXattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
+  auto reply = Start(req, "removexattr");
+  Ctx(req)->fs->RemoveXattr(ino, name, AnswerStatus(std::move(reply), "removexattr", ino));
+}
 
 fuse_lowlevel_ops MakeOps() {
   fuse_lowlevel_ops ops{};

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <string>
 
+#include "meta/xattr_header.h"
+
 namespace ossmount::meta {
 namespace {
 
@@ -26,6 +28,10 @@ void SetMeta(UserMetadata& meta, const std::string& name, const std::string& val
   meta.emplace_back(name, value);
 }
 
+void EraseMeta(UserMetadata& meta, const std::string& name) {
+  std::erase_if(meta, [&](const auto& entry) { return entry.first == name; });
+}
+
 }  // namespace
 
 PosixAttrs MergePosix(PosixAttrs base, const PosixAttrs& change) {
@@ -33,6 +39,7 @@ PosixAttrs MergePosix(PosixAttrs base, const PosixAttrs& change) {
   if (change.uid) base.uid = change.uid;
   if (change.gid) base.gid = change.gid;
   if (change.mtime_sec) base.mtime_sec = change.mtime_sec;
+  for (const auto& [name, value] : change.xattrs) base.xattrs[name] = value;
   return base;
 }
 
@@ -47,6 +54,10 @@ PosixAttrs PosixFromMetadata(const UserMetadata& meta) {
       a.gid = MetaNumber<uint32_t>(value);
     } else if (name == "mtime") {
       a.mtime_sec = MetaNumber<int64_t>(value);
+    } else if (name == "xattr") {
+      if (std::optional<Xattrs> xattrs = DecodeXattrHeader(value)) {
+        a.xattrs.insert(xattrs->begin(), xattrs->end());
+      }
     }
   }
   return a;
@@ -57,7 +68,29 @@ UserMetadata WithPosix(UserMetadata meta, const PosixAttrs& attrs) {
   if (attrs.uid) SetMeta(meta, "uid", std::to_string(*attrs.uid));
   if (attrs.gid) SetMeta(meta, "gid", std::to_string(*attrs.gid));
   if (attrs.mtime_sec) SetMeta(meta, "mtime", std::to_string(*attrs.mtime_sec));
+  if (!attrs.xattrs.empty()) {
+    const Xattrs present = PresentXattrs(attrs);
+    if (present.empty()) {
+      EraseMeta(meta, "xattr");
+    } else {
+      SetMeta(meta, "xattr", EncodeXattrHeader(present));
+    }
+  }
   return meta;
+}
+
+std::map<std::string, std::string> PresentXattrs(const PosixAttrs& attrs) {
+  std::map<std::string, std::string> present;
+  for (const auto& [name, value] : attrs.xattrs) {
+    if (value) present.emplace(name, *value);
+  }
+  return present;
+}
+
+size_t UserMetadataBytes(const UserMetadata& meta) {
+  size_t bytes = 0;
+  for (const auto& [name, value] : meta) bytes += name.size() + value.size();
+  return bytes;
 }
 
 }  // namespace ossmount::meta

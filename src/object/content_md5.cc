@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+#include "common/base64.h"
+
 namespace ossmount::object {
 namespace {
 
@@ -43,13 +45,7 @@ std::string Md5(std::string_view data) {
   return std::string(reinterpret_cast<const char*>(digest), size);
 }
 
-std::string ContentMd5(std::string_view data) {
-  const std::string digest = Md5(data);
-  unsigned char out[32];  // 4 * ceil(16 / 3) = 24, plus the terminating NUL
-  int n = EVP_EncodeBlock(out, reinterpret_cast<const unsigned char*>(digest.data()),
-                          static_cast<int>(digest.size()));
-  return std::string(reinterpret_cast<const char*>(out), n > 0 ? static_cast<size_t>(n) : 0);
-}
+std::string ContentMd5(std::string_view data) { return Base64Encode(Md5(data)); }
 
 std::string HexLower(std::string_view bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";

@@ -6,9 +6,13 @@ s3fs use; one HEAD per file) and chmod, chown, utime and cp -p store them there 
 object onto itself, or with the upload of a file being written). Without it, a listing and a
 stat of every file cost no HEAD, and those calls succeed without effect.
 """
+import base64
+import errno
+import json
 import os
 import subprocess
 import tempfile
+import urllib.parse
 
 import harness
 from test_writes import WriteMountCase, failed_fuse_ops
@@ -19,7 +23,22 @@ def head(server, key):
     return dict(line.split("\t", 1) for line in out.splitlines())
 
 
-class PosixMetadataTest(WriteMountCase):
+def s3fs_xattr_header(attrs):
+    """The "xattr" user metadata as s3fs and ossfs write it."""
+    doc = {name: base64.b64encode(value).decode() for name, value in attrs.items()}
+    return urllib.parse.quote(json.dumps(doc, separators=(",", ":")), safe="")
+
+
+def stored_xattrs(server, key):
+    header = head(server, key).get("meta-xattr")
+    if header is None:
+        return {}
+    doc = json.loads(urllib.parse.unquote(header))
+    return {name: base64.b64decode(value) for name, value in doc.items()}
+
+
+class PosixMountCase(WriteMountCase):
+    """A writable mount with --posix-metadata, and fresh read-only ones that trust no cache."""
     def setUp(self):
         super().setUp()
         self.mnt = self.mount("--posix-metadata")
@@ -27,6 +46,9 @@ class PosixMetadataTest(WriteMountCase):
     def fresh_posix(self):
         return self.mount("--posix-metadata", "--negative-metadata-ttl", "0", writes=False,
                           ttl="0")
+
+
+class PosixMetadataTest(PosixMountCase):
 
     def test_chmod_x_is_kept_and_the_script_runs_from_a_fresh_mount(self):
         with open(self.mnt.path("run.sh"), "w") as f:
@@ -127,6 +149,119 @@ class PosixMetadataTest(WriteMountCase):
         self.assertEqual(failed_fuse_ops(posix.output()), [])
 
 
+class XattrTest(PosixMountCase):
+    """setfattr user.* with --posix-metadata: kept in the "xattr" header as s3fs keeps them."""
+
+    def write(self, name, data=b"weights"):
+        with open(self.mnt.path(name), "wb") as f:
+            f.write(data)
+
+    def test_setfattr_getfattr_and_a_fresh_mount_sees_them_in_s3fs_format(self):
+        data = os.urandom(200000)
+        self.write("ckpt.pt", data)
+        subprocess.run(["setfattr", "-n", "user.origin", "-v", "imagenet", self.mnt.path("ckpt.pt")],
+                       check=True)
+        os.setxattr(self.mnt.path("ckpt.pt"), "user.step", b"\x00\x01binary")
+        self.assertEqual(os.getxattr(self.mnt.path("ckpt.pt"), "user.origin"), b"imagenet")
+        self.assertEqual(stored_xattrs(self.server, "ckpt.pt"),
+                         {"user.origin": b"imagenet", "user.step": b"\x00\x01binary"})
+        fresh = self.fresh_posix()
+        self.assertEqual(sorted(os.listxattr(fresh.path("ckpt.pt"))), ["user.origin", "user.step"])
+        out = subprocess.run(["getfattr", "--only-values", "-n", "user.origin",
+                              fresh.path("ckpt.pt")], capture_output=True, check=True)
+        self.assertEqual(out.stdout, b"imagenet")
+        with open(fresh.path("ckpt.pt"), "rb") as f:
+            self.assertTrue(f.read() == data)  # the copy onto itself kept the bytes
+        # Removed: gone from the mount, the header and a fresh mount.
+        os.removexattr(self.mnt.path("ckpt.pt"), "user.origin")
+        os.removexattr(self.mnt.path("ckpt.pt"), "user.step")
+        self.assertEqual(os.listxattr(self.mnt.path("ckpt.pt")), [])
+        self.assertNotIn("meta-xattr", head(self.server, "ckpt.pt"))
+        self.assertEqual(os.listxattr(self.fresh_posix().path("ckpt.pt")), [])
+
+    def test_create_replace_and_missing_names_give_the_errnos_of_local_disks(self):
+        self.write("a.bin")
+        path = self.mnt.path("a.bin")
+        with self.assertRaises(OSError) as e:
+            os.getxattr(path, "user.none")
+        self.assertEqual(e.exception.errno, errno.ENODATA)
+        with self.assertRaises(OSError) as e:
+            os.setxattr(path, "user.k", b"v", os.XATTR_REPLACE)
+        self.assertEqual(e.exception.errno, errno.ENODATA)
+        os.setxattr(path, "user.k", b"v1", os.XATTR_CREATE)
+        with self.assertRaises(OSError) as e:
+            os.setxattr(path, "user.k", b"v2", os.XATTR_CREATE)
+        self.assertEqual(e.exception.errno, errno.EEXIST)
+        os.setxattr(path, "user.k", b"v2", os.XATTR_REPLACE)
+        self.assertEqual(os.getxattr(path, "user.k"), b"v2")
+        with self.assertRaises(OSError) as e:
+            os.removexattr(path, "user.none")
+        self.assertEqual(e.exception.errno, errno.ENODATA)
+        # Other namespaces mean something to the kernel: not kept.
+        with self.assertRaises(OSError) as e:
+            os.setxattr(path, "trusted.k", b"v")
+        self.assertEqual(e.exception.errno, errno.EOPNOTSUPP)
+        # More than an object's user metadata may hold: refused, the object unchanged.
+        with self.assertRaises(OSError) as e:
+            os.setxattr(path, "user.big", os.urandom(9000))
+        self.assertEqual(e.exception.errno, errno.ENOSPC)
+        self.assertEqual(stored_xattrs(self.server, "a.bin"), {"user.k": b"v2"})
+        with open(path, "rb") as f:
+            self.assertEqual(f.read(), b"weights")
+
+    def test_a_bucket_written_by_s3fs_shows_its_attributes_and_keeps_the_others(self):
+        src = os.path.join(self.root, "labels.json")
+        with open(src, "wb") as f:
+            f.write(b"{}")
+        header = s3fs_xattr_header({"user.source": b"crawl-2024", "user.license": b"cc-by"})
+        harness.client(self.server, "put", "labels.json", src, "--meta", "xattr=" + header,
+                       "--meta", "owner-team=vision")
+        self.server_rescan()
+        writer = self.mount("--posix-metadata")
+        self.assertEqual(os.getxattr(writer.path("labels.json"), "user.source"), b"crawl-2024")
+        os.setxattr(writer.path("labels.json"), "user.license", b"cc-by-4.0")
+        self.assertEqual(stored_xattrs(self.server, "labels.json"),
+                         {"user.source": b"crawl-2024", "user.license": b"cc-by-4.0"})
+        self.assertEqual(head(self.server, "labels.json")["meta-owner-team"], "vision")
+
+    def test_attributes_set_while_writing_are_stored_with_the_file_and_kept_by_a_rewrite(self):
+        with open(self.mnt.path("run.log"), "wb") as f:
+            f.write(b"epoch 1\n")
+            os.setxattr(f.fileno(), "user.job", b"resnet50")
+            self.assertEqual(os.getxattr(f.fileno(), "user.job"), b"resnet50")
+            f.write(b"epoch 2\n")
+        self.assertEqual(stored_xattrs(self.server, "run.log"), {"user.job": b"resnet50"})
+        with open(self.mnt.path("run.log"), "wb") as f:  # O_TRUNC: a new version
+            f.write(b"rewritten\n")
+        fresh = self.fresh_posix()
+        self.assertEqual(os.getxattr(fresh.path("run.log"), "user.job"), b"resnet50")
+        with open(fresh.path("run.log"), "rb") as f:
+            self.assertEqual(f.read(), b"rewritten\n")
+        # cp --preserve=xattr from a local file, as cp -a does.
+        src = os.path.join(tempfile.mkdtemp(prefix="xattr-src-"), "w.bin")
+        with open(src, "wb") as f:
+            f.write(b"w")
+        os.setxattr(src, "user.sha", b"abc123")
+        subprocess.run(["cp", "--preserve=xattr", src, self.mnt.path("w.bin")], check=True)
+        self.assertEqual(stored_xattrs(self.server, "w.bin"), {"user.sha": b"abc123"})
+
+    def test_without_the_option_attributes_are_refused_and_cost_no_request(self):
+        plain = self.mount()
+        with open(plain.path("p.bin"), "wb") as f:
+            f.write(b"x")
+        before = self.server.stats()
+        with self.assertRaises(OSError) as e:
+            os.setxattr(plain.path("p.bin"), "user.k", b"v")
+        self.assertEqual(e.exception.errno, errno.EOPNOTSUPP)
+        with self.assertRaises(OSError) as e:
+            os.getxattr(plain.path("p.bin"), "user.k")
+        self.assertIn(e.exception.errno, (errno.EOPNOTSUPP, errno.ENODATA))
+        self.assertEqual(os.listxattr(plain.path("p.bin")), [])
+        after = self.server.stats()
+        self.assertEqual(after["HEAD"] - before["HEAD"], 0)
+        self.assertNotIn("meta-xattr", head(self.server, "p.bin"))
+
+
 class S3PosixMetadataTest(harness.S3MountCase):
     def test_modes_and_links_on_s3_as_s3fs_stores_them(self):
         mnt = self.mount("--allow-writes", "--posix-metadata", "--metadata-ttl", "indefinite",
@@ -141,6 +276,8 @@ class S3PosixMetadataTest(harness.S3MountCase):
         self.assertEqual(os.readlink(fresh.path("latest")), "run.sh")
         out = subprocess.run([fresh.path("latest")], capture_output=True, text=True, check=True)
         self.assertEqual(out.stdout, "s3\n")
+        os.setxattr(mnt.path("run.sh"), "user.origin", b"s3")
+        self.assertEqual(os.getxattr(fresh.path("run.sh"), "user.origin"), b"s3")
 
 
 if __name__ == "__main__":

@@ -317,10 +317,13 @@ class SharedJournalTest(SafetyCase):
         os.close(b_fd)
         self.assertEqual(len(self.server_bytes("b.bin")), 2 * MiB + 3)
         # A daemon that dies leaves its upload to the next mount with the journal.
+        parts_before = self.server.stats()["UPLOAD_PART"]
         fd = os.open(b.path("dead.bin"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.write(fd, random_bytes(3 * MiB, 11))
-        harness.wait_for(lambda: self.server.stats()["open_multipart_uploads"] >= 1, 30,
-                         "the upload of dead.bin")
+        # A part is sent only once the upload is in the journal (a kill between the server's
+        # answer to the initiate and the record is the one window the journal cannot close).
+        harness.wait_for(lambda: self.server.stats()["UPLOAD_PART"] > parts_before, 30,
+                         "the first part of dead.bin")
         b.proc.kill()
         b.proc.wait()
         with self.assertRaises(OSError):

@@ -17,6 +17,8 @@ TEST_CASE("status maps codes to errno and prints service details") {
   CHECK(Status(ErrorCode::kBusy, "x").ToErrno() == EBUSY);
   CHECK(Status(ErrorCode::kNotPermitted, "x").ToErrno() == EPERM);
   CHECK(std::string(ErrorCodeName(ErrorCode::kNotPermitted)) == "not_permitted");
+  CHECK(Status(ErrorCode::kNoAttribute, "x").ToErrno() == ENODATA);
+  CHECK(std::string(ErrorCodeName(ErrorCode::kNoAttribute)) == "no_attribute");
   Status s(ErrorCode::kNotFound, "The specified key does not exist.");
   s.WithService({404, "NoSuchKey", "RID1", "0026-00000001", ""});
   CHECK(s.ToString() ==
