@@ -16,6 +16,7 @@
 // Thread-safety: thread-safe. Writes of one file are ordered by its caller.
 #pragma once
 
+#include <atomic>
 #include <boost/asio/any_io_executor.hpp>
 #include <chrono>
 #include <cstdint>
@@ -102,6 +103,9 @@ struct WriterContext {
   std::shared_ptr<upload::UploadJournal> journal;  // may be null
   upload::UploadOptions options;
   uint64_t max_stream_copy = 0;  // a streaming writer's local copy goes past this size
+  // Set once the server refused a part copy as unsupported (s3rver, some S3-compatible
+  // servers): staged files then go up whole. Shared by every writer of the mount.
+  std::shared_ptr<std::atomic<bool>> part_copies_refused;
 };
 
 // Told what is at the key once a completion whose answer was lost learns it

@@ -1,6 +1,7 @@
 // The two FileWriters (file_writer.h): streaming, over one upload::ObjectUpload, and staged,
 // over a local upload::StagedFile sent whole by a fresh upload at each completion.
 #include <algorithm>
+#include <limits>
 #include <mutex>
 #include <vector>
 
@@ -152,6 +153,10 @@ class StagedWriter : public FileWriter, public std::enable_shared_from_this<Stag
       saved.etag = existing->etag;
       saved.crc64 = existing->crc64;
       last_ = saved;
+      // Once loaded, the file holds the object's bytes: parts that no write touches are
+      // copied on the server at completion, not sent again.
+      // (Not an appendable object, which OSS does not copy part by part.)
+      if (!existing->appendable) unchanged_ = AllUnchanged(existing->etag, existing->size);
     } else {
       changed_ = true;
     }
@@ -161,6 +166,9 @@ class StagedWriter : public FileWriter, public std::enable_shared_from_this<Stag
     std::lock_guard lock(mu_);
     if (!error_.ok()) return error_;
     if (finishing_) return Finishing();
+    if (unchanged_) {
+      unchanged_->ranges -= upload::ByteRanges::interval_type::right_open(offset, offset + size);
+    }
     Status written = file_->Write(offset, data, size);
     if (!written.ok()) return FailLocked(written);
     changed_ = true;
@@ -187,6 +195,11 @@ class StagedWriter : public FileWriter, public std::enable_shared_from_this<Stag
     if (size == file_->size()) return Status::Ok();
     Status truncated = file_->Truncate(size);
     if (!truncated.ok()) return truncated;  // the budget: the file goes on as it was
+    // What lies past the new end is gone, and zeros if the file grows again.
+    if (unchanged_) {
+      unchanged_->ranges -=
+          upload::ByteRanges::interval_type::right_open(size, std::numeric_limits<uint64_t>::max());
+    }
     changed_ = true;
     return Status::Ok();
   }
@@ -201,6 +214,7 @@ class StagedWriter : public FileWriter, public std::enable_shared_from_this<Stag
   }
   void Finish(FinishCallback done) override {
     std::shared_ptr<upload::ObjectUpload> upload;
+    std::optional<upload::UnchangedBytes> copies;
     {
       std::unique_lock lock(mu_);
       if (!error_.ok()) {
@@ -219,17 +233,12 @@ class StagedWriter : public FileWriter, public std::enable_shared_from_this<Stag
       }
       finishing_ = true;
       waiters_.push_back(std::move(done));
-      WriteOptions wo = write_options_;
-      if (last_) wo.forbid_overwrite = false;  // the name is this file's own now
-      upload = upload::ObjectUpload::Make(context_.client, context_.gate, context_.journal, key_,
-                                          context_.options, wo);
-      if (on_settled_) upload->OnOutcomeSettled(on_settled_);
-      current_ = upload;
+      upload = MakeUploadLocked();
+      if (!context_.part_copies_refused || !context_.part_copies_refused->load()) {
+        copies = unchanged_;
+      }
     }
-    upload::UploadStagedFile(file_, upload,
-                             [self = shared_from_this()](Result<upload::UploadedObject> r) {
-                               self->Finished(std::move(r));
-                             });
+    Upload(std::move(upload), std::move(copies));
   }
   void Abort(Status why) override {
     std::shared_ptr<upload::ObjectUpload> upload;
@@ -268,17 +277,69 @@ class StagedWriter : public FileWriter, public std::enable_shared_from_this<Stag
     // was saved is still saved.
     key_ = key;
     write_options_.forbid_overwrite = forbid_overwrite;
+    unchanged_.reset();  // the copy under the new name is another object
     return true;
   }
   std::shared_ptr<upload::StagedFile> staged_file() const override { return file_; }
 
  private:
+  static upload::UnchangedBytes AllUnchanged(const std::string& etag, uint64_t size) {
+    upload::UnchangedBytes all{etag, {}};
+    if (size > 0) all.ranges += upload::ByteRanges::interval_type::right_open(0, size);
+    return all;
+  }
+  // The upload of the next completion, made current. REQUIRES mu_.
+  std::shared_ptr<upload::ObjectUpload> MakeUploadLocked() {
+    WriteOptions wo = write_options_;
+    if (last_) wo.forbid_overwrite = false;  // the name is this file's own now
+    auto upload = upload::ObjectUpload::Make(context_.client, context_.gate, context_.journal, key_,
+                                             context_.options, wo);
+    if (on_settled_) upload->OnOutcomeSettled(on_settled_);
+    current_ = upload;
+    return upload;
+  }
   Status Finishing() const {
     return Status(ErrorCode::kBusy, "'" + key_ + "' is being completed by a close or fsync");
   }
   Status FailLocked(Status why) {
     if (error_.ok()) error_ = why;
     return error_;
+  }
+  void Upload(std::shared_ptr<upload::ObjectUpload> upload,
+              std::optional<upload::UnchangedBytes> copies) {
+    const bool copying = copies.has_value();
+    upload::UploadStagedFile(
+        file_, upload, std::move(copies),
+        [self = shared_from_this(), copying](Result<upload::UploadedObject> r) {
+          // The object the copies came from was replaced meanwhile (another client), or the
+          // server copies no parts: the file has every byte, so it goes up again, whole, and
+          // replaces the object as a file uploaded whole would have.
+          const ErrorCode code = r.ok() ? ErrorCode::kOk : r.status().code();
+          if (copying && code == ErrorCode::kNotSupported && self->context_.part_copies_refused) {
+            self->context_.part_copies_refused->store(true);
+          }
+          if (copying &&
+              (code == ErrorCode::kPreconditionFailed || code == ErrorCode::kNotSupported) &&
+              self->RetryWithoutCopies(r.status())) {
+            return;
+          }
+          self->Finished(std::move(r));
+        });
+  }
+  bool RetryWithoutCopies(const Status& why) {
+    std::shared_ptr<upload::ObjectUpload> upload;
+    std::string key;
+    {
+      std::lock_guard lock(mu_);
+      if (!error_.ok()) return false;
+      unchanged_.reset();
+      upload = MakeUploadLocked();
+      key = key_;
+    }
+    spdlog::info("'{}': sending it whole, as its unchanged parts could not be copied ({})", key,
+                 why.ToString());
+    Upload(std::move(upload), std::nullopt);
+    return true;
   }
   void Finished(Result<upload::UploadedObject> r) {
     std::vector<FinishCallback> waiters;
@@ -292,6 +353,8 @@ class StagedWriter : public FileWriter, public std::enable_shared_from_this<Stag
         r->completion = completions_;
         last_ = *r;
         changed_ = false;
+        // The bucket holds exactly the file now: the next completion copies what stays.
+        unchanged_ = AllUnchanged(r->etag, r->size);
       } else {
         // The bucket has what it had: the next completion sends the file again.
         if (!error_.ok()) r = error_;
@@ -314,6 +377,9 @@ class StagedWriter : public FileWriter, public std::enable_shared_from_this<Stag
   bool finishing_ = false;
   uint64_t completions_ = 0;
   std::optional<upload::UploadedObject> last_;
+  // Where the file still holds the bytes of the object at key_ with this etag (the one it
+  // was loaded from, or its last completion); none for a new file.
+  std::optional<upload::UnchangedBytes> unchanged_;
   std::shared_ptr<upload::ObjectUpload> current_;
   std::vector<FinishCallback> waiters_;
   std::vector<std::function<void()>> idle_waiters_;

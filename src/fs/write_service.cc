@@ -55,8 +55,13 @@ bool WriteService::appends() const {
 
 WriterContext WriteService::Context() const {
   std::lock_guard lock(config_mu_);
-  return WriterContext{
-      executor_, client_, gate_, journal_, options_.writes.upload, options_.writes.max_stream_copy};
+  return WriterContext{executor_,
+                       client_,
+                       gate_,
+                       journal_,
+                       options_.writes.upload,
+                       options_.writes.max_stream_copy,
+                       part_copies_refused_};
 }
 
 std::function<void(std::optional<ObjectInfo>)> WriteService::Settler(

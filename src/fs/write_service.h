@@ -164,6 +164,9 @@ class WriteService : public std::enable_shared_from_this<WriteService> {
   mutable std::mutex config_mu_;  // guards journal_ and staging_ (set once, read often)
   std::shared_ptr<upload::UploadJournal> journal_;
   std::shared_ptr<upload::StagingArea> staging_;
+  // WriterContext::part_copies_refused, for every writer of this mount.
+  const std::shared_ptr<std::atomic<bool>> part_copies_refused_ =
+      std::make_shared<std::atomic<bool>>(false);
 
   // owners_mu_ guards owners_: the handle that owns each path.
   mutable std::mutex owners_mu_;

@@ -147,6 +147,47 @@ void ObjectUpload::SealLocked(std::vector<Part>& sealed) {
   current_.reset();
 }
 
+ObjectUpload::PartBounds ObjectUpload::NextPart() const {
+  std::lock_guard lock(mu_);
+  PartBounds bounds;
+  if (current_ && current_->size() < current_limit_) {
+    bounds.start = size_ - current_->size();
+    bounds.end = bounds.start + current_limit_;
+  } else {
+    bounds.start = size_;
+    bounds.end = size_ + PartSizeFor(next_part_, options_.part_size);
+  }
+  return bounds;
+}
+
+Status ObjectUpload::AppendCopy(uint64_t source_offset, uint64_t length,
+                                const std::string& source_etag) {
+  std::vector<Part> sealed;
+  {
+    std::lock_guard lock(mu_);
+    if (state_ == State::kFailed) return error_;
+    if (state_ != State::kWriting || (current_ && !current_->empty()) || length == 0 ||
+        length > PartSizeFor(next_part_, options_.part_size)) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "'" + key_ + "': a part copy must be one whole part, appended at its start");
+    }
+    if (next_part_ > kMaxParts) {
+      return Status(ErrorCode::kTooBig, "'" + key_ + "' would need more than 10,000 parts");
+    }
+    current_.reset();
+    multipart_ = true;
+    Part copy;
+    copy.number = next_part_++;
+    copy.copy_offset = source_offset;
+    copy.copy_length = length;
+    copy.copy_etag = source_etag;
+    size_ += length;
+    sealed.push_back(std::move(copy));
+  }
+  SendParts(std::move(sealed));
+  return Status::Ok();
+}
+
 Status ObjectUpload::Append(const char* data, size_t size) {
   std::vector<Part> sealed;
   Status refused;

@@ -58,6 +58,18 @@ class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
   // for one that went up with one PUT), so an fsync in mid-file costs a copy, not the file.
   // While Finish is running, kInvalidArgument.
   Status Append(const char* data, size_t size);
+  // The part the next byte appended goes into, as offsets in the file: [start, end).
+  struct PartBounds {
+    uint64_t start = 0;
+    uint64_t end = 0;
+  };
+  PartBounds NextPart() const;
+  // Appends `length` bytes copied on the server (UploadPartCopy) from `source_offset` of the
+  // object at this upload's key, pinned to `source_etag` (a copy fails with
+  // kPreconditionFailed when the object there is another one): bytes of a staged file that
+  // did not change, never downloaded or sent again. Only as a whole part, from its start
+  // (NextPart), or as the file's last part; kInvalidArgument otherwise.
+  Status AppendCopy(uint64_t source_offset, uint64_t length, const std::string& source_etag);
   // Runs `resume` once the writer may write more: at once, or when memory frees
   // (backpressure, UploadGate::WaitForRoom).
   void WhenWritable(std::function<void()> resume);

@@ -13,13 +13,32 @@ struct Sender : std::enable_shared_from_this<Sender> {
   std::shared_ptr<StagedFile> file;
   std::shared_ptr<ObjectUpload> upload;
   std::function<void(Result<UploadedObject>)> done;
+  std::optional<UnchangedBytes> unchanged;
   uint64_t size = 0;
   uint64_t offset = 0;
   std::vector<char> buffer;
 
+  // Whether the part starting at `offset` and ending at `end` holds only unchanged bytes.
+  bool Unchanged(uint64_t end) const {
+    return unchanged && boost::icl::contains(unchanged->ranges,
+                                             ByteRanges::interval_type::right_open(offset, end));
+  }
+
   void Next() {
     while (offset < size) {
-      const size_t want = static_cast<size_t>(std::min<uint64_t>(kPiece, size - offset));
+      const ObjectUpload::PartBounds part = upload->NextPart();
+      const uint64_t part_end = std::min(part.end, size);
+      if (part.start == offset && Unchanged(part_end)) {
+        Status copied_part = upload->AppendCopy(offset, part_end - offset, unchanged->etag);
+        if (!copied_part.ok()) {
+          upload->Abort(copied_part);
+          return upload->Finish(std::move(done));
+        }
+        offset = part_end;
+        continue;
+      }
+      const size_t want =
+          static_cast<size_t>(std::min<uint64_t>(kPiece, std::min(size, part.end) - offset));
       Result<size_t> got = file->Read(offset, buffer.data(), want);
       if (!got.ok() || *got != want) {
         Status why = got.ok() ? Status(ErrorCode::kInternal,
@@ -50,9 +69,12 @@ struct Sender : std::enable_shared_from_this<Sender> {
 }  // namespace
 
 void UploadStagedFile(std::shared_ptr<StagedFile> file, std::shared_ptr<ObjectUpload> upload,
+                      std::optional<UnchangedBytes> unchanged,
                       std::function<void(Result<UploadedObject>)> done) {
   auto sender = std::make_shared<Sender>();
   sender->size = file->size();
+  // One part goes up with one PUT, which a copy cannot be part of.
+  if (unchanged && sender->size > upload->NextPart().end) sender->unchanged = std::move(unchanged);
   sender->file = std::move(file);
   sender->upload = std::move(upload);
   sender->done = std::move(done);

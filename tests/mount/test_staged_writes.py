@@ -56,11 +56,19 @@ class Patterns:
         patch = random_bytes(MiB, 4)
         src = os.path.join(tempfile.mkdtemp(prefix="dd-"), "patch")
         write(src, patch)
+        counts = getattr(self.server, "stats", None)  # the bundled server counts requests
+        before = counts() if counts else None
         subprocess.run(["dd", "if=" + src, "of=" + self.mnt.path("big.bin"), "bs=1M",
                         "seek=20", "conv=notrunc", "status=none"], check=True)
         data[20 * MiB:21 * MiB] = patch
         self.assertEqual(os.stat(self.mnt.path("big.bin")).st_size, 64 * MiB)
         self.check_fresh("big.bin", bytes(data))
+        # Eight parts of 8 MiB: the one the patch lands in goes up, the others are copied
+        # on the server from the object the file was loaded from.
+        if counts:
+            after = counts()
+            self.assertEqual(after["UPLOAD_PART"] - before["UPLOAD_PART"], 1)
+            self.assertEqual(after["UPLOAD_PART_COPY"] - before["UPLOAD_PART_COPY"], 7)
 
     def test_truncate_up_and_down(self):
         write(self.mnt.path("t.bin"), b"0123456789")

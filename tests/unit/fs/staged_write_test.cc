@@ -138,6 +138,69 @@ TEST_CASE("Staged: an existing object changed in the middle keeps every other by
   std::string expected = original;
   expected.replace(512 * KiB, patch.size(), patch);
   CHECK(*h.fake->Data("data.bin") == expected);
+  // 17 parts of 64 KiB: the one written goes up, the 16 others are copied on the server.
+  CHECK(h.fake->count(Op::kUploadPart) == 1);
+  CHECK(h.fake->count(Op::kUploadPartCopy) == 16);
+}
+
+TEST_CASE("Staged: only the parts a change touches go up again, at each completion") {
+  StagedRig h;
+  const std::string original = Pattern(10 * 64 * KiB, 'o');  // 10 parts
+  h.fake->PutObject("ckpt.bin", original);
+  auto e = h.Lookup(kRootInode, "ckpt.bin");
+  REQUIRE(e.ok());
+  const InodeId ino = e->attr.ino;
+  auto o = h.OpenAs(ino, O_RDWR);
+  REQUIRE(o.ok());
+  std::string expected = original;
+  auto put = [&](uint64_t at, const std::string& bytes) {
+    REQUIRE(h.Write(ino, o->fh, at, bytes).ok());
+    expected.replace(at, bytes.size(), bytes);
+  };
+  put(64 * KiB - 1, "ab");  // across the boundary of parts 1 and 2
+  put(5 * 64 * KiB + 7, "c");
+  REQUIRE(h.Fsync(ino, o->fh).ok());
+  CHECK(*h.fake->Data("ckpt.bin") == expected);
+  CHECK(h.fake->count(Op::kUploadPart) == 3);
+  CHECK(h.fake->count(Op::kUploadPartCopy) == 7);
+  // The next completion copies from the version just made.
+  put(9 * 64 * KiB, "tail");
+  REQUIRE(h.Fsync(ino, o->fh).ok());
+  CHECK(*h.fake->Data("ckpt.bin") == expected);
+  CHECK(h.fake->count(Op::kUploadPart) == 4);
+  CHECK(h.fake->count(Op::kUploadPartCopy) == 16);
+  // Shrunk, then grown: what is past the shrunk end is zeros now, never copied back.
+  SetAttrRequest shrink;
+  shrink.size = 3 * 64 * KiB + 10;
+  REQUIRE(h.SetAttr(ino, o->fh, shrink).ok());
+  SetAttrRequest grow;
+  grow.size = 5 * 64 * KiB;
+  REQUIRE(h.SetAttr(ino, o->fh, grow).ok());
+  expected.resize(3 * 64 * KiB + 10);
+  expected.resize(5 * 64 * KiB, '\0');
+  h.Close(ino, o->fh);
+  CHECK(*h.fake->Data("ckpt.bin") == expected);
+  CHECK(h.fake->count(Op::kUploadPartCopy) == 16 + 3);  // parts 1 to 3; 4 and 5 changed
+}
+
+TEST_CASE("Staged: an object replaced while it was changed here goes up whole instead") {
+  StagedRig h;
+  const std::string original = Pattern(4 * 64 * KiB, 'o');
+  h.fake->PutObject("shared.bin", original);
+  auto e = h.Lookup(kRootInode, "shared.bin");
+  REQUIRE(e.ok());
+  auto o = h.OpenAs(e->attr.ino, O_RDWR);
+  REQUIRE(o.ok());
+  REQUIRE(h.Write(e->attr.ino, o->fh, 0, "mine").ok());         // loaded, then changed
+  h.fake->PutObject("shared.bin", Pattern(4 * 64 * KiB, 'x'));  // another client
+  h.Close(e->attr.ino, o->fh);
+  // The copies were refused (the object is another one now): the file went up whole, as a
+  // file changed without copies would have, and no part of the other version got in.
+  std::string expected = original;
+  expected.replace(0, 4, "mine");
+  CHECK(*h.fake->Data("shared.bin") == expected);
+  CHECK(h.fake->count(Op::kUploadPart) == 1 + 4);
+  CHECK(h.WritesSettled());
 }
 
 TEST_CASE("Staged: an existing object opened for writing and not changed costs nothing") {
