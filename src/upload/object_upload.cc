@@ -167,9 +167,9 @@ Status ObjectUpload::AppendCopy(uint64_t source_offset, uint64_t length,
     std::lock_guard lock(mu_);
     if (state_ == State::kFailed) return error_;
     if (state_ != State::kWriting || (current_ && !current_->empty()) || length == 0 ||
-        length > PartSizeFor(next_part_, options_.part_size)) {
+        length > max_copy_part()) {
       return Status(ErrorCode::kInvalidArgument,
-                    "'" + key_ + "': a part copy must be one whole part, appended at its start");
+                    "'" + key_ + "': a part copy must start a part and fit one copy request");
     }
     if (next_part_ > kMaxParts) {
       return Status(ErrorCode::kTooBig, "'" + key_ + "' would need more than 10,000 parts");

@@ -14,6 +14,7 @@
 // gate, the journal or a callback).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -67,9 +68,11 @@ class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
   // Appends `length` bytes copied on the server (UploadPartCopy) from `source_offset` of the
   // object at this upload's key, pinned to `source_etag` (a copy fails with
   // kPreconditionFailed when the object there is another one): bytes of a staged file that
-  // did not change, never downloaded or sent again. Only as a whole part, from its start
-  // (NextPart), or as the file's last part; kInvalidArgument otherwise.
+  // did not change, never downloaded or sent again. Only from a part's start (NextPart), at
+  // least that part's size or as the file's last part, and at most max_copy_part() bytes
+  // (one copy may span what would be several parts); kInvalidArgument otherwise.
   Status AppendCopy(uint64_t source_offset, uint64_t length, const std::string& source_etag);
+  uint64_t max_copy_part() const { return std::max(options_.copy_part_size, options_.part_size); }
   // Runs `resume` once the writer may write more: at once, or when memory frees
   // (backpressure, UploadGate::WaitForRoom).
   void WhenWritable(std::function<void()> resume);

@@ -29,12 +29,18 @@ struct Sender : std::enable_shared_from_this<Sender> {
       const ObjectUpload::PartBounds part = upload->NextPart();
       const uint64_t part_end = std::min(part.end, size);
       if (part.start == offset && Unchanged(part_end)) {
-        Status copied_part = upload->AppendCopy(offset, part_end - offset, unchanged->etag);
+        // One copy takes the whole unchanged run, up to one copy request's size (a handful of
+        // requests for a large checkpoint rather than one per part). What follows it starts
+        // a part of its own, of any size the upload would give it.
+        uint64_t copy_end = std::min(size, offset + upload->max_copy_part());
+        auto run = unchanged->ranges.find(offset);
+        copy_end = std::min(copy_end, boost::icl::last_next(*run));
+        Status copied_part = upload->AppendCopy(offset, copy_end - offset, unchanged->etag);
         if (!copied_part.ok()) {
           upload->Abort(copied_part);
           return upload->Finish(std::move(done));
         }
-        offset = part_end;
+        offset = copy_end;
         continue;
       }
       const size_t want =

@@ -26,7 +26,9 @@ class StagedRig : public WriteRig {
  public:
   explicit StagedRig(uint64_t staging_budget = 64 * MiB, bool failing = false,
                      uint64_t max_stream_copy = 512 * MiB)
-      : WriteRig(WithStreamCopy(max_stream_copy), failing) {
+      : StagedRig(WithStreamCopy(max_stream_copy), staging_budget, failing) {}
+  StagedRig(FsOptions options, uint64_t staging_budget, bool failing = false)
+      : WriteRig(std::move(options), failing) {
     auto area = ossmount::upload::StagingArea::Open(dir.path() + "/staging", staging_budget);
     REQUIRE(area.ok());
     staging = *area;
@@ -181,6 +183,27 @@ TEST_CASE("Staged: only the parts a change touches go up again, at each completi
   h.Close(ino, o->fh);
   CHECK(*h.fake->Data("ckpt.bin") == expected);
   CHECK(h.fake->count(Op::kUploadPartCopy) == 16 + 3);  // parts 1 to 3; 4 and 5 changed
+}
+
+TEST_CASE("Staged: a run of unchanged parts goes as few copies as the copy size allows") {
+  FsOptions o = WithStreamCopy(512 * MiB);
+  o.writes.upload.copy_part_size = 256 * KiB;  // four parts of 64 KiB
+  StagedRig big(o, 64 * MiB);
+  const std::string original = Pattern(10 * 64 * KiB, 'o');
+  big.fake->PutObject("ckpt.bin", original);
+  auto e = big.Lookup(kRootInode, "ckpt.bin");
+  REQUIRE(e.ok());
+  auto w = big.OpenAs(e->attr.ino, O_WRONLY);
+  REQUIRE(w.ok());
+  REQUIRE(big.Write(e->attr.ino, w->fh, 5 * 64 * KiB + 7, "z").ok());
+  REQUIRE(big.Flush(e->attr.ino, w->fh).ok());
+  big.fs->Release(e->attr.ino, w->fh);
+  std::string expected = original;
+  expected[5 * 64 * KiB + 7] = 'z';
+  CHECK(*big.fake->Data("ckpt.bin") == expected);
+  // [0, 256K) and [256K, 320K) copied, part 6 sent, [384K, 640K) copied.
+  CHECK(big.fake->count(Op::kUploadPart) == 1);
+  CHECK(big.fake->count(Op::kUploadPartCopy) == 3);
 }
 
 TEST_CASE("Staged: an object replaced while it was changed here goes up whole instead") {
