@@ -24,6 +24,9 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "ossmount/object_client.h"
 #include "upload/object_upload.h"
@@ -84,6 +87,21 @@ class FileWriter {
   virtual bool appends() const { return false; }
   // The local copy of a staged writer; null for a streaming one.
   virtual std::shared_ptr<upload::StagedFile> staged_file() const { return nullptr; }
+  // A staged writer of an existing object (made with `existing`): the file takes the
+  // object's size now, and its bytes are fetched (ranged GETs pinned to its etag) only where
+  // a read (Fetch) or a completion needs them; parts no write touches are copied on the
+  // server instead. kNoSpace when the staging budget cannot hold the size.
+  virtual Status StartFrom(const ObjectInfo& source) {
+    (void)source;
+    return Status(ErrorCode::kNotSupported, "only a staged writer starts from an object");
+  }
+  // Makes bytes [offset, offset + size) of the file local (StartFrom), then `done`.
+  virtual void Fetch(uint64_t offset, uint64_t size, std::function<void(Status)> done) {
+    (void)offset, (void)size;
+    done(Status::Ok());
+  }
+  // Whether every byte of the file is local (nothing of StartFrom's object left to fetch).
+  virtual bool holds_every_byte() const { return true; }
   // The key completions go to from now on (a rename of the open file, whose saved bytes the
   // caller moves along), and whether the first completion there must not replace an object.
   // Only a staged writer can follow a rename; a streaming one, or one completing, answers
@@ -144,10 +162,12 @@ std::shared_ptr<FileWriter> MakeAppendingWriter(const WriterContext& context, st
                                                 std::chrono::milliseconds interval,
                                                 AppendedCallback on_appended);
 
-// Fills `file` with the bytes of `source` (a version pinned by its etag: a changed object is
-// kPreconditionFailed), in ranged GETs of `piece` bytes, one after another.
-void LoadObject(std::shared_ptr<ObjectClient> client, ObjectInfo source,
-                std::shared_ptr<upload::StagedFile> file, uint64_t piece,
-                std::function<void(Status)> done);
+// Fetches `ranges` of `source` (a version pinned by its etag: a changed object is
+// kPreconditionFailed) in ranged GETs of at most `piece` bytes, several at once, handing each
+// to `sink` (offset, bytes) as it arrives; `done` gets the first error, or OK.
+using FetchedSink = std::function<Status(uint64_t offset, std::string_view bytes)>;
+void FetchRanges(std::shared_ptr<ObjectClient> client, ObjectInfo source,
+                 std::vector<std::pair<uint64_t, uint64_t>> ranges, uint64_t piece,
+                 FetchedSink sink, std::function<void(Status)> done);
 
 }  // namespace ossmount::fs

@@ -136,6 +136,9 @@ class StreamingWriter : public FileWriter, public std::enable_shared_from_this<S
   uint64_t reserved_ = 0;
 };
 
+// Bytes of an object fetched per ranged GET for a staged file.
+constexpr uint64_t kFetchPiece = 8ull << 20;
+
 class StagedWriter : public FileWriter, public std::enable_shared_from_this<StagedWriter> {
  public:
   StagedWriter(const WriterContext& context, std::string key, WriteOptions write_options,
@@ -166,9 +169,9 @@ class StagedWriter : public FileWriter, public std::enable_shared_from_this<Stag
     std::lock_guard lock(mu_);
     if (!error_.ok()) return error_;
     if (finishing_) return Finishing();
-    if (unchanged_) {
-      unchanged_->ranges -= upload::ByteRanges::interval_type::right_open(offset, offset + size);
-    }
+    const auto range = upload::ByteRanges::interval_type::right_open(offset, offset + size);
+    if (unchanged_) unchanged_->ranges -= range;
+    absent_ -= range;  // what the object had there is not needed any more
     Status written = file_->Write(offset, data, size);
     if (!written.ok()) return FailLocked(written);
     changed_ = true;
@@ -196,10 +199,10 @@ class StagedWriter : public FileWriter, public std::enable_shared_from_this<Stag
     Status truncated = file_->Truncate(size);
     if (!truncated.ok()) return truncated;  // the budget: the file goes on as it was
     // What lies past the new end is gone, and zeros if the file grows again.
-    if (unchanged_) {
-      unchanged_->ranges -=
-          upload::ByteRanges::interval_type::right_open(size, std::numeric_limits<uint64_t>::max());
-    }
+    const auto past_end =
+        upload::ByteRanges::interval_type::right_open(size, std::numeric_limits<uint64_t>::max());
+    if (unchanged_) unchanged_->ranges -= past_end;
+    absent_ -= past_end;
     changed_ = true;
     return Status::Ok();
   }
@@ -272,7 +275,8 @@ class StagedWriter : public FileWriter, public std::enable_shared_from_this<Stag
   }
   bool Rekey(const std::string& key, bool forbid_overwrite) override {
     std::lock_guard lock(mu_);
-    if (finishing_) return false;
+    // Bytes not fetched yet would have to come from the old key (Fetch them first).
+    if (finishing_ || !absent_.empty()) return false;
     // The caller moves what the bucket holds of this file along with it (a rename), so what
     // was saved is still saved.
     key_ = key;
@@ -281,8 +285,68 @@ class StagedWriter : public FileWriter, public std::enable_shared_from_this<Stag
     return true;
   }
   std::shared_ptr<upload::StagedFile> staged_file() const override { return file_; }
+  Status StartFrom(const ObjectInfo& source) override {
+    std::lock_guard lock(mu_);
+    if (!error_.ok()) return error_;
+    Status sized = file_->Truncate(source.size);  // sparse: the bytes come when needed
+    if (!sized.ok()) return FailLocked(sized);
+    from_ = source;
+    absent_.clear();
+    if (source.size > 0) absent_ += upload::ByteRanges::interval_type::right_open(0, source.size);
+    return Status::Ok();
+  }
+  void Fetch(uint64_t offset, uint64_t size, std::function<void(Status)> done) override {
+    std::vector<std::pair<uint64_t, uint64_t>> missing;
+    ObjectInfo source;
+    Status failed;
+    {
+      std::lock_guard lock(mu_);
+      failed = error_;
+      if (failed.ok() && from_) {
+        for (const auto& range :
+             absent_& upload::ByteRanges::interval_type::right_open(offset, offset + size)) {
+          missing.emplace_back(boost::icl::first(range), boost::icl::last_next(range));
+        }
+        source = *from_;
+      }
+    }
+    if (!failed.ok()) return done(failed);
+    if (missing.empty()) return done(Status::Ok());
+    FetchRanges(
+        context_.client, source, std::move(missing), kFetchPiece,
+        [weak = weak_from_this()](uint64_t at, std::string_view bytes) {
+          auto self = weak.lock();
+          return self ? self->Fill(at, bytes) : Status(ErrorCode::kCancelled, "closed");
+        },
+        [weak = weak_from_this(), key = source.key, done = std::move(done)](Status fetched) {
+          if (!fetched.ok()) {
+            fetched.Prefix("fetching bytes of '" + key + "' that it keeps");
+            if (auto self = weak.lock()) self->Abort(fetched);
+          }
+          done(fetched);
+        });
+  }
+  bool holds_every_byte() const override {
+    std::lock_guard lock(mu_);
+    return absent_.empty();
+  }
 
  private:
+  // Bytes of from_ fetched for [at, at + size): written where the file still lacks them (a
+  // write since the request, or a truncation, took precedence).
+  Status Fill(uint64_t at, std::string_view bytes) {
+    std::lock_guard lock(mu_);
+    const upload::ByteRanges still =
+        absent_ & upload::ByteRanges::interval_type::right_open(at, at + bytes.size());
+    for (const auto& range : still) {
+      const uint64_t first = boost::icl::first(range);
+      const uint64_t length = boost::icl::last_next(range) - first;
+      Status written = file_->Write(first, bytes.data() + (first - at), length);
+      if (!written.ok()) return written;
+    }
+    absent_ -= still;
+    return Status::Ok();
+  }
   static upload::UnchangedBytes AllUnchanged(const std::string& etag, uint64_t size) {
     upload::UnchangedBytes all{etag, {}};
     if (size > 0) all.ranges += upload::ByteRanges::interval_type::right_open(0, size);
@@ -308,8 +372,15 @@ class StagedWriter : public FileWriter, public std::enable_shared_from_this<Stag
   void Upload(std::shared_ptr<upload::ObjectUpload> upload,
               std::optional<upload::UnchangedBytes> copies) {
     const bool copying = copies.has_value();
+    // Parts that go up (not copied) need the object's bytes the file has not fetched yet.
+    auto fetch = [weak = weak_from_this()](uint64_t begin, uint64_t end,
+                                           std::function<void(Status)> fetched) {
+      auto self = weak.lock();
+      if (!self) return fetched(Status(ErrorCode::kCancelled, "the file was closed"));
+      self->Fetch(begin, end - begin, std::move(fetched));
+    };
     upload::UploadStagedFile(
-        file_, upload, std::move(copies),
+        file_, upload, std::move(copies), std::move(fetch),
         [self = shared_from_this(), copying](Result<upload::UploadedObject> r) {
           // The object the copies came from was replaced meanwhile (another client), or the
           // server copies no parts: the file has every byte, so it goes up again, whole, and
@@ -355,6 +426,11 @@ class StagedWriter : public FileWriter, public std::enable_shared_from_this<Stag
         changed_ = false;
         // The bucket holds exactly the file now: the next completion copies what stays.
         unchanged_ = AllUnchanged(r->etag, r->size);
+        // Bytes not fetched yet were copied to the same offsets: the new version has them.
+        if (from_ && !absent_.empty()) {
+          from_->etag = r->etag;
+          from_->size = r->size;
+        }
       } else {
         // The bucket has what it had: the next completion sends the file again.
         if (!error_.ok()) r = error_;
@@ -380,45 +456,52 @@ class StagedWriter : public FileWriter, public std::enable_shared_from_this<Stag
   // Where the file still holds the bytes of the object at key_ with this etag (the one it
   // was loaded from, or its last completion); none for a new file.
   std::optional<upload::UnchangedBytes> unchanged_;
+  // StartFrom: the object whose bytes the ranges in absent_ are, not fetched into the file
+  // yet (a subset of unchanged_'s: a write or truncation removes them from both).
+  std::optional<ObjectInfo> from_;
+  upload::ByteRanges absent_;
   std::shared_ptr<upload::ObjectUpload> current_;
   std::vector<FinishCallback> waiters_;
   std::vector<std::function<void()>> idle_waiters_;
 };
 
-// One object loaded into a staged file: kLoadInFlight ranged GETs of a piece each at once
-// (one connection carries far less than the link: the first change to a large object waits
-// for all of it), each written at its offset as it arrives.
-constexpr int kLoadInFlight = 8;
+// Ranges of one object fetched for a staged file: kFetchInFlight ranged GETs of a piece each
+// at once (one connection carries far less than the link), each handed on as it arrives.
+constexpr int kFetchInFlight = 8;
 
-struct Loader : std::enable_shared_from_this<Loader> {
+struct RangeFetcher : std::enable_shared_from_this<RangeFetcher> {
   std::shared_ptr<ObjectClient> client;
   ObjectInfo source;
-  std::shared_ptr<upload::StagedFile> file;
   uint64_t piece = 0;
+  FetchedSink sink;
   std::function<void(Status)> done;
 
-  std::mutex mu;  // guards the members below
-  uint64_t next_offset = 0;
+  std::mutex mu;                                      // guards the members below
+  std::vector<std::pair<uint64_t, uint64_t>> pieces;  // [offset, length), in order
+  size_t next = 0;
   int in_flight = 0;
   Status error;
   bool answered = false;
 
-  void Start() {
-    if (source.size == 0) return done(Status::Ok());
-    std::vector<uint64_t> offsets;
+  void Start(const std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+    for (const auto& [begin, end] : ranges) {
+      for (uint64_t at = begin; at < end; at += piece) {
+        pieces.emplace_back(at, std::min(piece, end - at));
+      }
+    }
+    if (pieces.empty()) return done(Status::Ok());
+    std::vector<std::pair<uint64_t, uint64_t>> first;
     {
       std::lock_guard lock(mu);
-      while (in_flight < kLoadInFlight && next_offset < source.size) {
-        offsets.push_back(next_offset);
-        next_offset += std::min<uint64_t>(piece, source.size - next_offset);
+      while (in_flight < kFetchInFlight && next < pieces.size()) {
+        first.push_back(pieces[next++]);
         ++in_flight;
       }
     }
-    for (uint64_t offset : offsets) Fetch(offset);
+    for (const auto& [offset, length] : first) Fetch(offset, length);
   }
 
-  void Fetch(uint64_t offset) {
-    const uint64_t length = std::min<uint64_t>(piece, source.size - offset);
+  void Fetch(uint64_t offset, uint64_t length) {
     auto buffer = std::make_shared<std::vector<char>>(length);
     GetRequest request;
     request.key = source.key;
@@ -432,28 +515,27 @@ struct Loader : std::enable_shared_from_this<Loader> {
                     s = CheckPinnedGet(*r, self->source.key, length, self->source.size,
                                        self->source.etag);
                   }
-                  if (s.ok()) s = self->file->Write(offset, buffer->data(), length);
+                  if (s.ok()) s = self->sink(offset, std::string_view(buffer->data(), length));
                   self->Fetched(s);
                 });
   }
 
   void Fetched(Status s) {
-    std::optional<uint64_t> more;
+    std::optional<std::pair<uint64_t, uint64_t>> more;
     bool finish = false;
     {
       std::lock_guard lock(mu);
       --in_flight;
       if (!s.ok() && error.ok()) error = s;
-      if (error.ok() && next_offset < source.size) {
-        more = next_offset;
-        next_offset += std::min<uint64_t>(piece, source.size - next_offset);
+      if (error.ok() && next < pieces.size()) {
+        more = pieces[next++];
         ++in_flight;
       } else if (in_flight == 0 && !answered) {
         answered = true;
         finish = true;
       }
     }
-    if (more) return Fetch(*more);
+    if (more) return Fetch(more->first, more->second);
     if (finish) done(error);
   }
 };
@@ -480,16 +562,16 @@ std::shared_ptr<FileWriter> MakeStagedWriter(const WriterContext& context, std::
                                         std::move(on_settled), existing);
 }
 
-void LoadObject(std::shared_ptr<ObjectClient> client, ObjectInfo source,
-                std::shared_ptr<upload::StagedFile> file, uint64_t piece,
-                std::function<void(Status)> done) {
-  auto loader = std::make_shared<Loader>();
-  loader->client = std::move(client);
-  loader->source = std::move(source);
-  loader->file = std::move(file);
-  loader->piece = std::max<uint64_t>(piece, 64 << 10);
-  loader->done = std::move(done);
-  loader->Start();
+void FetchRanges(std::shared_ptr<ObjectClient> client, ObjectInfo source,
+                 std::vector<std::pair<uint64_t, uint64_t>> ranges, uint64_t piece,
+                 FetchedSink sink, std::function<void(Status)> done) {
+  auto fetcher = std::make_shared<RangeFetcher>();
+  fetcher->client = std::move(client);
+  fetcher->source = std::move(source);
+  fetcher->piece = piece;
+  fetcher->sink = std::move(sink);
+  fetcher->done = std::move(done);
+  fetcher->Start(ranges);
 }
 
 }  // namespace ossmount::fs

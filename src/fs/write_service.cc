@@ -17,7 +17,6 @@ namespace ossmount::fs {
 namespace {
 
 // Pieces a staged copy of an existing object is loaded in.
-constexpr uint64_t kLoadPiece = 8ull << 20;
 
 }  // namespace
 
@@ -253,24 +252,24 @@ void WriteService::WhenLoaded(const std::shared_ptr<WriteHandle>& handle,
       source = handle->load_from;
     }
   }
-  // Loaded (or nothing to load); a failed load left its error on the writer.
+  // Started (or nothing to start from); a failed start left its error on the writer.
   if (!source) return then(Status::Ok());
-  LoadObject(client_, *source, handle->writer()->staged_file(), kLoadPiece,
-             [handle](Status loaded) {
-               std::vector<std::function<void(Status)>> waiting;
-               {
-                 std::lock_guard lock(handle->mu);
-                 handle->loading = false;
-                 handle->load_from.reset();
-                 waiting.swap(handle->waiting_for_load);
-               }
-               if (!loaded.ok()) {
-                 loaded.Prefix("loading '" + handle->path() + "' to change it in place");
-                 spdlog::error("{}", loaded.message());
-                 handle->writer()->Abort(loaded);
-               }
-               for (auto& w : waiting) w(loaded);
-             });
+  // The staged file takes the object's size; its bytes are fetched only where a read or the
+  // upload of a changed part needs them (FileWriter::StartFrom).
+  Status started = handle->writer()->StartFrom(*source);
+  std::vector<std::function<void(Status)>> waiting;
+  {
+    std::lock_guard lock(handle->mu);
+    handle->loading = false;
+    handle->load_from.reset();
+    waiting.swap(handle->waiting_for_load);
+  }
+  if (!started.ok()) {
+    started.Prefix("staging '" + handle->path() + "' to change it in place");
+    spdlog::error("{}", started.message());
+    handle->writer()->Abort(started);
+  }
+  for (auto& w : waiting) w(started);
 }
 
 Status WriteService::Restage(const std::shared_ptr<WriteHandle>& handle) {
@@ -399,11 +398,15 @@ void WriteService::Read(uint64_t fh, uint64_t offset, size_t size, Callback<Read
       staged = self->Restage(handle);
     }
     if (!staged.ok()) return done(staged);
-    auto buffer = std::make_shared<std::string>(size, '\0');
-    Result<size_t> got = handle->writer()->Read(offset, buffer->data(), size);
-    if (!got.ok()) return done(got.status());
-    buffer->resize(*got);
-    done(ReadReply{buffer->data(), buffer->size(), buffer});
+    std::shared_ptr<FileWriter> writer = handle->writer();
+    writer->Fetch(offset, size, [writer, offset, size, done = std::move(done)](Status fetched) {
+      if (!fetched.ok()) return done(fetched);
+      auto buffer = std::make_shared<std::string>(size, '\0');
+      Result<size_t> got = writer->Read(offset, buffer->data(), size);
+      if (!got.ok()) return done(got.status());
+      buffer->resize(*got);
+      done(ReadReply{buffer->data(), buffer->size(), buffer});
+    });
   });
 }
 
@@ -531,37 +534,55 @@ void WriteService::Move(const std::shared_ptr<WriteHandle>& handle, const std::s
             "renaming '" + handle->path() + "' while it is open for writing: " + staged.message()));
       }
     }
-    move_object([self, handle, to, forbid_overwrite, done = std::move(done)](Status moved) {
-      if (!moved.ok()) return done(moved);
-      const std::string key = meta::FileKey(self->options_.prefix, to);
-      {
-        std::lock_guard lock(handle->mu);
-        if (!handle->writer()->Rekey(key, forbid_overwrite)) {
-          return done(Status(ErrorCode::kBusy,
-                             "'" + handle->path() + "' is being completed; rename it after that",
-                             /*retryable=*/true));
-        }
+    // Every byte local first: the object it was opened on leaves its key.
+    std::shared_ptr<FileWriter> writer = handle->writer();
+    writer->Fetch(0, writer->size(),
+                  [self, handle, to, forbid_overwrite, move_object = std::move(move_object),
+                   done = std::move(done)](Status fetched) mutable {
+                    if (!fetched.ok()) return done(fetched);
+                    self->MoveFetched(handle, to, forbid_overwrite, std::move(move_object),
+                                      std::move(done));
+                  });
+  });
+}
+
+void WriteService::MoveFetched(const std::shared_ptr<WriteHandle>& handle, const std::string& to,
+                               bool forbid_overwrite,
+                               std::function<void(StatusCallback)> move_object,
+                               StatusCallback done) {
+  move_object([self = shared_from_this(), handle, to, forbid_overwrite,
+               done = std::move(done)](Status moved) {
+    if (!moved.ok()) return done(moved);
+    const std::string key = meta::FileKey(self->options_.prefix, to);
+    {
+      std::lock_guard lock(handle->mu);
+      if (!handle->writer()->Rekey(key, forbid_overwrite)) {
+        return done(Status(ErrorCode::kBusy,
+                           "'" + handle->path() + "' is being completed; rename it after that",
+                           /*retryable=*/true));
       }
-      std::lock_guard lock(self->owners_mu_);
-      auto it = self->owners_.find(handle->path());
-      if (it != self->owners_.end() && it->second.lock() == handle) self->owners_.erase(it);
-      handle->SetPath(to, key);
-      self->owners_[to] = handle;
-      done(Status::Ok());
-    });
+    }
+    std::lock_guard lock(self->owners_mu_);
+    auto it = self->owners_.find(handle->path());
+    if (it != self->owners_.end() && it->second.lock() == handle) self->owners_.erase(it);
+    handle->SetPath(to, key);
+    self->owners_[to] = handle;
+    done(Status::Ok());
   });
 }
 
 void WriteService::Discard(const std::shared_ptr<WriteHandle>& handle) {
   // POSIX keeps an unlinked file working for the descriptors that have it open (a scratch
   // file removed at once): a staged copy goes on taking writes and reads, and is never
-  // uploaded. A file that cannot be staged, or whose object was not loaded yet (and is about
-  // to be deleted), fails its later writes and reads instead.
+  // uploaded. A file that cannot be staged, or that has not fetched every byte of the object
+  // it was opened on (about to be deleted), fails its later writes and reads instead.
   bool keeps_working = false;
   {
     std::lock_guard lock(handle->mu);
     handle->discarded = true;
     if (handle->may_write && !handle->load_from) keeps_working = Restage(handle).ok();
+    // Bytes of the object not fetched yet go with it.
+    if (keeps_working && !handle->writer()->holds_every_byte()) keeps_working = false;
     handle->load_from.reset();
   }
   auto writer = handle->writer();

@@ -116,8 +116,8 @@ class WriteService : public std::enable_shared_from_this<WriteService> {
   void Fallocate(uint64_t fh, int mode, uint64_t offset, uint64_t length, StatusCallback done);
   // Sets the size of `handle`'s file (a streaming file moves to staging when it must).
   void Truncate(const std::shared_ptr<WriteHandle>& handle, uint64_t size, StatusCallback done);
-  // The open file at `handle` gets the path `to` (a rename): it is staged (and loaded) first,
-  // then `move_object` moves what the bucket holds of it, then its next completion goes to
+  // The open file at `handle` gets the path `to` (a rename): it is staged (every byte fetched)
+  // first, then `move_object` moves what the bucket holds of it, then its next completion goes to
   // `to`, where its first completion replaces no object when `forbid_overwrite`. kBusy when
   // it cannot be staged.
   void Move(const std::shared_ptr<WriteHandle>& handle, const std::string& to,
@@ -137,9 +137,14 @@ class WriteService : public std::enable_shared_from_this<WriteService> {
   size_t handle_count() const { return handles_.size() + readers_.size(); }
 
  private:
-  // Runs `then` once the handle's staged copy holds the existing object's bytes (at once
-  // when it needs none).
+  // Runs `then` once the handle's staged copy stands for the existing object it was opened
+  // on (FileWriter::StartFrom: its size now, its bytes when needed); at once when it needs
+  // nothing.
   void WhenLoaded(const std::shared_ptr<WriteHandle>& handle, std::function<void(Status)> then);
+  // Move, once every byte of the file is local.
+  void MoveFetched(const std::shared_ptr<WriteHandle>& handle, const std::string& to,
+                   bool forbid_overwrite, std::function<void(StatusCallback)> move_object,
+                   StatusCallback done);
   // Moves a streaming file to a staged copy, when all its bytes are still in memory. kNotSupported
   // (saying why) when they are not, or no staging area is set.
   Status Restage(const std::shared_ptr<WriteHandle>& handle);

@@ -8,7 +8,8 @@
 // those of the object at the upload's key with unchanged.etag, at the same offsets) is
 // copied on the server from that object instead of read and sent: a large file changed in
 // place costs the parts it changed. Only files of two parts or more copy (a file of one part
-// goes up with one PUT).
+// goes up with one PUT). `fetch` (may be null) runs before each part that is read from the
+// file, so that its bytes are there.
 //
 // Thread-safety: a free function; `done` runs once, on a client completion thread or the
 // calling one.
@@ -32,8 +33,13 @@ struct UnchangedBytes {
   ByteRanges ranges;  // [start, end) ranges of the file that still hold its bytes
 };
 
+// Makes bytes [begin, end) of the file local, then calls back (a file that fetches the
+// bytes of the object it was opened on only where they are needed).
+using FetchBytes =
+    std::function<void(uint64_t begin, uint64_t end, std::function<void(Status)> fetched)>;
+
 void UploadStagedFile(std::shared_ptr<StagedFile> file, std::shared_ptr<ObjectUpload> upload,
-                      std::optional<UnchangedBytes> unchanged,
+                      std::optional<UnchangedBytes> unchanged, FetchBytes fetch,
                       std::function<void(Result<UploadedObject>)> done);
 
 }  // namespace ossmount::upload
