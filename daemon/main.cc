@@ -122,25 +122,33 @@ int Mount(const std::vector<std::string>& args) {
     return 0;
   }
   config::MountConfig cfg = std::move(parsed->config);
-  auto mountpoint = config::AbsoluteMountPoint(cfg.daemon.mountpoint);
-  if (!mountpoint.ok()) {
-    std::fprintf(stderr, "ossmount: %s\n", mountpoint.status().message().c_str());
-    return 1;
-  }
-  cfg.daemon.mountpoint = *mountpoint;
-  // A mount left by a daemon that was killed (systemd Restart=on-failure lands here).
-  auto recovered = config::RecoverDeadMount(cfg.daemon.mountpoint);
-  if (!recovered.ok()) {
-    std::fprintf(stderr, "ossmount: %s\n", recovered.status().message().c_str());
-    return 1;
-  }
-  if (!recovered->empty()) {
-    std::fprintf(stderr, "ossmount: %s\n", recovered->c_str());
-    cfg.warnings.push_back(*recovered);  // logged once logging is set up
-  }
-  if (Status st = config::CheckMountPoint(cfg.daemon.mountpoint, cfg.daemon.nonempty); !st.ok()) {
-    std::fprintf(stderr, "ossmount: %s\n", st.message().c_str());
-    return 1;
+  if (std::optional<int> fd = config::FuseFdMountPoint(cfg.daemon.mountpoint)) {
+    // Mounted already by whoever passed the descriptor: nothing to check or recover here.
+    if (Status st = config::CheckFuseFd(*fd); !st.ok()) {
+      std::fprintf(stderr, "ossmount: %s\n", st.message().c_str());
+      return 1;
+    }
+  } else {
+    auto mountpoint = config::AbsoluteMountPoint(cfg.daemon.mountpoint);
+    if (!mountpoint.ok()) {
+      std::fprintf(stderr, "ossmount: %s\n", mountpoint.status().message().c_str());
+      return 1;
+    }
+    cfg.daemon.mountpoint = *mountpoint;
+    // A mount left by a daemon that was killed (systemd Restart=on-failure lands here).
+    auto recovered = config::RecoverDeadMount(cfg.daemon.mountpoint);
+    if (!recovered.ok()) {
+      std::fprintf(stderr, "ossmount: %s\n", recovered.status().message().c_str());
+      return 1;
+    }
+    if (!recovered->empty()) {
+      std::fprintf(stderr, "ossmount: %s\n", recovered->c_str());
+      cfg.warnings.push_back(*recovered);  // logged once logging is set up
+    }
+    if (Status st = config::CheckMountPoint(cfg.daemon.mountpoint, cfg.daemon.nonempty); !st.ok()) {
+      std::fprintf(stderr, "ossmount: %s\n", st.message().c_str());
+      return 1;
+    }
   }
   cfg.daemon.log_file = Absolute(cfg.daemon.log_file);
   cfg.daemon.audit_log = Absolute(cfg.daemon.audit_log);

@@ -19,6 +19,7 @@
 #include "bucket_connection.h"
 #include "bucket_probe.h"
 #include "common/metrics.h"
+#include "config/mountpoint_check.h"
 #include "control/command_table.h"
 #include "control/control_server.h"
 #include "fs/object_filesystem.h"
@@ -334,6 +335,21 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   std::thread ready([&server, &reporter, &start_control, mountpoint = config.daemon.mountpoint,
                      kernel_readahead = config.fs.readahead.kernel_readahead] {
     fuse::BlockTerminationSignals();
+    if (config::FuseFdMountPoint(mountpoint)) {
+      // A passed descriptor has no path to stat here: the INIT reply tells it serves.
+      if (server->WaitForInit(std::chrono::seconds(30))) {
+        spdlog::info("serving the FUSE connection of {}", mountpoint);
+        start_control();
+        reporter.Ready();
+      } else {
+        const std::string message = "no FUSE INIT arrived on " + mountpoint +
+                                    " within 30 s: was the descriptor mounted (fd=N)?";
+        spdlog::error("{}", message);
+        reporter.Fail(message);
+        server->RequestExit();
+      }
+      return;
+    }
     struct stat st {};
     if (stat(mountpoint.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
       if (kernel_readahead > 0) {

@@ -5,6 +5,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,33 @@
 extern char** environ;
 
 namespace ossmount::config {
+
+std::optional<int> FuseFdMountPoint(std::string_view path) {
+  constexpr std::string_view kPrefix = "/dev/fd/";
+  if (path.substr(0, kPrefix.size()) != kPrefix || path.size() == kPrefix.size())
+    return std::nullopt;
+  int fd = 0;
+  for (char c : path.substr(kPrefix.size())) {
+    if (c < '0' || c > '9' || fd > 100000) return std::nullopt;
+    fd = fd * 10 + (c - '0');
+  }
+  return fd;
+}
+
+Status CheckFuseFd(int fd) {
+  struct stat st {};
+  // /dev/fuse is character device 10:229 (the misc major).
+  if (fstat(fd, &st) != 0 || !S_ISCHR(st.st_mode) || major(st.st_rdev) != 10 ||
+      minor(st.st_rdev) != 229) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "mount point /dev/fd/" + std::to_string(fd) + ": descriptor " +
+                      std::to_string(fd) +
+                      " is not an open /dev/fuse; the process that starts ossmount must open "
+                      "/dev/fuse, mount it (mount -t fuse.ossmount -o fd=N,...) and pass the "
+                      "descriptor on");
+  }
+  return Status::Ok();
+}
 
 // What a FUSE mount whose daemon died answers: ENOTCONN over /dev/fuse, ECONNABORTED when
 // the kernel was handing requests to the daemon through io_uring rings.

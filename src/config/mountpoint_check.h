@@ -12,6 +12,13 @@
 
 namespace ossmount::config {
 
+// "/dev/fd/N" as the mount point: the number N of a /dev/fuse descriptor that a launcher
+// opened and mounted and passed on (as Mountpoint and ossfs 2.0 accept), so the daemon needs
+// no privilege to mount. nullopt for any other path.
+std::optional<int> FuseFdMountPoint(std::string_view path);
+// OK when descriptor `fd` is open on /dev/fuse; otherwise an error that says what to pass.
+Status CheckFuseFd(int fd);
+
 // OK when `path` exists, is a directory, and is empty (or allow_nonempty). A stale FUSE
 // mount (ENOTCONN, or ECONNABORTED after a daemon that used io_uring rings) gets a hint to run
 // `fusermount3 -u`.

@@ -46,6 +46,8 @@ class DeviceHooks {
   // True when the reply was taken by a ring (then it must not be written to /dev/fuse).
   bool OnReplyWrite(::iovec* iov, int count);
   void OnReplyWritten(bool delivered);
+  // The kernel has taken the INIT reply: the connection serves.
+  bool init_delivered() const { return init_delivered_.load(std::memory_order_acquire); }
 
  private:
   Passthrough* const passthrough_;

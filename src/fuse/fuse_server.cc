@@ -123,6 +123,7 @@ struct FuseServer::Impl {
   std::unique_ptr<DeviceHooks> device_hooks;  // ctx->device_hooks points here
   fuse_session* se = nullptr;
   bool mounted = false;
+  bool hooks_installed = false;  // DeviceHooks see the traffic (WaitForInit)
   long connection = -1;
   int exit_pipe[2] = {-1, -1};
   std::atomic<bool> loop_done{false};
@@ -246,7 +247,7 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(std::shared_ptr<fs::Filesy
   }
   impl->mounted = true;
   impl->ctx->session = impl->se;
-  impl->device_hooks->Install(impl->se);  // before the loop reads INIT
+  impl->hooks_installed = impl->device_hooks->Install(impl->se);  // before the loop reads INIT
   impl->connection = FindConnection(options.mountpoint);
   if (pipe2(impl->exit_pipe, O_CLOEXEC) != 0) {
     fuse_session_unmount(impl->se);
@@ -343,6 +344,16 @@ bool FuseServer::Drain(std::chrono::milliseconds grace) {
 }
 
 int64_t FuseServer::outstanding() const { return impl_->ctx->tracker.outstanding(); }
+
+bool FuseServer::WaitForInit(std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  if (!impl_->hooks_installed) return true;  // nothing tells: taken as serving
+  while (!impl_->device_hooks->init_delivered()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
 
 const std::string& FuseServer::mountpoint() const { return impl_->options.mountpoint; }
 

@@ -116,6 +116,11 @@ class FuseServer {
   // Requests accepted but not yet answered.
   int64_t outstanding() const;
 
+  // Waits (while Run() serves) until the kernel has the INIT reply, up to `timeout`: how a
+  // mount on a passed descriptor (/dev/fd/N, no path to stat) knows it serves. True once it
+  // does.
+  bool WaitForInit(std::chrono::milliseconds timeout) const;
+
   const std::string& mountpoint() const;
 
  private:

@@ -1,5 +1,8 @@
 // The reliability options (--retry-budget, --stall-timeout) and the dead-mount detection
 // (mountinfo parsing, what counts as ours, the "not a dead mount" path).
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <filesystem>
 
@@ -81,4 +84,26 @@ TEST_CASE("RecoverDeadMount leaves a live directory alone") {
   REQUIRE(r.ok());
   CHECK(r->empty());
   std::filesystem::remove(dir);
+}
+
+TEST_CASE("/dev/fd/N names a passed /dev/fuse descriptor, and anything else is refused") {
+  CHECK(FuseFdMountPoint("/dev/fd/3") == std::optional<int>(3));
+  CHECK(FuseFdMountPoint("/dev/fd/17") == std::optional<int>(17));
+  CHECK_FALSE(FuseFdMountPoint("/dev/fd/"));
+  CHECK_FALSE(FuseFdMountPoint("/dev/fd/3a"));
+  CHECK_FALSE(FuseFdMountPoint("/mnt/dev/fd/3"));
+  CHECK_FALSE(FuseFdMountPoint("/dev/fd/99999999999"));
+  // An open file that is not /dev/fuse, and a descriptor that is not open.
+  const int null_fd = open("/dev/null", O_RDONLY);
+  REQUIRE(null_fd >= 0);
+  Status not_fuse = CheckFuseFd(null_fd);
+  close(null_fd);
+  CHECK(not_fuse.code() == ErrorCode::kInvalidArgument);
+  CHECK_THAT(not_fuse.message(), Catch::Contains("is not an open /dev/fuse"));
+  CHECK(CheckFuseFd(null_fd).code() == ErrorCode::kInvalidArgument);  // closed now
+  const int fuse_fd = open("/dev/fuse", O_RDWR);
+  if (fuse_fd >= 0) {  // where the machine has /dev/fuse
+    CHECK(CheckFuseFd(fuse_fd).ok());
+    close(fuse_fd);
+  }
 }
