@@ -54,7 +54,7 @@ for kind in "${kinds[@]}"; do
   targets=$(cmake --build "$dir" --target help |
     sed -n -e 's/^\.\.\. \([a-z0-9_]*_test\)$/\1/p' -e 's/^\([a-z0-9_]*_test\): phony$/\1/p' | sort -u)
   if [ "$kind" = tsan ] && [ "${SANITIZE_FULL:-0}" != 1 ]; then
-    wanted=${TSAN_TARGETS:-"http_test object_test fs_test prefetch_test data_test fuse_test testserver_test object_testserver_test"}
+    wanted=${TSAN_TARGETS:-"http_test object_test fs_test readahead_test prefetch_test data_test fuse_test testserver_test object_testserver_test"}
     targets=$(for t in $targets; do case " $wanted " in *" $t "*) echo "$t" ;; esac; done)
   fi
   # shellcheck disable=SC2086

@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ossmount/status.h"
@@ -99,6 +100,41 @@ inline Status CheckPinnedGet(const GetResult& r, const std::string& key, uint64_
                   "'" + key + "' changed since it was listed (size or etag differs)");
   }
   return Status();
+}
+
+// One ranged GET of an object version pinned at open (If-Match its etag), and the check that
+// its answer holds exactly that range of that version: the one way large-file readers
+// (src/readahead) and the disk-cache warm-up (src/prefetch) send and check a part.
+struct PinnedRange {
+  std::string key;
+  std::string etag;          // pinned at open
+  uint64_t object_size = 0;  // pinned at open
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+inline GetRequest PinnedGetRequest(const PinnedRange& range, Priority priority,
+                                   std::shared_ptr<CancelFlag> cancel = nullptr) {
+  GetRequest request;
+  request.key = range.key;
+  request.offset = range.offset;
+  request.length = range.length;
+  request.if_match = range.etag;
+  request.priority = priority;
+  request.cancel = std::move(cancel);
+  return request;
+}
+
+// OK when `r` holds the range of the pinned version. kPreconditionFailed when the object
+// changed: another size or etag, or a range past its end (it shrank). Else the GET's error.
+inline Status CheckPinnedRange(const Result<GetResult>& r, const PinnedRange& range) {
+  if (!r.ok()) {
+    if (r.status().code() == ErrorCode::kInvalidRange) {
+      return Status(ErrorCode::kPreconditionFailed, r.status().message());
+    }
+    return r.status();
+  }
+  return CheckPinnedGet(*r, range.key, range.length, range.object_size, range.etag);
 }
 
 // One uploaded part, as UploadPart or UploadPartCopy reports it and CompleteMultipart takes

@@ -5,8 +5,8 @@
 // Two kinds of callers:
 //   - on-demand reads (a reader is waiting) Reserve() and always get their bytes, even past
 //     the limit, so a read never fails or waits because of prefetch;
-//   - prefetch/readahead TryReserve() and take "no" for an answer: under pressure their
-//     windows shrink instead of the process growing.
+//   - readahead and dataset prefetch TryReserve() and take "no" for an answer: under
+//     pressure their windows shrink instead of the process growing.
 // The overshoot from on-demand reads is bounded by what readers ask for at once.
 //
 // Thread-safety: all methods are lock-free and may be called from any thread.

@@ -27,7 +27,7 @@ class AuditSink;
 // under one prefix (ListingGuard).
 inline constexpr int kDefaultMaxListPages = 100000;
 
-// Readahead for large files read sequentially (src/prefetch).
+// Readahead for large files read sequentially (src/readahead).
 struct ReadaheadOptions {
   uint64_t initial_window = 1ull << 20;  // first window once reads look sequential
   uint64_t max_window = 64ull << 20;     // the window doubles up to this (--max-readahead)

@@ -17,8 +17,8 @@
 #include "fs/fs_options.h"
 #include "fs/whole_object_cache.h"
 #include "ossmount/object_client.h"
-#include "prefetch/fetch_slots.h"
-#include "prefetch/sequential_reader.h"
+#include "readahead/fetch_slots.h"
+#include "readahead/sequential_reader.h"
 
 namespace ossmount::fs {
 
@@ -39,10 +39,10 @@ class ObjectData {
 
   // The reader of one open large file, sharing the budget, the readahead slots and the disk
   // cache with the others. Close() it at release.
-  std::shared_ptr<prefetch::SequentialReader> NewLargeFileReader(const std::string& key,
-                                                                 uint64_t size,
-                                                                 const std::string& etag,
-                                                                 std::optional<uint64_t> crc64);
+  std::shared_ptr<readahead::SequentialReader> NewLargeFileReader(const std::string& key,
+                                                                  uint64_t size,
+                                                                  const std::string& etag,
+                                                                  std::optional<uint64_t> crc64);
   // Reserved as an on-demand read would be (always granted): readahead then has that much
   // less room, so that the budget still bounds every buffer.
   void CountTransportBuffers(uint64_t bytes);
@@ -54,7 +54,7 @@ class ObjectData {
   const std::shared_ptr<data::DiskBlockCache> disk_cache_;
   const std::shared_ptr<data::MemoryBudget> budget_;
   // Readahead GETs in flight across all open large files (ReadaheadOptions::global_concurrency).
-  const std::shared_ptr<prefetch::FetchSlots> slots_;
+  const std::shared_ptr<readahead::FetchSlots> slots_;
   WholeObjectCache whole_objects_;
   std::atomic<uint64_t> transport_bytes_{0};
 };

@@ -494,7 +494,7 @@ void ObjectFilesystem::OpenForReading(InodeId ino, const meta::InodeTable::Node&
     // Not for a version whose CRC-64 check failed: the kernel may hold its damaged pages from
     // earlier opens, and a pass that reads them would never fetch (and check) them again.
     reply.keep_cache = self->listings_->cache().ttl().indefinite() && !changed && pages_clean &&
-                       !prefetch::IsSuspectVersion(handle->key, handle->etag) && !handle->growing;
+                       !readahead::IsSuspectVersion(handle->key, handle->etag) && !handle->growing;
     reply.direct_io = handle->growing;
     reply.attributes_changed = changed;
     // A backing file, unless the kernel's page cache of this inode may already hold the
@@ -539,7 +539,7 @@ void ObjectFilesystem::Read(InodeId /*ino*/, uint64_t fh, off_t offset, size_t s
   if (handle->small) return ReadSmall(handle, off, size, std::move(done));
   handle->reader->Read(
       off, size,
-      [self = shared_from_this(), handle, done = std::move(done)](Result<prefetch::ReadBytes> r) {
+      [self = shared_from_this(), handle, done = std::move(done)](Result<readahead::ReadBytes> r) {
         if (!r.ok()) {
           if (r.status().code() == ErrorCode::kPreconditionFailed) {
             self->listings_->cache().Invalidate(handle->path);  // the next open asks again

@@ -18,7 +18,7 @@
 #include "fs/audit.h"
 #include "fs/filesystem.h"
 #include "fs/whole_object_cache.h"
-#include "prefetch/sequential_reader.h"
+#include "readahead/sequential_reader.h"
 
 namespace ossmount::fs {
 
@@ -37,7 +37,7 @@ struct ReadHandle {
   // A reopen of a file whose bytes the kernel was given (page_cached, keep_cache, no
   // backing file): its release says whether the page cache still held them.
   bool page_cache_reopen = false;
-  std::shared_ptr<prefetch::SequentialReader> reader;  // large files
+  std::shared_ptr<readahead::SequentialReader> reader;  // large files
   Caller caller;
   std::chrono::system_clock::time_point opened = std::chrono::system_clock::now();
   std::chrono::steady_clock::time_point opened_steady = std::chrono::steady_clock::now();

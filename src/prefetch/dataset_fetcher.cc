@@ -7,7 +7,6 @@
 
 #include "data/disk_block_cache.h"
 #include "data/memory_budget.h"
-#include "prefetch/pinned_range.h"
 
 namespace ossmount::prefetch {
 
@@ -138,7 +137,7 @@ void DatasetFetcher::FetchObject(std::string key, uint64_t size, std::string eta
       boost::asio::post(io_, [warm] { warm->Next(); });
       return;
     }
-    // In memory, large files are left to sequential readahead (src/prefetch) when read.
+    // In memory, large files are left to sequential readahead (src/readahead) when read.
     out.outcome = FetchOutcome::kSkipped;
     out.error = "larger than --small-file-threshold (warmed only into a disk cache)";
     return Post(std::move(done), std::move(out));

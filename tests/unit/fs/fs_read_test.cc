@@ -141,7 +141,7 @@ TEST_CASE("Large file: random reads are byte-exact, GETs are aligned 1 MiB parts
   REQUIRE(open.ok());
   h.fake->ResetCounters();
 
-  // Sequential 128 KiB reads: one GET per 1 MiB part (readahead: see tests/unit/prefetch).
+  // Sequential 128 KiB reads: one GET per 1 MiB part (readahead: see tests/unit/readahead).
   CHECK(*h.ReadAll(f.attr.ino, open->fh) == data);
   const uint64_t chunks = (data.size() + (1 << 20) - 1) >> 20;
   CHECK(h.fake->count(Op::kGet) == chunks);

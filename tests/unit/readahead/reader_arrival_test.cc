@@ -2,7 +2,7 @@
 // (GetTarget::on_arrival), and what happens when such a GET fails afterwards.
 #include "reader_harness.h"
 
-using namespace prefetchtest;
+using namespace readaheadtest;
 
 TEST_CASE("A read is answered once its own bytes have arrived, before its part's GET completes") {
   Harness h;

@@ -2,7 +2,7 @@
 // one piece fetched by several GETs at once, sized by what the last such piece served.
 #include "reader_harness.h"
 
-using namespace prefetchtest;
+using namespace readaheadtest;
 
 namespace {
 

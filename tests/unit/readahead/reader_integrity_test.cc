@@ -16,10 +16,10 @@
 #include "common/crc64.h"
 #include "common/metrics.h"
 #include "ossmount/forwarding_object_client.h"
-#include "prefetch/part_crc_fold.h"
+#include "readahead/part_crc_fold.h"
 #include "reader_harness.h"
 
-using namespace prefetchtest;
+using namespace readaheadtest;
 
 namespace {
 

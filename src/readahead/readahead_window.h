@@ -47,7 +47,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace ossmount::prefetch {
+namespace ossmount::readahead {
 
 class ReadaheadWindow {
  public:
@@ -129,4 +129,4 @@ class ReadaheadWindow {
   uint64_t reads_ = 0;
 };
 
-}  // namespace ossmount::prefetch
+}  // namespace ossmount::readahead

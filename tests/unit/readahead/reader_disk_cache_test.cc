@@ -7,7 +7,7 @@
 #include "reader_harness.h"
 #include "support/temp_dir.h"
 
-using namespace prefetchtest;
+using namespace readaheadtest;
 
 namespace {
 

@@ -17,7 +17,7 @@
 #include <cstddef>
 #include <memory>
 
-namespace ossmount::prefetch {
+namespace ossmount {
 
 class PageBuffer {
  public:
@@ -45,4 +45,4 @@ class PageBuffer {
   size_t mapped_size_;  // size_ rounded up to whole huge pages when they are used
 };
 
-}  // namespace ossmount::prefetch
+}  // namespace ossmount

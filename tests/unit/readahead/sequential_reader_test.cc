@@ -5,7 +5,7 @@
 
 #include "reader_harness.h"
 
-using namespace prefetchtest;
+using namespace readaheadtest;
 
 TEST_CASE(
     "Sequential 128 KiB reads of 100 MiB issue part-sized GETs ahead with a doubling window") {

@@ -1,10 +1,10 @@
-#include "prefetch/part_crc_fold.h"
+#include "readahead/part_crc_fold.h"
 
 #include <algorithm>
 
 #include "common/crc64.h"
 
-namespace ossmount::prefetch {
+namespace ossmount::readahead {
 
 PartCrcFold::PartCrcFold(uint64_t object_size, uint64_t part_size, size_t max_waiting,
                          std::optional<uint64_t> expected)
@@ -73,4 +73,4 @@ PartCrcFold::Outcome PartCrcFold::Add(uint64_t index, uint64_t crc) {
   return outcome;
 }
 
-}  // namespace ossmount::prefetch
+}  // namespace ossmount::readahead

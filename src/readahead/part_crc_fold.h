@@ -25,7 +25,7 @@
 #include <map>
 #include <optional>
 
-namespace ossmount::prefetch {
+namespace ossmount::readahead {
 
 class PartCrcFold {
  public:
@@ -76,4 +76,4 @@ class PartCrcFold {
   std::map<uint64_t, uint64_t> waiting_;  // index -> CRC, parts beyond a gap
 };
 
-}  // namespace ossmount::prefetch
+}  // namespace ossmount::readahead

@@ -1,8 +1,8 @@
-#include "prefetch/readahead_window.h"
+#include "readahead/readahead_window.h"
 
 #include <algorithm>
 
-namespace ossmount::prefetch {
+namespace ossmount::readahead {
 
 namespace {
 ReadaheadWindow::Options Sanitise(ReadaheadWindow::Options o) {
@@ -144,4 +144,4 @@ void ReadaheadWindow::CloseWindow(size_t stream) {
   runs_[stream].advanced = 0;
 }
 
-}  // namespace ossmount::prefetch
+}  // namespace ossmount::readahead

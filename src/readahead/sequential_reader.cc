@@ -1,15 +1,15 @@
 // SequentialReader: classification of reads, the part map and the readahead window.
 // The GETs themselves are in part_fetch.cc.
-#include "prefetch/sequential_reader.h"
+#include "readahead/sequential_reader.h"
 
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <cstring>
 
 #include "common/metrics.h"
-#include "prefetch/reader_parts.h"
+#include "readahead/reader_parts.h"
 
-namespace ossmount::prefetch {
+namespace ossmount::readahead {
 
 namespace {
 
@@ -497,4 +497,4 @@ void SequentialReader::Assemble(const std::shared_ptr<Gather>& gather) {
   gather->done(std::move(reply));
 }
 
-}  // namespace ossmount::prefetch
+}  // namespace ossmount::readahead

@@ -1,10 +1,10 @@
 // ReadaheadWindow: sequential detection and window sizing, no I/O.
 #include <catch2/catch.hpp>
 
-#include "prefetch/readahead_window.h"
+#include "readahead/readahead_window.h"
 #include "support/byte_units.h"
 
-using ossmount::prefetch::ReadaheadWindow;
+using ossmount::readahead::ReadaheadWindow;
 using Access = ReadaheadWindow::Access;
 
 using ossmount::testing::KiB;

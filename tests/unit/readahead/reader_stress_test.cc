@@ -10,7 +10,7 @@
 
 #include "reader_harness.h"
 
-using namespace prefetchtest;
+using namespace readaheadtest;
 
 namespace {
 

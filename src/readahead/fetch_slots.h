@@ -10,7 +10,7 @@
 
 #include <atomic>
 
-namespace ossmount::prefetch {
+namespace ossmount::readahead {
 
 class FetchSlots {
  public:
@@ -40,4 +40,4 @@ class FetchSlots {
   std::atomic<int> max_used_{0};
 };
 
-}  // namespace ossmount::prefetch
+}  // namespace ossmount::readahead

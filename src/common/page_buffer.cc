@@ -1,4 +1,4 @@
-#include "prefetch/page_buffer.h"
+#include "common/page_buffer.h"
 
 #include <sys/mman.h>
 
@@ -7,7 +7,7 @@
 #include <mutex>
 #include <vector>
 
-namespace ossmount::prefetch {
+namespace ossmount {
 namespace {
 
 constexpr size_t kHugePage = 2u << 20;
@@ -42,10 +42,10 @@ char* MapAligned(size_t size, size_t* mapped_size) {
 // nor the kernel zeroing fresh pages (the other half of the cost above). Only huge-page
 // sized buffers are kept, and at most Limit() bytes of them; their bytes are stale data of
 // earlier objects, which is safe because a part is served only after its GET filled it.
-class Pool {
+class MappingPool {
  public:
-  static Pool& Instance() {
-    static Pool* pool = new Pool();  // never destroyed: buffers may be freed at exit
+  static MappingPool& Instance() {
+    static MappingPool* pool = new MappingPool();  // never destroyed: buffers may be freed at exit
     return *pool;
   }
   char* Take(size_t mapped_size) {
@@ -105,7 +105,7 @@ std::unique_ptr<PageBuffer> PageBuffer::Allocate(size_t size) {
   size_t mapped = size;
   if (size >= kHugePage) {
     mapped = (size + kHugePage - 1) / kHugePage * kHugePage;
-    if (char* p = Pool::Instance().Take(mapped)) {
+    if (char* p = MappingPool::Instance().Take(mapped)) {
       return std::unique_ptr<PageBuffer>(new PageBuffer(p, size, mapped));
     }
   }
@@ -115,11 +115,11 @@ std::unique_ptr<PageBuffer> PageBuffer::Allocate(size_t size) {
 }
 
 PageBuffer::~PageBuffer() {
-  if (!Pool::Instance().Give(data_, mapped_size_)) munmap(data_, mapped_size_);
+  if (!MappingPool::Instance().Give(data_, mapped_size_)) munmap(data_, mapped_size_);
 }
 
-void PageBuffer::SetPoolLimit(size_t bytes) { Pool::Instance().SetLimit(bytes); }
+void PageBuffer::SetPoolLimit(size_t bytes) { MappingPool::Instance().SetLimit(bytes); }
 
-size_t PageBuffer::PooledBytes() { return Pool::Instance().bytes(); }
+size_t PageBuffer::PooledBytes() { return MappingPool::Instance().bytes(); }
 
-}  // namespace ossmount::prefetch
+}  // namespace ossmount

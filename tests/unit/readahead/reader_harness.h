@@ -16,16 +16,16 @@
 #include <thread>
 #include <vector>
 
-#include "prefetch/sequential_reader.h"
+#include "readahead/sequential_reader.h"
 #include "support/byte_units.h"
 #include "support/eventually.h"
 #include "support/fake_object_client.h"
 #include "support/memory_block_cache.h"
 
-namespace prefetchtest {
+namespace readaheadtest {
 
 using namespace ossmount;
-using namespace ossmount::prefetch;
+using namespace ossmount::readahead;
 using ossmount::testing::Eventually;
 using ossmount::testing::FakeObjectClient;
 using ossmount::testing::MemoryBlockCache;
@@ -170,4 +170,4 @@ inline ReaderOptions SmallParts() {
   return o;
 }
 
-}  // namespace prefetchtest
+}  // namespace readaheadtest

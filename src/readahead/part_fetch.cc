@@ -4,11 +4,10 @@
 #include <optional>
 
 #include "common/metrics.h"
-#include "prefetch/pinned_range.h"
-#include "prefetch/reader_parts.h"
-#include "prefetch/sequential_reader.h"
+#include "readahead/reader_parts.h"
+#include "readahead/sequential_reader.h"
 
-namespace ossmount::prefetch {
+namespace ossmount::readahead {
 namespace {
 
 // Parts of large files, by how they were fetched: "readahead" (ahead of the reader),
@@ -223,4 +222,4 @@ void SequentialReader::ReadDirect(uint64_t offset, uint64_t length, ReadCallback
       });
 }
 
-}  // namespace ossmount::prefetch
+}  // namespace ossmount::readahead

@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "prefetch/page_buffer.h"
-#include "prefetch/sequential_reader.h"
+#include "common/page_buffer.h"
+#include "readahead/sequential_reader.h"
 
-namespace ossmount::prefetch {
+namespace ossmount::readahead {
 
 // The bytes of one part and the budget bytes they hold; replies keep it alive as `owner`.
 // The bytes live in `pages` (mapped, see page_buffer.h) or, when they come from or go to the
@@ -83,4 +83,4 @@ struct SequentialReader::Gather {
   ReadCallback done;
 };
 
-}  // namespace ossmount::prefetch
+}  // namespace ossmount::readahead

@@ -3,7 +3,7 @@
 
 #include "reader_harness.h"
 
-using namespace prefetchtest;
+using namespace readaheadtest;
 
 namespace {
 

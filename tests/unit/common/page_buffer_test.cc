@@ -1,10 +1,10 @@
 // PageBuffer: mapped part buffers, recycled through a bounded pool.
-#include "prefetch/page_buffer.h"
+#include "common/page_buffer.h"
 
 #include <catch2/catch.hpp>
 #include <cstring>
 
-using ossmount::prefetch::PageBuffer;
+using ossmount::PageBuffer;
 
 TEST_CASE("Freed part buffers are reused up to the pool limit and no further") {
   PageBuffer::SetPoolLimit(0);  // start empty

@@ -33,11 +33,11 @@
 #include "data/disk_block_cache.h"
 #include "data/memory_budget.h"
 #include "ossmount/object_client.h"
-#include "prefetch/fetch_slots.h"
-#include "prefetch/part_crc_fold.h"
-#include "prefetch/readahead_window.h"
+#include "readahead/fetch_slots.h"
+#include "readahead/part_crc_fold.h"
+#include "readahead/readahead_window.h"
 
-namespace ossmount::prefetch {
+namespace ossmount::readahead {
 
 // Versions (key, etag) whose whole-object CRC-64 check failed in this process. Their parts
 // in the disk cache may hold the damaged bytes, and the cache cannot drop single blocks, so
@@ -233,4 +233,4 @@ class SequentialReader : public std::enable_shared_from_this<SequentialReader> {
   std::atomic<bool> skip_disk_cache_{false};
 };
 
-}  // namespace ossmount::prefetch
+}  // namespace ossmount::readahead

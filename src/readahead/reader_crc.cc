@@ -9,10 +9,10 @@
 
 #include "common/crc64.h"
 #include "common/metrics.h"
-#include "prefetch/reader_parts.h"
-#include "prefetch/sequential_reader.h"
+#include "readahead/reader_parts.h"
+#include "readahead/sequential_reader.h"
 
-namespace ossmount::prefetch {
+namespace ossmount::readahead {
 namespace {
 
 // Objects read in order from start to end whose combined CRC-64 was compared, by result:
@@ -190,4 +190,4 @@ void SequentialReader::DeliverFoldNews(FoldNews news) {
   }
 }
 
-}  // namespace ossmount::prefetch
+}  // namespace ossmount::readahead
