@@ -4,8 +4,10 @@ see it grow (a second mount's tail -f, a reader on the same mount).
 
 docs/SEMANTICS.md "Writing", the rows on appends.
 """
+import errno
 import os
 import select
+import signal
 import subprocess
 import time
 
@@ -118,6 +120,43 @@ class AppendsTest(WriteMountCase):
             log.close()
         self.assertEqual(read_or_empty(self.on_server("raced.log")), b"theirs\n")
         self.assertIn("saving 'raced.log' failed", self.mnt.output())
+
+    def test_a_server_that_stops_answering_fails_the_log_and_keeps_what_fsync_confirmed(self):
+        mnt = self.mount("--append-interval", "200ms", "--stall-timeout", "2s",
+                         "--retry-budget", "4s", "--retries", "2")
+        fd = os.open(mnt.path("run.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, b"epoch 1\n")
+            os.fsync(fd)  # confirmed: in the bucket
+            pid = self.server.proc.pid
+            os.kill(pid, signal.SIGSTOP)  # connections hang, nothing answers
+            self.addCleanup(lambda: self.server.proc.poll() is None and
+                            os.kill(pid, signal.SIGCONT))
+            os.write(fd, b"epoch 2\n")
+            with self.assertRaises(OSError) as e:
+                os.fsync(fd)
+            self.assertIn(e.exception.errno, (errno.EIO, errno.ETIMEDOUT), e.exception)
+            os.kill(pid, signal.SIGCONT)
+            # The failure sticks: later writes and the close say so too.
+            with self.assertRaises(OSError):
+                os.write(fd, b"epoch 3\n")
+                os.fsync(fd)
+        finally:
+            with self.assertRaises(OSError):
+                os.close(fd)
+        # What fsync confirmed is there; the append it could not confirm may have reached the
+        # stopped server (applied once it ran again), never anything else.
+        self.assertIsNotNone(wait_until(lambda: self.on_server_text("run.log") is not None))
+        self.assertIn(self.on_server_text("run.log"), (b"epoch 1\n", b"epoch 1\nepoch 2\n"))
+        self.assertIn("saving 'run.log' failed", mnt.output())
+        # The daemon serves on: another log works.
+        with open(mnt.path("next.log"), "a") as f:
+            f.write("fine\n")
+        self.assertEqual(read_or_empty(self.on_server("next.log")), b"fine\n")
+
+    def on_server_text(self, name):
+        data = read_or_empty(self.on_server(name))
+        return data or None
 
     def test_with_append_interval_off_a_log_is_uploaded_at_close(self):
         mnt = self.mount("--append-interval", "off")
