@@ -56,6 +56,7 @@ void IsCopyOf(const std::shared_ptr<ObjectClient>& client, const ObjectInfo& sou
 struct Mover : std::enable_shared_from_this<Mover> {
   std::shared_ptr<ObjectClient> client;
   std::shared_ptr<upload::UploadGate> gate;
+  std::shared_ptr<upload::UploadJournal> journal;  // may be null
   upload::UploadOptions options;
   DirectoryMove move;
   std::function<void(Status)> done;
@@ -106,7 +107,7 @@ struct Mover : std::enable_shared_from_this<Mover> {
     WriteOptions never_replace;
     never_replace.forbid_overwrite = true;
     upload::CopyObjectOnServer(
-        client, gate, options, upload::CopySource{source.key, source.etag, source.size},
+        client, gate, journal, options, upload::CopySource{source.key, source.etag, source.size},
         TargetOf(source.key), never_replace,
         [self = shared_from_this(), source](Result<PutResult> r) {
           if (r.ok()) return self->Copied(source, Status::Ok());
@@ -259,11 +260,13 @@ void DeleteKeysLoggingFailures(std::shared_ptr<ObjectClient> client, std::vector
 
 void MoveDirectoryOnServer(std::shared_ptr<ObjectClient> client,
                            std::shared_ptr<upload::UploadGate> gate,
+                           std::shared_ptr<upload::UploadJournal> journal,
                            const upload::UploadOptions& options, DirectoryMove move,
                            std::function<void(Status)> done) {
   auto mover = std::make_shared<Mover>();
   mover->client = std::move(client);
   mover->gate = std::move(gate);
+  mover->journal = std::move(journal);
   mover->options = options;
   mover->move = std::move(move);
   mover->done = std::move(done);

@@ -21,6 +21,7 @@
 
 #include "ossmount/object_client.h"
 #include "upload/upload_gate.h"
+#include "upload/upload_journal.h"
 #include "upload/upload_options.h"
 
 namespace ossmount::fs {
@@ -37,6 +38,7 @@ struct DirectoryMove {
 
 void MoveDirectoryOnServer(std::shared_ptr<ObjectClient> client,
                            std::shared_ptr<upload::UploadGate> gate,
+                           std::shared_ptr<upload::UploadJournal> journal,
                            const upload::UploadOptions& options, DirectoryMove move,
                            std::function<void(Status)> done);
 

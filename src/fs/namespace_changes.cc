@@ -225,8 +225,8 @@ void ObjectFilesystem::RenameFile(const std::string& from, const std::string& to
   WriteOptions wo;
   wo.forbid_overwrite = no_replace;
   upload::CopyObjectOnServer(
-      data_.client(), writes_->gate(), options_.writes.upload, std::move(source),
-      meta::FileKey(options_.prefix, to), wo,
+      data_.client(), writes_->gate(), writes_->journal(), options_.writes.upload,
+      std::move(source), meta::FileKey(options_.prefix, to), wo,
       [self = shared_from_this(), from, to, attr, done = std::move(done)](Result<PutResult> copy) {
         if (!copy.ok()) return done(copy.status());
         meta::NodeAttr moved = attr;
@@ -259,7 +259,7 @@ void ObjectFilesystem::RenameDir(const std::string& from, const std::string& to,
   move.limit = options_.writes.rename_dir_limit;
   move.what = "rename '" + from + "' -> '" + to + "'";
   MoveDirectoryOnServer(
-      data_.client(), writes_->gate(), options_.writes.upload, std::move(move),
+      data_.client(), writes_->gate(), writes_->journal(), options_.writes.upload, std::move(move),
       [self = shared_from_this(), from, to, done = std::move(done)](Status moved) {
         meta::MetadataCache& cache = self->listings_->cache();
         if (moved.code() == ErrorCode::kCrossDevice) return done(moved);

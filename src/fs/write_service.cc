@@ -671,8 +671,8 @@ void WriteService::StorePosix(const std::string& path, const meta::PosixAttrs& c
     options.content_type = info->content_type;
     upload::CopySource source{key, info->etag, info->size};
     upload::CopyObjectOnServer(
-        self->client_, self->gate_, self->options_.writes.upload, source, key, options,
-        [self, path, info = *info, now, done = std::move(done)](Result<PutResult> r) {
+        self->client_, self->gate_, self->journal(), self->options_.writes.upload, source, key,
+        options, [self, path, info = *info, now, done = std::move(done)](Result<PutResult> r) {
           if (!r.ok()) return done(r.status());
           meta::NodeAttr attr = meta::FileAttrFrom(info);
           attr.etag = r->etag;

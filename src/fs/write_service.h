@@ -48,6 +48,11 @@ class WriteService : public std::enable_shared_from_this<WriteService> {
   // Whether O_APPEND files become appendable objects here.
   bool appends() const;
   const std::shared_ptr<upload::UploadGate>& gate() const { return gate_; }
+  // Where multipart uploads and copies are recorded for crash cleanup (null: nowhere).
+  std::shared_ptr<upload::UploadJournal> journal() const {
+    std::lock_guard lock(config_mu_);
+    return journal_;
+  }
 
   // What a new handle is.
   struct Kind {

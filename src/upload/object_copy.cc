@@ -13,6 +13,7 @@ namespace {
 struct PartCopy : std::enable_shared_from_this<PartCopy> {
   std::shared_ptr<ObjectClient> client;
   std::shared_ptr<UploadGate> gate;
+  std::shared_ptr<UploadJournal> journal;  // may be null
   CopySource source;
   std::string dest;
   WriteOptions write_options;
@@ -30,6 +31,14 @@ struct PartCopy : std::enable_shared_from_this<PartCopy> {
                                   [self = shared_from_this()](Result<std::string> id) {
                                     if (!id.ok()) return self->done(id.status());
                                     self->upload_id = *id;
+                                    if (self->journal) {
+                                      Status recorded = self->journal->Add(self->dest, *id);
+                                      if (!recorded.ok()) {
+                                        recorded.Prefix("cannot record the copy to '" + self->dest +
+                                                        "' in the upload journal");
+                                        return self->Abandon(recorded);
+                                      }
+                                    }
                                     self->SendAll();
                                   });
   }
@@ -75,12 +84,16 @@ struct PartCopy : std::enable_shared_from_this<PartCopy> {
     client->CompleteMultipart(dest, upload_id, std::move(ordered), write_options,
                               [self = shared_from_this()](Result<PutResult> r) {
                                 if (!r.ok()) return self->Abandon(r.status());
+                                if (self->journal) self->journal->Remove(self->upload_id);
                                 self->done(std::move(r));
                               });
   }
 
   void Abandon(Status why) {
-    client->AbortMultipart(dest, upload_id, [](Status) {});
+    client->AbortMultipart(dest, upload_id, [journal = journal, id = upload_id](Status s) {
+      // An abort that failed stays recorded: the next mount with the journal retries it.
+      if (s.ok() && journal) journal->Remove(id);
+    });
     done(std::move(why));
   }
 };
@@ -88,8 +101,9 @@ struct PartCopy : std::enable_shared_from_this<PartCopy> {
 }  // namespace
 
 void CopyObjectOnServer(std::shared_ptr<ObjectClient> client, std::shared_ptr<UploadGate> gate,
-                        const UploadOptions& options, CopySource source, std::string dest_key,
-                        WriteOptions write_options, std::function<void(Result<PutResult>)> done) {
+                        std::shared_ptr<UploadJournal> journal, const UploadOptions& options,
+                        CopySource source, std::string dest_key, WriteOptions write_options,
+                        std::function<void(Result<PutResult>)> done) {
   if (source.size <= options.copy_object_limit) {
     client->CopyObject(source.key, source.etag, dest_key, write_options, std::move(done));
     return;
@@ -97,6 +111,7 @@ void CopyObjectOnServer(std::shared_ptr<ObjectClient> client, std::shared_ptr<Up
   auto copy = std::make_shared<PartCopy>();
   copy->client = std::move(client);
   copy->gate = std::move(gate);
+  copy->journal = std::move(journal);
   copy->source = std::move(source);
   copy->dest = std::move(dest_key);
   copy->write_options = write_options;

@@ -2,6 +2,7 @@
 // (through the gate's cap), pinned to the source's etag; a failed copy leaves nothing at the
 // destination and the source as it was.
 #include "upload/object_copy.h"
+#include "support/temp_dir.h"
 #include "upload_harness.h"
 
 using namespace uploadtest;
@@ -9,11 +10,12 @@ using namespace uploadtest;
 namespace {
 
 Result<PutResult> CopyNow(Rig& rig, const std::string& from, const std::string& to,
-                          std::string etag = "", WriteOptions wo = {}) {
+                          std::string etag = "", WriteOptions wo = {},
+                          std::shared_ptr<UploadJournal> journal = nullptr) {
   auto info = rig.fake->Info(from);
   CopySource source{from, std::move(etag), info ? info->size : 0};
   std::optional<Result<PutResult>> out;
-  CopyObjectOnServer(rig.client, rig.gate, rig.options, source, to, wo,
+  CopyObjectOnServer(rig.client, rig.gate, std::move(journal), rig.options, source, to, wo,
                      [&](Result<PutResult> r) { out.emplace(std::move(r)); });
   rig.Drain();
   REQUIRE(out.has_value());
@@ -156,6 +158,40 @@ TEST_CASE("CopyObjectOnServer: no overwrite keeps an existing destination") {
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().code() == ErrorCode::kAlreadyExists);
     CHECK(*rig.fake->Data("dst") == "already here");
+    CHECK(rig.fake->OpenUploadCount() == 0);
+  }
+}
+
+TEST_CASE("CopyObjectOnServer: a multipart copy is in the upload journal while it is open") {
+  // A daemon killed mid-copy (a rename of a large file, a chmod's copy onto itself) leaves
+  // an open upload: recorded, the next mount with the journal aborts it.
+  ossmount::testing::TempDir dir;
+  auto opened = UploadJournal::Open(dir.path());
+  REQUIRE(opened.ok());
+  std::shared_ptr<UploadJournal> journal = *opened;
+  for (bool fails : {false, true}) {
+    INFO((fails ? "a part refused" : "completed"));
+    Rig rig(64 * MiB, 2, /*failing=*/true);
+    const std::string etag = rig.fake->PutObject("src", Bytes(250 * KiB, 44));
+    if (fails) rig.fail->RefuseNext(Op::kUploadPartCopy, 1, std::nullopt, 3);
+    auto info = rig.fake->Info("src");
+    std::optional<Result<PutResult>> out;
+    CopyObjectOnServer(rig.client, rig.gate, journal, rig.options,
+                       CopySource{"src", etag, info->size}, "dst", {},
+                       [&](Result<PutResult> r) { out.emplace(std::move(r)); });
+    // Step until the first part copy is asked for, then hold the answers: the copy is open.
+    rig.io.restart();
+    while (rig.fake->count(Op::kUploadPartCopy) == 0 && rig.io.run_one() > 0) {
+    }
+    rig.fake->Pause();
+    REQUIRE_FALSE(out.has_value());
+    REQUIRE(journal->Records().size() == 1);
+    CHECK(journal->Records()[0].key == "dst");
+    rig.fake->Resume();
+    rig.Drain();
+    REQUIRE(out.has_value());
+    CHECK(out->ok() == !fails);
+    CHECK(journal->Records().empty());  // completed, or aborted
     CHECK(rig.fake->OpenUploadCount() == 0);
   }
 }
