@@ -6,7 +6,6 @@
 //
 // Exit status: 0 mounted (background: the mount answers) or cleanly unmounted; 1 the
 // mount could not be made or failed; 2 bad command line.
-#include <malloc.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -224,12 +223,6 @@ int main(int argc, char** argv) {
       return it->second(std::vector<std::string>(args.begin() + 1, args.end()));
     }
   }
-  // Buffers of 1 MiB and more (upload parts, readahead parts) always come from their own
-  // mappings, returned to the system when freed. glibc's default threshold rises to the size
-  // of the largest block freed, after which 8 MiB part buffers are carved from arenas that
-  // keep their pages resident: the daemon's RSS then grew to twice what its --max-memory
-  // budget counted (64 writers at once).
-  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   signal(SIGTERM, EndStartOnSignal);
   signal(SIGINT, EndStartOnSignal);
   int code = Mount(args);

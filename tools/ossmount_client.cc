@@ -50,17 +50,16 @@ int Fail(const Status& status) {
   return 1;
 }
 
-Result<std::shared_ptr<std::string>> ReadFile(const std::string& path) {
+Result<SharedBytes> ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status(ErrorCode::kNotFound, "cannot open '" + path + "'");
-  auto data = std::make_shared<std::string>((std::istreambuf_iterator<char>(in)),
-                                            std::istreambuf_iterator<char>());
-  return data;
+  return SharedBytes::FromString(
+      std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()));
 }
 
-Status PutObject(ObjectClient& client, const std::string& key, std::shared_ptr<std::string> data,
+Status PutObject(ObjectClient& client, const std::string& key, const SharedBytes& data,
                  uint64_t part_size, const WriteOptions& options = {}) {
-  if (data->size() <= part_size) {
+  if (data.size() <= part_size) {
     auto put = Await<Result<PutResult>>(
         [&](auto done) { client.Put(key, data, options, std::move(done)); });
     return put.status();
@@ -69,8 +68,8 @@ Status PutObject(ObjectClient& client, const std::string& key, std::shared_ptr<s
       [&](auto done) { client.InitiateMultipartWith(key, options, std::move(done)); });
   if (!upload.ok()) return upload.status();
   std::vector<PartInfo> parts;
-  for (uint64_t off = 0, n = 1; off < data->size(); off += part_size, ++n) {
-    auto part_body = std::make_shared<const std::string>(data->substr(off, part_size));
+  for (uint64_t off = 0, n = 1; off < data.size(); off += part_size, ++n) {
+    SharedBytes part_body = data.Slice(off, part_size);
     auto part = Await<Result<PartInfo>>([&](auto done) {
       client.UploadPart(key, *upload, static_cast<int>(n), part_body, std::move(done));
     });

@@ -28,8 +28,8 @@ class ForwardingObjectClient : public ObjectClient {
   void Get(const GetRequest& request, GetTarget target, GetHandler handler) override {
     inner_->Get(request, std::move(target), std::move(handler));
   }
-  void Put(const std::string& key, std::shared_ptr<const std::string> body,
-           const WriteOptions& options, PutHandler handler) override {
+  void Put(const std::string& key, SharedBytes body, const WriteOptions& options,
+           PutHandler handler) override {
     inner_->Put(key, std::move(body), options, std::move(handler));
   }
   void InitiateMultipart(const std::string& key, InitiateHandler handler) override {
@@ -40,7 +40,7 @@ class ForwardingObjectClient : public ObjectClient {
     inner_->InitiateMultipartWith(key, options, std::move(handler));
   }
   void UploadPart(const std::string& key, const std::string& upload_id, int part_number,
-                  std::shared_ptr<const std::string> body, PartHandler handler) override {
+                  SharedBytes body, PartHandler handler) override {
     inner_->UploadPart(key, upload_id, part_number, std::move(body), std::move(handler));
   }
   void UploadPartCopy(const std::string& key, const std::string& upload_id, int part_number,

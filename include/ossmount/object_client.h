@@ -174,7 +174,7 @@ struct AppendRequest {
   std::string key;
   uint64_t position = 0;
   std::optional<uint64_t> crc_before;
-  std::shared_ptr<const std::string> body;
+  SharedBytes body;
 };
 
 struct AppendResult {
@@ -238,8 +238,8 @@ class ObjectClient {
   // (x-oss-hash-crc64ecma; on S3 the body carries Content-MD5, which the server checks).
   // With forbid_overwrite, an existing key is kAlreadyExists; a retry refused that way after
   // a lost answer is settled by a HEAD (success when the object there is this body).
-  virtual void Put(const std::string& key, std::shared_ptr<const std::string> body,
-                   const WriteOptions& options, PutHandler handler) = 0;
+  virtual void Put(const std::string& key, SharedBytes body, const WriteOptions& options,
+                   PutHandler handler) = 0;
 
   // Multipart upload. Parts are 1..10000; every part but the last must be at least 100 KiB
   // (OSS) or 5 MiB (S3) for Complete to accept them.
@@ -253,7 +253,7 @@ class ObjectClient {
   }
   // The result's size and crc64 describe `body` (checked like Put's).
   virtual void UploadPart(const std::string& key, const std::string& upload_id, int part_number,
-                          std::shared_ptr<const std::string> body, PartHandler handler) = 0;
+                          SharedBytes body, PartHandler handler) = 0;
   // A part copied on the server from bytes [offset, offset + length) of source_key, which must
   // still have etag source_etag (quoted; "" = any version; else kPreconditionFailed). The
   // range must lie within the source (kInvalidRange otherwise) and length be > 0; a missing

@@ -1,14 +1,54 @@
-// Transfer: how a request is sent and where its body goes (Priority, CancelFlag, GetTarget).
-// A leaf of the public headers: the fetch engine (src/http) and the object clients that use it
-// both need these, and the engine must not depend on the ObjectClient interface above it.
+// Transfer: how a request is sent, what it sends and where its body goes (Priority,
+// CancelFlag, SharedBytes, GetTarget). A leaf of the public headers: the fetch engine
+// (src/http) and the object clients that use it both need these, and the engine must not
+// depend on the ObjectClient interface above it.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace ossmount {
+
+// Bytes shared read-only between their writer and the transfers that send them (a request
+// body). `owner` keeps them alive: a string, an upload's part buffer (an anonymous mapping),
+// anything. Copies share the owner and never the bytes, so every attempt of a request, and
+// the request's handler, see the same bytes with no copy, for as long as any copy is held.
+// The owner must not change the bytes while a copy is held. A default SharedBytes is empty.
+class SharedBytes {
+ public:
+  SharedBytes() = default;
+  SharedBytes(std::shared_ptr<const void> owner, const char* data, size_t size)
+      : owner_(std::move(owner)), data_(size > 0 ? data : ""), size_(size) {}
+
+  static SharedBytes Copy(std::string_view bytes) { return FromString(std::string(bytes)); }
+  static SharedBytes FromString(std::string&& bytes) {
+    if (bytes.empty()) return SharedBytes();
+    auto owner = std::make_shared<const std::string>(std::move(bytes));
+    return SharedBytes(owner, owner->data(), owner->size());
+  }
+
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  std::string_view view() const { return std::string_view(data_, size_); }
+  // Bytes [offset, offset + length) of these, clamped to them, sharing their owner.
+  SharedBytes Slice(size_t offset, size_t length) const {
+    offset = offset < size_ ? offset : size_;
+    length = length < size_ - offset ? length : size_ - offset;
+    return SharedBytes(owner_, data_ + offset, length);
+  }
+
+ private:
+  std::shared_ptr<const void> owner_;
+  const char* data_ = "";  // never null, so that it may be handed to C APIs as it is
+  size_t size_ = 0;
+};
 
 // How urgently a request should be sent. On-demand reads outrank background prefetch:
 // when the in-flight cap is reached, queued kForeground requests go first.

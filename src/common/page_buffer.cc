@@ -12,12 +12,13 @@ namespace {
 
 constexpr size_t kHugePage = 2u << 20;
 
-// Buffers of at least one huge page are mapped 2 MiB aligned and marked MADV_HUGEPAGE:
-// filling an 8 MiB part then takes 4 page faults instead of 2,048 (page faults, page
-// zeroing and unmapping were the largest cost of a sequential read, measured with perf).
-// Where transparent huge pages are off the advice is ignored and ordinary pages are used.
-char* MapAligned(size_t size, size_t* mapped_size) {
-  if (size < kHugePage) {
+// Buffers of at least one huge page filled at once are mapped 2 MiB aligned and marked
+// MADV_HUGEPAGE: filling an 8 MiB part then takes 4 page faults instead of 2,048 (page
+// faults, page zeroing and unmapping were the largest cost of a sequential read, measured
+// with perf). Where transparent huge pages are off the advice is ignored and ordinary pages
+// are used.
+char* MapAligned(size_t size, bool huge, size_t* mapped_size) {
+  if (size < kHugePage || !huge) {
     void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) return nullptr;
     *mapped_size = size;
@@ -100,22 +101,23 @@ class MappingPool {
 
 }  // namespace
 
-std::unique_ptr<PageBuffer> PageBuffer::Allocate(size_t size) {
+std::unique_ptr<PageBuffer> PageBuffer::Allocate(size_t size, Fill fill) {
   if (size == 0) return nullptr;
+  const bool at_once = fill == Fill::kAtOnce;
   size_t mapped = size;
-  if (size >= kHugePage) {
+  if (at_once && size >= kHugePage) {
     mapped = (size + kHugePage - 1) / kHugePage * kHugePage;
     if (char* p = MappingPool::Instance().Take(mapped)) {
-      return std::unique_ptr<PageBuffer>(new PageBuffer(p, size, mapped));
+      return std::unique_ptr<PageBuffer>(new PageBuffer(p, size, mapped, true));
     }
   }
-  char* p = MapAligned(size, &mapped);
+  char* p = MapAligned(size, /*huge=*/at_once, &mapped);
   if (p == nullptr) return nullptr;
-  return std::unique_ptr<PageBuffer>(new PageBuffer(p, size, mapped));
+  return std::unique_ptr<PageBuffer>(new PageBuffer(p, size, mapped, at_once));
 }
 
 PageBuffer::~PageBuffer() {
-  if (!MappingPool::Instance().Give(data_, mapped_size_)) munmap(data_, mapped_size_);
+  if (!pooled_ || !MappingPool::Instance().Give(data_, mapped_size_)) munmap(data_, mapped_size_);
 }
 
 void PageBuffer::SetPoolLimit(size_t bytes) { MappingPool::Instance().SetLimit(bytes); }

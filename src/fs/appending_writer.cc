@@ -6,6 +6,7 @@
 // byte written, and the object grows visibly to every reader as it goes.
 #include <boost/asio/steady_timer.hpp>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 #include "common/crc64.h"
@@ -144,9 +145,9 @@ class AppendingWriter : public FileWriter, public std::enable_shared_from_this<A
   // Sends the buffer as one append, unless one is in flight (its answer sends what follows).
   void SendLocked() {
     if (in_flight_ > 0 || !error_.ok()) return;
-    auto body = std::make_shared<const std::string>(std::move(buffer_));
+    SharedBytes body = SharedBytes::FromString(std::move(buffer_));
     buffer_.clear();
-    in_flight_ = body->size();
+    in_flight_ = body.size();
     must_create_ = false;
     AppendRequest request;
     request.key = key_;
@@ -154,11 +155,11 @@ class AppendingWriter : public FileWriter, public std::enable_shared_from_this<A
     request.crc_before = crc_;
     request.body = body;
     client_->Append(request, [self = shared_from_this(), body](Result<AppendResult> r) {
-      self->Appended(std::move(r), *body);
+      self->Appended(std::move(r), body.view());
     });
   }
 
-  void Appended(Result<AppendResult> r, const std::string& body) {
+  void Appended(Result<AppendResult> r, std::string_view body) {
     std::vector<std::function<void()>> writers;
     std::optional<AppendResult> appended;
     bool answer_finish = false;

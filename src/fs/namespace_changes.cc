@@ -36,8 +36,8 @@ void ObjectFilesystem::MakeDir(InodeId parent, std::string name, Callback<Entry>
     if (!r.ok()) return done(r.status());
     if (r->has_value()) return done(Status(ErrorCode::kAlreadyExists, "'" + path + "' exists"));
     // A marker object, so that the directory is there while empty and after a remount.
-    self->data_.client()->Put(meta::DirPrefix(self->options_.prefix, path),
-                              std::make_shared<const std::string>(), WriteOptions{},
+    self->data_.client()->Put(meta::DirPrefix(self->options_.prefix, path), SharedBytes(),
+                              WriteOptions{},
                               [self, path, done = std::move(done)](Result<PutResult> put) {
                                 if (!put.ok()) return done(put.status());
                                 self->listings_->cache().RecordChange(path, meta::DirAttr());

@@ -62,7 +62,9 @@ struct Request {
   std::string method = "GET";  // "HEAD" sends no body and expects none
   std::string url;             // fully encoded
   HeaderList headers;
-  std::shared_ptr<const std::string> body;  // request body for PUT/POST, or null
+  // The body of a PUT or POST (empty: none). Read in place by libcurl, never copied; the
+  // Transfer holds it until the transfer ends, and a retry (a new Request) shares the bytes.
+  SharedBytes body;
   GetTarget target;  // where a 2xx response body goes; a default GetTarget discards it
   Priority priority = Priority::kForeground;
   std::shared_ptr<CancelFlag> cancel;      // optional

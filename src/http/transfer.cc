@@ -102,7 +102,7 @@ Status Transfer::Configure(CURL* easy, const EngineOptions& options) {
   curl_slist_free_all(header_list_);
   header_list_ = nullptr;
   const std::string& method = request_.method;
-  const bool sends_body = method == "PUT" || method == "POST" || request_.body != nullptr;
+  const bool sends_body = method == "PUT" || method == "POST" || !request_.body.empty();
   for (const auto& [name, value] : request_.headers) {
     // "Name:" would make libcurl drop the header; "Name;" sends it with an empty value.
     std::string line = value.empty() ? name + ";" : name + ": " + value;
@@ -154,8 +154,7 @@ Status Transfer::Configure(CURL* easy, const EngineOptions& options) {
   o.Set(CURLOPT_XFERINFODATA, static_cast<void*>(this));
   o.Set(CURLOPT_NOPROGRESS, 0L);
 
-  const curl_off_t body_size =
-      request_.body ? static_cast<curl_off_t>(request_.body->size()) : curl_off_t{0};
+  const curl_off_t body_size = static_cast<curl_off_t>(request_.body.size());
   if (method == "GET") {
     o.Set(CURLOPT_HTTPGET, 1L);
   } else if (method == "HEAD") {
@@ -169,10 +168,10 @@ Status Transfer::Configure(CURL* easy, const EngineOptions& options) {
     o.Set(CURLOPT_SEEKDATA, static_cast<void*>(this));
   } else {
     if (method != "POST") o.Set(CURLOPT_CUSTOMREQUEST, method.c_str());
-    if (method == "POST" || request_.body) {
+    if (method == "POST" || !request_.body.empty()) {
       // POSTFIELDS does not copy: request_.body stays alive as long as this Transfer.
       o.Set(CURLOPT_POSTFIELDSIZE_LARGE, body_size);
-      o.Set(CURLOPT_POSTFIELDS, request_.body ? request_.body->data() : "");
+      o.Set(CURLOPT_POSTFIELDS, request_.body.data());
     }
   }
   if (o.first_error() != CURLE_OK) {
@@ -306,8 +305,7 @@ bool Transfer::WriteFixed(const char* data, size_t len) {
 
 size_t Transfer::OnRead(char* buffer, size_t size, size_t n, void* self_ptr) {
   auto* self = static_cast<Transfer*>(self_ptr);
-  if (!self->request_.body) return 0;
-  const std::string& body = *self->request_.body;
+  const SharedBytes& body = self->request_.body;
   size_t count = std::min(size * n, body.size() - self->upload_offset_);
   std::memcpy(buffer, body.data() + self->upload_offset_, count);
   self->upload_offset_ += count;
@@ -316,7 +314,7 @@ size_t Transfer::OnRead(char* buffer, size_t size, size_t n, void* self_ptr) {
 
 int Transfer::OnSeek(void* self_ptr, curl_off_t offset, int origin) {
   auto* self = static_cast<Transfer*>(self_ptr);
-  size_t size = self->request_.body ? self->request_.body->size() : 0;
+  size_t size = self->request_.body.size();
   if (origin != SEEK_SET || offset < 0 || static_cast<size_t>(offset) > size) {
     return CURL_SEEKFUNC_CANTSEEK;
   }

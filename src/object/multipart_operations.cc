@@ -104,18 +104,17 @@ void StartInitiateMultipart(std::shared_ptr<ClientContext> ctx, const std::strin
 }
 
 void StartUploadPart(std::shared_ptr<ClientContext> ctx, const std::string& key,
-                     const std::string& upload_id, int part_number,
-                     std::shared_ptr<const std::string> body, PartHandler handler) {
+                     const std::string& upload_id, int part_number, SharedBytes body,
+                     PartHandler handler) {
   Status valid = CheckPartNumber(part_number, "UploadPart");
   if (valid.ok() && (key.empty() || upload_id.empty())) {
     valid = Status(ErrorCode::kInvalidArgument, "UploadPart: empty key or upload id");
   }
   if (!valid.ok()) return PostFailure(*ctx, std::move(handler), std::move(valid));
-  if (!body) body = std::make_shared<const std::string>();
   auto part = std::make_shared<PartInfo>();
   part->part_number = part_number;
-  part->size = body->size();
-  part->crc64 = Crc64(0, body->data(), body->size());
+  part->size = body.size();
+  part->crc64 = Crc64(0, body.data(), body.size());
   Operation op;
   op.spec = UploadPartSpec(key, upload_id, part_number, std::move(body), ctx->dialect);
   op.error_context.operation = "UploadPart " + std::to_string(part_number);

@@ -132,8 +132,8 @@ class OssS3Client final : public ObjectClient {
     });
   }
 
-  void Put(const std::string& key, std::shared_ptr<const std::string> body,
-           const WriteOptions& options, PutHandler handler) override {
+  void Put(const std::string& key, SharedBytes body, const WriteOptions& options,
+           PutHandler handler) override {
     StartPut(ctx_, key, std::move(body), options, std::move(handler));
   }
 
@@ -146,7 +146,7 @@ class OssS3Client final : public ObjectClient {
   }
 
   void UploadPart(const std::string& key, const std::string& upload_id, int part_number,
-                  std::shared_ptr<const std::string> body, PartHandler handler) override {
+                  SharedBytes body, PartHandler handler) override {
     StartUploadPart(ctx_, key, upload_id, part_number, std::move(body), std::move(handler));
   }
 

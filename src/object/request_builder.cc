@@ -102,9 +102,11 @@ void AddUserMeta(RequestSpec& spec, const WriteOptions& options, const Dialect& 
   }
 }
 
-void AddBody(RequestSpec& spec, std::shared_ptr<const std::string> body, const Dialect& dialect) {
-  spec.body = body ? std::move(body) : std::make_shared<const std::string>();
-  if (dialect.send_content_md5) spec.headers.emplace_back("Content-MD5", ContentMd5(*spec.body));
+void AddBody(RequestSpec& spec, SharedBytes body, const Dialect& dialect) {
+  spec.body = std::move(body);
+  if (dialect.send_content_md5) {
+    spec.headers.emplace_back("Content-MD5", ContentMd5(spec.body.view()));
+  }
 }
 
 void AddCopySource(RequestSpec& spec, const CopySource& source, const Dialect& dialect) {
@@ -115,8 +117,8 @@ void AddCopySource(RequestSpec& spec, const CopySource& source, const Dialect& d
 
 }  // namespace
 
-RequestSpec PutSpec(const std::string& key, std::shared_ptr<const std::string> body,
-                    const WriteOptions& options, const Dialect& dialect) {
+RequestSpec PutSpec(const std::string& key, SharedBytes body, const WriteOptions& options,
+                    const Dialect& dialect) {
   RequestSpec spec;
   spec.method = "PUT";
   spec.key = key;
@@ -137,12 +139,11 @@ RequestSpec InitiateMultipartSpec(const std::string& key, const WriteOptions& op
   // The object's Content-Type and metadata are the ones its upload was initiated with.
   spec.headers.emplace_back("Content-Type", ContentTypeFor(key));
   AddUserMeta(spec, options, dialect);
-  spec.body = std::make_shared<const std::string>();
   return spec;
 }
 
 RequestSpec UploadPartSpec(const std::string& key, const std::string& upload_id, int part_number,
-                           std::shared_ptr<const std::string> body, const Dialect& dialect) {
+                           SharedBytes body, const Dialect& dialect) {
   RequestSpec spec;
   spec.method = "PUT";
   spec.key = key;
@@ -168,7 +169,6 @@ RequestSpec UploadPartCopySpec(const std::string& key, const std::string& upload
   AddCopySource(spec, source, dialect);
   spec.headers.emplace_back(std::string(dialect.copy_source_header) + "-range",
                             RangeHeaderValue(offset, length));
-  spec.body = std::make_shared<const std::string>();
   return spec;
 }
 
@@ -187,7 +187,7 @@ RequestSpec CompleteMultipartSpec(const std::string& key, const std::string& upl
            XmlEscape(part.etag) + "</ETag></Part>";
   }
   xml += "</CompleteMultipartUpload>";
-  spec.body = std::make_shared<const std::string>(std::move(xml));
+  spec.body = SharedBytes::FromString(std::move(xml));
   return spec;
 }
 
@@ -231,7 +231,6 @@ RequestSpec CopyObjectSpec(const CopySource& source, const std::string& dest_key
                                                   : options.content_type);
     AddUserMeta(spec, options, dialect);
   }
-  spec.body = std::make_shared<const std::string>();
   return spec;
 }
 
@@ -244,18 +243,17 @@ RequestSpec PutSymlinkSpec(const std::string& key, const std::string& target,
   if (dialect.protocol == Protocol::kOss) {
     spec.query.emplace_back("symlink", "");
     spec.headers.emplace_back("x-oss-symlink-target", PercentEncode(target, /*keep_slash=*/true));
-    spec.body = std::make_shared<const std::string>();
   } else {
     spec.headers.emplace_back("x-amz-meta-mode", std::to_string(S_IFLNK | 0777));
     spec.signed_headers.push_back("x-amz-meta-mode");
-    AddBody(spec, std::make_shared<const std::string>(target), dialect);
+    AddBody(spec, SharedBytes::Copy(target), dialect);
   }
   AddForbidOverwrite(spec, options, dialect);
   return spec;
 }
 
-RequestSpec AppendSpec(const std::string& key, uint64_t position,
-                       std::shared_ptr<const std::string> body, const Dialect& dialect) {
+RequestSpec AppendSpec(const std::string& key, uint64_t position, SharedBytes body,
+                       const Dialect& dialect) {
   RequestSpec spec;
   spec.method = "POST";
   spec.key = key;
@@ -290,7 +288,7 @@ RequestSpec DeleteMultipleSpec(const std::vector<std::string>& keys) {
   for (const std::string& key : keys) xml += "<Object><Key>" + XmlEscape(key) + "</Key></Object>";
   xml += "</Delete>";
   spec.headers.emplace_back("Content-MD5", ContentMd5(xml));
-  spec.body = std::make_shared<const std::string>(std::move(xml));
+  spec.body = SharedBytes::FromString(std::move(xml));
   return spec;
 }
 

@@ -29,7 +29,7 @@ struct RequestSpec {
   std::string key;     // raw key, "" for bucket-level requests
   auth::Params query;  // decoded; a "" value sends the bare name ("?uploads")
   http::HeaderList headers;
-  std::shared_ptr<const std::string> body;  // PUT/POST body, or null
+  SharedBytes body;  // PUT/POST body; empty for none
   // Headers to sign beyond the ones each scheme signs anyway (x-oss-*, x-amz-*, Content-MD5,
   // Content-Type): lowercase names, passed as SignableRequest::additional_headers.
   std::vector<std::string> signed_headers;
@@ -58,12 +58,12 @@ std::string RangeHeaderValue(uint64_t offset, std::optional<uint64_t> length);
 RequestSpec HeadSpec(const std::string& key);
 // Content-MD5 on dialects that send it (S3); the forbid-overwrite header when asked
 // (x-oss-forbid-overwrite: true; S3 If-None-Match: *, signed so no proxy can drop it).
-RequestSpec PutSpec(const std::string& key, std::shared_ptr<const std::string> body,
-                    const WriteOptions& options, const Dialect& dialect);
+RequestSpec PutSpec(const std::string& key, SharedBytes body, const WriteOptions& options,
+                    const Dialect& dialect);
 RequestSpec InitiateMultipartSpec(const std::string& key, const WriteOptions& options,
                                   const Dialect& dialect);
 RequestSpec UploadPartSpec(const std::string& key, const std::string& upload_id, int part_number,
-                           std::shared_ptr<const std::string> body, const Dialect& dialect);
+                           SharedBytes body, const Dialect& dialect);
 
 // The source of a server-side copy: /bucket/key (the key percent-encoded, '/' kept) in the
 // dialect's copy-source header, plus <header>-if-match when etag is set.
@@ -95,8 +95,8 @@ RequestSpec PutSymlinkSpec(const std::string& key, const std::string& target,
                            const WriteOptions& options, const Dialect& dialect);
 // OSS AppendObject: POST ?append&position=N with the body; the first append's Content-Type
 // is the object's.
-RequestSpec AppendSpec(const std::string& key, uint64_t position,
-                       std::shared_ptr<const std::string> body, const Dialect& dialect);
+RequestSpec AppendSpec(const std::string& key, uint64_t position, SharedBytes body,
+                       const Dialect& dialect);
 // OSS: GET ?symlink (the target comes back in x-oss-symlink-target). S3: GET of the object.
 RequestSpec GetSymlinkSpec(const std::string& key, const Dialect& dialect);
 RequestSpec DeleteSpec(const std::string& key);

@@ -36,15 +36,13 @@ Status DeleteFailureStatus(const DeleteFailure& f, size_t total) {
 
 }  // namespace
 
-void StartPut(std::shared_ptr<ClientContext> ctx, const std::string& key,
-              std::shared_ptr<const std::string> body, const WriteOptions& options,
-              PutHandler handler) {
+void StartPut(std::shared_ptr<ClientContext> ctx, const std::string& key, SharedBytes body,
+              const WriteOptions& options, PutHandler handler) {
   if (key.empty()) {
     return PostFailure(*ctx, std::move(handler),
                        Status(ErrorCode::kInvalidArgument, "PUT: empty key"));
   }
-  if (!body) body = std::make_shared<const std::string>();
-  const uint64_t crc = Crc64(0, body->data(), body->size());
+  const uint64_t crc = Crc64(0, body.data(), body.size());
   auto result = std::make_shared<PutResult>();
   auto lost = std::make_shared<std::optional<Status>>();  // the refusal of a retry, if any
   const Dialect& dialect = ctx->dialect;
@@ -72,10 +70,10 @@ void StartPut(std::shared_ptr<ClientContext> ctx, const std::string& key,
                  if (!s.ok()) return handler(std::move(s));
                  if (!lost->has_value()) return handler(std::move(*result));
                  ExpectedObject expected;
-                 expected.size = body->size();
+                 expected.size = body.size();
                  expected.crc64 = crc;
                  if (ctx->dialect.protocol == Protocol::kS3) {
-                   expected.etag = "\"" + HexLower(Md5(*body)) + "\"";
+                   expected.etag = "\"" + HexLower(Md5(body.view())) + "\"";
                  }
                  SettleLostAnswer(ctx, key, std::move(expected), **lost, "PUT '" + key + "'",
                                   std::move(handler));
@@ -91,18 +89,18 @@ void StartAppend(std::shared_ptr<ClientContext> ctx, const AppendRequest& reques
                "AppendObject: an empty key, or a service without appendable objects"));
   }
   constexpr uint64_t kAppendableMax = 5ull << 30;  // the service's limit for one object
-  auto body = request.body ? request.body : std::make_shared<const std::string>();
-  const uint64_t end = request.position + body->size();
+  const SharedBytes& body = request.body;
+  const uint64_t end = request.position + body.size();
   if (end > kAppendableMax) {
     return PostFailure(*ctx, std::move(handler),
                        Status(ErrorCode::kTooBig, "appending to '" + request.key +
                                                       "' would make it " + std::to_string(end) +
                                                       " bytes: an appendable object holds 5 GiB"));
   }
-  const uint64_t body_crc = Crc64(0, body->data(), body->size());
+  const uint64_t body_crc = Crc64(0, body.data(), body.size());
   std::optional<uint64_t> expected_crc;
   if (request.crc_before) {
-    expected_crc = Crc64Combine(*request.crc_before, body_crc, body->size());
+    expected_crc = Crc64Combine(*request.crc_before, body_crc, body.size());
   }
   auto result = std::make_shared<AppendResult>();
   auto lost = std::make_shared<std::optional<Status>>();

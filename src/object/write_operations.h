@@ -24,9 +24,8 @@
 
 namespace ossmount::object {
 
-void StartPut(std::shared_ptr<ClientContext> ctx, const std::string& key,
-              std::shared_ptr<const std::string> body, const WriteOptions& options,
-              PutHandler handler);
+void StartPut(std::shared_ptr<ClientContext> ctx, const std::string& key, SharedBytes body,
+              const WriteOptions& options, PutHandler handler);
 // Links (ObjectClient::PutSymlink, GetSymlink). A link's target is at most 1,023 bytes (the
 // longest key), so GetSymlink's S3 body is read whole.
 void StartPutSymlink(std::shared_ptr<ClientContext> ctx, const std::string& key,
@@ -39,8 +38,8 @@ void StartAppend(std::shared_ptr<ClientContext> ctx, const AppendRequest& reques
 void StartInitiateMultipart(std::shared_ptr<ClientContext> ctx, const std::string& key,
                             const WriteOptions& options, InitiateHandler handler);
 void StartUploadPart(std::shared_ptr<ClientContext> ctx, const std::string& key,
-                     const std::string& upload_id, int part_number,
-                     std::shared_ptr<const std::string> body, PartHandler handler);
+                     const std::string& upload_id, int part_number, SharedBytes body,
+                     PartHandler handler);
 void StartUploadPartCopy(std::shared_ptr<ClientContext> ctx, const std::string& key,
                          const std::string& upload_id, int part_number,
                          const std::string& source_key, const std::string& source_etag,

@@ -12,7 +12,6 @@ namespace ossmount::upload {
 namespace {
 
 constexpr int kMaxParts = 10000;
-constexpr uint64_t kFirstBufferBytes = 64 << 10;
 
 }  // namespace
 
@@ -114,21 +113,15 @@ Status ObjectUpload::AppendLocked(const char* data, size_t size, std::vector<Par
       if (next_part_ > kMaxParts) {
         return Status(ErrorCode::kTooBig, "'" + key_ + "' would need more than 10,000 parts");
       }
-      current_ = std::make_shared<std::string>();
       current_limit_ = PartSizeFor(next_part_, options_.part_size);
       // The first part grows with the file, so a small file holds only what it wrote; a
-      // file past its first part is large, and its next parts take their whole size at once
+      // file past its first part is large, and its next parts are mapped whole at once
       // (pages are touched, and counted in the budget, only as bytes arrive).
-      current_->reserve(next_part_ == 1 ? std::min<uint64_t>(current_limit_, kFirstBufferBytes)
-                                        : current_limit_);
+      current_ = std::make_shared<PartBuffer>(current_limit_, /*grows=*/next_part_ == 1);
     }
     const size_t take =
         static_cast<size_t>(std::min<uint64_t>(size, current_limit_ - current_->size()));
-    if (current_->size() + take > current_->capacity()) {
-      current_->reserve(std::min<uint64_t>(
-          current_limit_, std::max<uint64_t>(current_->capacity() * 2, current_->size() + take)));
-    }
-    current_->append(data, take);
+    current_->Append(data, take);
     data += take;
     size -= take;
     size_ += take;
@@ -328,8 +321,8 @@ void ObjectUpload::SendPart(Part part) {
                                     part.copy_offset, part.copy_length, std::move(done));
       return;
     }
-    std::shared_ptr<const std::string> body = part.data;
-    self->client_->UploadPart(self->key_, id, part.number, std::move(body), std::move(done));
+    self->client_->UploadPart(self->key_, id, part.number, PartBuffer::Share(part.data),
+                              std::move(done));
   });
 }
 
@@ -364,7 +357,7 @@ void ObjectUpload::OnPartDone(int number, uint64_t bytes, Result<PartInfo> r) {
 
 void ObjectUpload::Finish(FinishCallback done) {
   std::vector<Part> sealed;
-  std::shared_ptr<std::string> whole;
+  std::shared_ptr<PartBuffer> whole;
   {
     std::unique_lock lock(mu_);
     switch (state_) {
@@ -387,7 +380,9 @@ void ObjectUpload::Finish(FinishCallback done) {
     state_ = State::kFinishing;
     finish_waiters_.push_back(std::move(done));
     if (!multipart_) {
-      whole = current_ ? std::move(current_) : std::make_shared<std::string>();
+      whole = current_ ? std::move(current_)
+                       : std::make_shared<PartBuffer>(PartSizeFor(1, options_.part_size),
+                                                      /*grows=*/true);
       current_.reset();
       completing_ = true;
     } else {
@@ -399,10 +394,10 @@ void ObjectUpload::Finish(FinishCallback done) {
   CompleteIfReady();
 }
 
-void ObjectUpload::PutWhole(std::shared_ptr<std::string> body) {
+void ObjectUpload::PutWhole(std::shared_ptr<PartBuffer> body) {
   const uint64_t bytes = body->size();
   gate_->Submit([self = shared_from_this(), body = std::move(body), bytes] {
-    self->client_->Put(self->key_, body, self->CompletionOptions(),
+    self->client_->Put(self->key_, PartBuffer::Share(body), self->CompletionOptions(),
                        [self, body, bytes](Result<PutResult> r) {
                          if (r.ok()) {
                            // Kept (still counted) in case bytes follow the completion.
@@ -490,8 +485,8 @@ bool ObjectUpload::Surrender(std::string* bytes, Status why) {
     } else if (state_ != State::kWriting || multipart_ || initiating_ || !upload_id_.empty()) {
       return false;
     }
-    const std::shared_ptr<std::string>& source = state_ == State::kDone ? last_body_ : current_;
-    bytes->assign(source ? *source : std::string());
+    const std::shared_ptr<PartBuffer>& source = state_ == State::kDone ? last_body_ : current_;
+    bytes->assign(source ? source->view() : std::string_view());
     if (current_) held += current_->size();
     if (last_body_) held += last_body_->size();
     current_.reset();

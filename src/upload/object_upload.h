@@ -1,8 +1,8 @@
 // ObjectUpload: one file written to the mount, going up while it is written. Bytes are
-// copied into part buffers (accounted in the UploadGate's budget); each full part is sent at
-// once as an UploadPart of a multipart upload, many in flight; Finish sends the rest and
-// completes the object. A file that ends within its first part goes up with one PutObject,
-// and an empty one as an empty object.
+// copied into part buffers (PartBuffer, accounted in the UploadGate's budget); each full
+// part is sent at once, without another copy, as an UploadPart of a multipart upload, many
+// in flight; Finish sends the rest and completes the object. A file that ends within its
+// first part goes up with one PutObject, and an empty one as an empty object.
 //
 // States: writing -> finishing -> done | failed. The first error sticks: every later Write
 // and Finish gets it, and the multipart upload is aborted, so nothing partial ever appears
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "ossmount/object_client.h"
+#include "upload/part_buffer.h"
 #include "upload/upload_gate.h"
 #include "upload/upload_journal.h"
 #include "upload/upload_options.h"
@@ -123,7 +124,7 @@ class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
   // copy_offset + copy_length) of the object this upload completed before (Continue).
   struct Part {
     int number = 0;
-    std::shared_ptr<std::string> data;
+    std::shared_ptr<PartBuffer> data;
     uint64_t copy_offset = 0;
     uint64_t copy_length = 0;
     std::string copy_etag;
@@ -145,7 +146,7 @@ class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
   void OnInitiated(Result<std::string> id);
   void SendPart(Part part);
   void OnPartDone(int number, uint64_t bytes, Result<PartInfo> r);
-  void PutWhole(std::shared_ptr<std::string> body);
+  void PutWhole(std::shared_ptr<PartBuffer> body);
   void CompleteIfReady();
   void OnCompleted(Result<PutResult> r, int parts);
   void Fail(Status why, bool counted = true);
@@ -176,8 +177,8 @@ class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
   State state_ = State::kWriting;
   Status error_;
   uint64_t size_ = 0;
-  std::shared_ptr<std::string> current_;  // the part being filled
-  uint64_t current_limit_ = 0;            // its size when full
+  std::shared_ptr<PartBuffer> current_;  // the part being filled
+  uint64_t current_limit_ = 0;           // its size when full
   int next_part_ = 1;
   bool multipart_ = false;  // parts were sealed: this is a multipart upload
   bool outcome_unknown_ = false;
@@ -195,7 +196,7 @@ class ObjectUpload : public std::enable_shared_from_this<ObjectUpload> {
   std::optional<UploadedObject> result_;
   // The body of a completed single-PUT object, kept (and counted in the budget) so that
   // bytes appended after its completion can continue it.
-  std::shared_ptr<std::string> last_body_;
+  std::shared_ptr<PartBuffer> last_body_;
   uint64_t completions_ = 0;
   std::vector<FinishCallback> finish_waiters_;
 };

@@ -141,7 +141,7 @@ Result<std::string> ClientRig::GetFixed(const std::string& key, uint64_t offset,
 }
 
 Result<PutResult> ClientRig::Put(const std::string& key, const std::string& data) {
-  auto body = std::make_shared<const std::string>(data);
+  auto body = SharedBytes::Copy(data);
   return Await<Result<PutResult>>(
       [&](auto h) { client_->Put(key, body, WriteOptions{}, std::move(h)); });
 }
@@ -158,7 +158,7 @@ Status ClientRig::PutMany(const std::vector<std::pair<std::string, std::string>>
     while (in_flight < concurrency && next < objects.size()) {
       const auto& [key, data] = objects[next++];
       ++in_flight;
-      auto body = std::make_shared<const std::string>(data);
+      auto body = SharedBytes::Copy(data);
       lock.unlock();
       client_->Put(key, body, WriteOptions{}, [&](Result<PutResult> r) {
         std::lock_guard<std::mutex> l(mu);
@@ -186,7 +186,7 @@ Result<std::string> ClientRig::Initiate(const std::string& key) {
 
 Result<PartInfo> ClientRig::UploadPart(const std::string& key, const std::string& id, int n,
                                        const std::string& data) {
-  auto body = std::make_shared<const std::string>(data);
+  auto body = SharedBytes::Copy(data);
   return Await<Result<PartInfo>>(
       [&](auto h) { client_->UploadPart(key, id, n, body, std::move(h)); });
 }

@@ -168,8 +168,8 @@ void FailingObjectClient::Dispatch(
   }
 }
 
-void FailingObjectClient::Put(const std::string& key, std::shared_ptr<const std::string> body,
-                              const WriteOptions& options, PutHandler handler) {
+void FailingObjectClient::Put(const std::string& key, SharedBytes body, const WriteOptions& options,
+                              PutHandler handler) {
   Dispatch<Result<PutResult>>(Op::kPut, key, 0, std::move(handler), [&](PutHandler h) {
     inner_->Put(key, std::move(body), options, std::move(h));
   });
@@ -181,8 +181,7 @@ void FailingObjectClient::InitiateMultipart(const std::string& key, InitiateHand
 }
 
 void FailingObjectClient::UploadPart(const std::string& key, const std::string& upload_id,
-                                     int part_number, std::shared_ptr<const std::string> body,
-                                     PartHandler handler) {
+                                     int part_number, SharedBytes body, PartHandler handler) {
   Dispatch<Result<PartInfo>>(
       Op::kUploadPart, key, part_number, std::move(handler), [&](PartHandler h) {
         inner_->UploadPart(key, upload_id, part_number, std::move(body), std::move(h));

@@ -60,11 +60,11 @@ class FailingObjectClient : public ObjectClient {
   void List(const ListRequest& request, ListHandler handler) override;
   void Head(const std::string& key, HeadHandler handler) override;
   void Get(const GetRequest& request, GetTarget target, GetHandler handler) override;
-  void Put(const std::string& key, std::shared_ptr<const std::string> body,
-           const WriteOptions& options, PutHandler handler) override;
+  void Put(const std::string& key, SharedBytes body, const WriteOptions& options,
+           PutHandler handler) override;
   void InitiateMultipart(const std::string& key, InitiateHandler handler) override;
   void UploadPart(const std::string& key, const std::string& upload_id, int part_number,
-                  std::shared_ptr<const std::string> body, PartHandler handler) override;
+                  SharedBytes body, PartHandler handler) override;
   void UploadPartCopy(const std::string& key, const std::string& upload_id, int part_number,
                       const std::string& source_key, const std::string& source_etag,
                       uint64_t offset, uint64_t length, PartHandler handler) override;

@@ -65,8 +65,8 @@ Result<const FakeObjectClient::Object*> FakeObjectClient::CopySourceLocked(
   return &it->second;
 }
 
-void FakeObjectClient::Put(const std::string& key, std::shared_ptr<const std::string> body,
-                           const WriteOptions& options, PutHandler handler) {
+void FakeObjectClient::Put(const std::string& key, SharedBytes body, const WriteOptions& options,
+                           PutHandler handler) {
   Result<PutResult> result = Status(ErrorCode::kInternal, "unset");
   {
     std::lock_guard lock(mu_);
@@ -77,7 +77,7 @@ void FakeObjectClient::Put(const std::string& key, std::shared_ptr<const std::st
     if (!exists.ok()) {
       result = exists;
     } else {
-      result = StoreLocked(key, body ? *body : std::string());
+      result = StoreLocked(key, std::string(body.view()));
     }
   }
   Finish([handler = std::move(handler), result]() { handler(result); });
@@ -98,8 +98,7 @@ void FakeObjectClient::InitiateMultipart(const std::string& key, InitiateHandler
 }
 
 void FakeObjectClient::UploadPart(const std::string& key, const std::string& upload_id,
-                                  int part_number, std::shared_ptr<const std::string> body,
-                                  PartHandler handler) {
+                                  int part_number, SharedBytes body, PartHandler handler) {
   Result<PartInfo> result = NoSuchUpload(upload_id);
   {
     std::lock_guard lock(mu_);
@@ -111,7 +110,7 @@ void FakeObjectClient::UploadPart(const std::string& key, const std::string& upl
     if (part_number < 1 || part_number > 10000) {
       result = InvalidPart("InvalidArgument", "Part number must be 1..10000");
     } else if (it != uploads_.end() && it->second.key == key) {
-      Part part{body ? *body : std::string(), NewEtagLocked()};
+      Part part{std::string(body.view()), NewEtagLocked()};
       PartInfo info;
       info.part_number = part_number;
       info.etag = part.etag;

@@ -38,6 +38,20 @@ TEST_CASE("Freed part buffers are reused up to the pool limit and no further") {
   small.reset();
   CHECK(PageBuffer::PooledBytes() == (4u << 20));
 
+  // Nor buffers filled over time, and they never take a pooled one: its pages are resident.
+  PageBuffer::SetPoolLimit(0);
+  PageBuffer::SetPoolLimit(8u << 20);
+  auto pooled = PageBuffer::Allocate(4u << 20);
+  REQUIRE(pooled);
+  char* const kept = pooled->data();
+  pooled.reset();
+  auto slow = PageBuffer::Allocate(4u << 20, PageBuffer::Fill::kOverTime);
+  REQUIRE(slow);
+  CHECK(slow->data() != kept);
+  CHECK(slow->size() == (4u << 20));
+  slow.reset();
+  CHECK(PageBuffer::PooledBytes() == (4u << 20));
+
   PageBuffer::SetPoolLimit(0);  // lowering the limit unmaps what no longer fits
   CHECK(PageBuffer::PooledBytes() == 0);
   PageBuffer::SetPoolLimit(PageBuffer::kDefaultPoolLimit);

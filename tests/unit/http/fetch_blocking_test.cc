@@ -69,7 +69,7 @@ TEST_CASE("FetchBlocking PUT sends the body", "[fetch_blocking]") {
   Request request;
   request.method = "PUT";
   request.url = server.Url("/p");
-  request.body = std::make_shared<const std::string>("payload");
+  request.body = SharedBytes::Copy("payload");
   Response r = FetchBlocking(request, {});
   REQUIRE(r.transport.ok());
   auto seen = server.requests();

@@ -207,7 +207,7 @@ TEST_CASE("PUT and POST send the body intact with Content-Length and no Expect",
 
   Request put = Get(server.Url("/put"));
   put.method = "PUT";
-  put.body = std::make_shared<const std::string>(body);
+  put.body = SharedBytes::Copy(body);
   put.headers.push_back({"Content-Type", "application/octet-stream"});
   put.headers.push_back({"x-oss-meta-empty", ""});
   Response r = Call(engine, put);
@@ -216,7 +216,7 @@ TEST_CASE("PUT and POST send the body intact with Content-Length and no Expect",
 
   Request post = Get(server.Url("/post?uploads"));
   post.method = "POST";
-  post.body = std::make_shared<const std::string>("<xml/>");
+  post.body = SharedBytes::Copy("<xml/>");
   std::vector<char> out;
   post.target = GetTarget::Growable(&out);
   Response p = Call(engine, post);

@@ -28,9 +28,7 @@ struct RigF {
     return std::move(*out);
   }
 
-  std::shared_ptr<const std::string> Body(std::string s) {
-    return std::make_shared<const std::string>(std::move(s));
-  }
+  SharedBytes Body(std::string s) { return SharedBytes::FromString(std::move(s)); }
 
   Result<PartInfo> Upload(ObjectClient& c, const std::string& id, int n, std::string data) {
     auto body = Body(std::move(data));

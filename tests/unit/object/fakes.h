@@ -63,6 +63,7 @@ struct SeenRequest {
   std::string body;
   Priority priority;
   size_t resume_from = 0;
+  const char* body_data = nullptr;  // where the sent bytes were: the caller's own, or a copy
   const std::string* Header(std::string_view name) const { return FindHeader(headers, name); }
 };
 
@@ -73,9 +74,9 @@ class FakeExecutor final : public HttpExecutor {
   std::function<FakeReply(const SeenRequest&, int index)> respond;
 
   void Execute(http::Request request, http::ResponseHandler done) override {
-    SeenRequest seen{request.method,   request.url,
-                     request.headers,  request.body ? *request.body : std::string(),
-                     request.priority, request.resume_from};
+    SeenRequest seen{
+        request.method,   request.url,         request.headers,    std::string(request.body.view()),
+        request.priority, request.resume_from, request.body.data()};
     int index;
     {
       std::lock_guard<std::mutex> lock(mu_);

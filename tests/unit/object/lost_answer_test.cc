@@ -191,13 +191,13 @@ TEST_CASE("Lost forbid-overwrite Complete: already exists on the retry, and it i
 }
 
 TEST_CASE("Lost forbid-overwrite PUT: the retry's already exists is settled by a HEAD") {
-  auto body = std::make_shared<const std::string>("checkpoint");
+  auto body = SharedBytes::Copy("checkpoint");
   WriteOptions no_replace;
   no_replace.forbid_overwrite = true;
   for (bool ours : {true, false}) {
     INFO("ours " << ours);
     Harness h;
-    const std::string there = ours ? *body : std::string("checkpoinT");
+    const std::string there = ours ? std::string(body.view()) : std::string("checkpoinT");
     h.executor->respond = [there](const SeenRequest& r, int i) {
       if (r.method == "HEAD") return HeadL(there.size(), Crc(there));
       return i == 0 ? FakeReply::Transport(ErrorCode::kNetwork)
@@ -223,9 +223,8 @@ TEST_CASE("A forbid-overwrite PUT refused on its first attempt is kAlreadyExists
   };
   WriteOptions no_replace;
   no_replace.forbid_overwrite = true;
-  auto put = h.Call<Result<PutResult>>([&](auto cb) {
-    h.Client().Put("ck/a", std::make_shared<const std::string>("x"), no_replace, cb);
-  });
+  auto put = h.Call<Result<PutResult>>(
+      [&](auto cb) { h.Client().Put("ck/a", SharedBytes::Copy("x"), no_replace, cb); });
   CHECK(put.status().code() == ErrorCode::kAlreadyExists);
   CHECK(h.executor->count() == 1);
 }

@@ -40,19 +40,19 @@ TEST_CASE("HEAD parses the headers - a bodiless 404 is kNotFound with the reques
 
 TEST_CASE("PUT sends the body and checks the returned CRC-64 - a mismatch is retried") {
   Harness h;
-  auto body = std::make_shared<const std::string>("checkpoint bytes");
+  auto body = SharedBytes::Copy("checkpoint bytes");
   int bad = 1;
   h.executor->respond = [&](const SeenRequest& r, int) {
     CHECK(r.method == "PUT");
-    CHECK(r.body == *body);
+    CHECK(r.body == body.view());
     CHECK(*r.Header("content-type") == "application/octet-stream");
-    std::string crc = bad-- > 0 ? "12345" : Crc(*body);
+    std::string crc = bad-- > 0 ? "12345" : Crc(std::string(body.view()));
     return FakeReply::Ok("", {{"ETag", "\"put-etag\""}, {"x-oss-hash-crc64ecma", crc}});
   };
   auto put = h.Call<Result<PutResult>>([&](auto cb) { h.Client().Put("ck/1.pt", body, {}, cb); });
   REQUIRE(put.ok());
   CHECK(put->etag == "\"put-etag\"");
-  CHECK(put->crc64 == Crc64(0, body->data(), body->size()));
+  CHECK(put->crc64 == Crc64(0, body.data(), body.size()));
   CHECK(h.executor->count() == 2);
 
   bad = 100;
@@ -90,14 +90,14 @@ TEST_CASE("Multipart: initiate, upload parts, complete in order, abort") {
 
   std::vector<PartInfo> parts;
   for (int n = 1; n <= 2; ++n) {
-    auto body = std::make_shared<const std::string>(std::string(10, static_cast<char>('a' + n)));
+    auto body = SharedBytes::Copy(std::string(10, static_cast<char>('a' + n)));
     auto part = h.Call<Result<PartInfo>>(
         [&](auto cb) { h.Client().UploadPart("big", id.value(), n, body, cb); });
     REQUIRE(part.ok());
     CHECK(part->part_number == n);
     CHECK(part->etag == "\"part" + std::to_string(n) + "\"");
     CHECK(part->size == 10);
-    CHECK(part->crc64 == Crc64(0, body->data(), body->size()));
+    CHECK(part->crc64 == Crc64(0, body.data(), body.size()));
     parts.push_back(part.value());
   }
   auto done = h.Call<Result<PutResult>>(
@@ -137,9 +137,8 @@ TEST_CASE("Multipart argument checks and a 200 carrying an error") {
     h.Client().CompleteMultipart("k", "u", {NumberedPart(2, "a"), NumberedPart(1, "b")}, {}, cb);
   });
   CHECK(unordered.status().code() == ErrorCode::kInvalidArgument);
-  auto bad_part = h.Call<Result<PartInfo>>([&](auto cb) {
-    h.Client().UploadPart("k", "u", 0, std::make_shared<const std::string>("x"), cb);
-  });
+  auto bad_part = h.Call<Result<PartInfo>>(
+      [&](auto cb) { h.Client().UploadPart("k", "u", 0, SharedBytes::Copy("x"), cb); });
   CHECK(bad_part.status().code() == ErrorCode::kInvalidArgument);
   CHECK(h.executor->count() == 0);
 

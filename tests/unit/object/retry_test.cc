@@ -337,10 +337,35 @@ TEST_CASE("Retries of writes and listings go through the same loop") {
     if (r.method == "PUT") return FakeReply::Ok("", {{"ETag", "\"p\""}});
     return FakeReply::Ok("<ListBucketResult><IsTruncated>false</IsTruncated></ListBucketResult>");
   };
-  auto body = std::make_shared<const std::string>("abc");
+  auto body = SharedBytes::Copy("abc");
   auto put = h.Call<Result<PutResult>>([&](auto cb) { h.Client().Put("k", body, {}, cb); });
   REQUIRE(put.ok());
   CHECK(put->etag == "\"p\"");
   CHECK(h.executor->count() == 3);
   for (const auto& seen : h.executor->seen()) CHECK(seen.body == "abc");
+}
+
+TEST_CASE(
+    "Every attempt of an upload sends the caller's bytes in place, kept alive until it ends") {
+  Harness h;
+  auto released = std::make_shared<bool>(false);
+  std::shared_ptr<const std::string> owner(new std::string(300 * 1024, 'p'),
+                                           [released](const std::string* s) {
+                                             *released = true;
+                                             delete s;
+                                           });
+  const char* bytes = owner->data();
+  SharedBytes body(owner, owner->data(), owner->size());
+  owner.reset();
+  h.executor->respond = [&](const SeenRequest& r, int i) {
+    CHECK_FALSE(*released);  // the caller let go, the attempts did not
+    CHECK(r.body_data == bytes);
+    if (i < 2) return FakeReply::Error(503, "ServiceUnavailable");
+    return FakeReply::Ok("", {{"ETag", "\"u\""}});
+  };
+  auto part = h.Call<Result<PartInfo>>(
+      [&](auto cb) { h.Client().UploadPart("k", "u", 1, std::move(body), cb); });
+  REQUIRE(part.ok());
+  CHECK(h.executor->count() == 3);
+  CHECK(*released);
 }

@@ -44,7 +44,7 @@ WriteOptions NoReplaceW() {
 TEST_CASE("PUT on OSS: x-oss-forbid-overwrite only when asked - no Content-MD5") {
   Harness h;
   h.executor->respond = [](const SeenRequest& r, int) { return PutOkW(r); };
-  auto body = std::make_shared<const std::string>("data");
+  auto body = SharedBytes::Copy("data");
   REQUIRE(h.Call<Result<PutResult>>([&](auto cb) {
              h.Client().Put("dir/a b.pt", body, NoReplaceW(), cb);
            }).ok());
@@ -68,7 +68,7 @@ TEST_CASE("PUT on S3: Content-MD5 of the body and If-None-Match: * when overwrit
   h.executor->respond = [](const SeenRequest&, int) {
     return FakeReply::Ok("", {{"ETag", "\"8d777f385d3dfec8815d20f7496026dc\""}});
   };
-  auto body = std::make_shared<const std::string>("data");
+  auto body = SharedBytes::Copy("data");
   auto put =
       h.Call<Result<PutResult>>([&](auto cb) { h.Client().Put("k", body, NoReplaceW(), cb); });
   REQUIRE(put.ok());
@@ -91,7 +91,7 @@ TEST_CASE("UploadPart: Content-MD5 on S3 only - the result carries the part's si
     Harness h;
     DialectedW(h, protocol);
     h.executor->respond = [](const SeenRequest& r, int) { return PutOkW(r); };
-    auto body = std::make_shared<const std::string>("");
+    auto body = SharedBytes::Copy("");
     auto part =
         h.Call<Result<PartInfo>>([&](auto cb) { h.Client().UploadPart("big", "U1", 7, body, cb); });
     REQUIRE(part.ok());
@@ -405,7 +405,7 @@ TEST_CASE("Real signers cover the copy-source, forbid-overwrite and Content-MD5 
       if (r.body.empty()) return XmlW("<CopyPartResult><ETag>\"c\"</ETag></CopyPartResult>");
       return PutOkW(r);
     };
-    auto body = std::make_shared<const std::string>("data");
+    auto body = SharedBytes::Copy("data");
     REQUIRE(h.Call<Result<PutResult>>([&](auto cb) {
                h.Client().Put("k", body, NoReplaceW(), cb);
              }).ok());
@@ -459,7 +459,7 @@ TEST_CASE("Content-Type of PUT and InitiateMultipart follows the name's extensio
     }
     return PutOkW(r);
   };
-  auto body = std::make_shared<const std::string>("{}");
+  auto body = SharedBytes::Copy("{}");
   for (const char* key : {"cfg/config.JSON", "run/index.html", "model.pt", "README"}) {
     REQUIRE(h.Call<Result<PutResult>>([&](auto cb) { h.Client().Put(key, body, {}, cb); }).ok());
   }
@@ -554,8 +554,7 @@ TEST_CASE("AppendObject: position and body, the whole object's CRC-64 checked, r
                                 {"x-oss-hash-crc64ecma", Crc(whole)},
                                 {"ETag", "\"a2\""}});
     };
-    AppendRequest request{"logs/train.log", first.size(), crc_first,
-                          std::make_shared<const std::string>(second)};
+    AppendRequest request{"logs/train.log", first.size(), crc_first, SharedBytes::Copy(second)};
     auto r = h.Call<Result<AppendResult>>([&](auto cb) { h.Client().Append(request, cb); });
     REQUIRE(r.ok());
     CHECK(r->next_position == whole.size());
@@ -573,8 +572,7 @@ TEST_CASE("AppendObject: position and body, the whole object's CRC-64 checked, r
       return FakeReply::Ok("", {{"x-oss-next-append-position", std::to_string(whole.size())},
                                 {"x-oss-hash-crc64ecma", Crc("something else")}});
     };
-    AppendRequest request{"k.log", first.size(), crc_first,
-                          std::make_shared<const std::string>(second)};
+    AppendRequest request{"k.log", first.size(), crc_first, SharedBytes::Copy(second)};
     auto r = h.Call<Result<AppendResult>>([&](auto cb) { h.Client().Append(request, cb); });
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().code() == ErrorCode::kIntegrity);
@@ -586,7 +584,7 @@ TEST_CASE("AppendObject: position and body, the whole object's CRC-64 checked, r
       return FakeReply::Error(409, "PositionNotEqualToLength",
                               {{"x-oss-next-append-position", "99"}});
     };
-    AppendRequest request{"k.log", 8, crc_first, std::make_shared<const std::string>(second)};
+    AppendRequest request{"k.log", 8, crc_first, SharedBytes::Copy(second)};
     auto r = h.Call<Result<AppendResult>>([&](auto cb) { h.Client().Append(request, cb); });
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().code() == ErrorCode::kPreconditionFailed);
@@ -602,16 +600,14 @@ TEST_CASE("AppendObject: position and body, the whole object's CRC-64 checked, r
       if (i == 0) return FakeReply::Error(503, "ServiceUnavailable");  // applied, answer lost
       return FakeReply::Error(409, "PositionNotEqualToLength");
     };
-    AppendRequest request{"k.log", first.size(), crc_first,
-                          std::make_shared<const std::string>(second)};
+    AppendRequest request{"k.log", first.size(), crc_first, SharedBytes::Copy(second)};
     auto r = h.Call<Result<AppendResult>>([&](auto cb) { h.Client().Append(request, cb); });
     REQUIRE(r.ok());
     CHECK(r->next_position == whole.size());
   }
   SECTION("past 5 GiB: EFBIG, nothing sent") {
     Harness h;
-    AppendRequest request{"k.log", (5ull << 30) - 2, std::nullopt,
-                          std::make_shared<const std::string>("abc")};
+    AppendRequest request{"k.log", (5ull << 30) - 2, std::nullopt, SharedBytes::Copy("abc")};
     auto r = h.Call<Result<AppendResult>>([&](auto cb) { h.Client().Append(request, cb); });
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().code() == ErrorCode::kTooBig);
@@ -637,7 +633,7 @@ TEST_CASE("User metadata: sent by PUT and Initiate, REPLACEd by a copy onto itse
     };
     WriteOptions options;
     options.user_meta = UserMetadata{{"mode", "33261"}, {"uid", "7"}};
-    auto body = std::make_shared<const std::string>("#!/bin/sh\n");
+    auto body = SharedBytes::Copy("#!/bin/sh\n");
     REQUIRE(h.Call<Result<PutResult>>([&](auto cb) {
                h.Client().Put("run.sh", body, options, cb);
              }).ok());

@@ -220,7 +220,7 @@ TEST_CASE("CheckFoundObject: size, then CRC-64 when both know it, else the S3 ET
 
 TEST_CASE("Request metrics name each write operation") {
   const Dialect& d = kOssR;
-  auto body = std::make_shared<const std::string>("x");
+  auto body = SharedBytes::Copy("x");
   struct Case {
     RequestSpec spec;
     const char* name;
