@@ -66,10 +66,10 @@ class FilesystemGroup final : public OptionGroup {
     d.Value("--file-mode", file_mode_, "Permission bits of files, octal (default 0444)");
     d.Value("--dir-mode", dir_mode_, "Permission bits of directories, octal (default 0555)");
     d.Flag("--posix-metadata", posix_metadata_,
-           "Read each file's mode, owner and time from its user metadata (one HEAD per file, as "
-           "ossfs and s3fs store them) and, with --allow-writes, store chmod, chown, utime and "
-           "user.* extended attributes there (default off: those calls succeed without effect, "
-           "setfattr is ENOTSUP, and listings cost no HEAD)");
+           "Read each file's and directory's mode, owner and time from its user metadata (one "
+           "HEAD each, as ossfs and s3fs store them) and, with --allow-writes, store chmod, "
+           "chown, utime and user.* extended attributes there (default off: those calls succeed "
+           "without effect, setfattr is ENOTSUP, and listings cost no HEAD)");
     d.Value("--manifest", manifest_,
             "File listing the objects to show (KEY<TAB>SIZE[<TAB>ETAG[<TAB>LABEL]] or "
             "'KEY [LABEL]' per line, keys relative to the mounted prefix): the bucket "

@@ -246,8 +246,10 @@ class Filesystem {
     (void)ino, (void)name;
     done(Status(ErrorCode::kNotSupported, "extended attributes are not kept"));
   }
-  virtual void MakeDir(InodeId parent, std::string name, Callback<Entry> done) {
-    (void)parent, (void)name;
+  // mkdir(2): `mode` the permission bits asked for (after the umask), `caller` who asks.
+  virtual void MakeDir(InodeId parent, std::string name, uint32_t mode, const Caller& caller,
+                       Callback<Entry> done) {
+    (void)parent, (void)name, (void)mode, (void)caller;
     done(ReadOnly());
   }
   virtual void RemoveDir(InodeId parent, std::string name, StatusCallback done) {

@@ -7,10 +7,12 @@
 // (fs/directory_rename.h).
 #include <linux/fs.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <mutex>
 
+#include "common/time_util.h"
 #include "fs/busy_retry.h"
 #include "fs/directory_rename.h"
 #include "fs/object_filesystem.h"
@@ -26,23 +28,35 @@ Status NoDelete(const std::string& what) {
 
 }  // namespace
 
-void ObjectFilesystem::MakeDir(InodeId parent, std::string name, Callback<Entry> done) {
+void ObjectFilesystem::MakeDir(InodeId parent, std::string name, uint32_t mode,
+                               const Caller& caller, Callback<Entry> done) {
   Status writable = CheckWrites();
   if (!writable.ok()) return done(writable);
   auto path = ChildPath(parent, name);
   if (!path.ok()) return done(path.status());
-  listings_->Resolve(*path, [self = shared_from_this(), path = *path,
+  meta::NodeAttr attr = meta::DirAttr();
+  WriteOptions wo;
+  if (options_.posix_metadata) {
+    // The mode and owner on the marker, as ossfs and s3fs keep a directory's.
+    meta::PosixAttrs posix;
+    posix.mode = S_IFDIR | (mode & 07777);
+    posix.uid = caller.uid;
+    posix.gid = caller.gid;
+    posix.mtime_sec = UnixSecondsNow();
+    wo.user_meta = meta::WithPosix({}, posix);
+    attr.posix = posix;
+  }
+  listings_->Resolve(*path, [self = shared_from_this(), path = *path, attr, wo,
                              done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) {
     if (!r.ok()) return done(r.status());
     if (r->has_value()) return done(Status(ErrorCode::kAlreadyExists, "'" + path + "' exists"));
     // A marker object, so that the directory is there while empty and after a remount.
-    self->data_.client()->Put(meta::DirPrefix(self->options_.prefix, path), SharedBytes(),
-                              WriteOptions{},
-                              [self, path, done = std::move(done)](Result<PutResult> put) {
+    self->data_.client()->Put(meta::DirPrefix(self->options_.prefix, path), SharedBytes(), wo,
+                              [self, path, attr, done = std::move(done)](Result<PutResult> put) {
                                 if (!put.ok()) return done(put.status());
-                                self->listings_->cache().RecordChange(path, meta::DirAttr());
+                                self->listings_->cache().RecordChange(path, attr);
                                 const InodeId ino = self->inodes_.Ensure(path, true, 1);
-                                done(self->MakeEntry(ino, meta::DirAttr()));
+                                done(self->MakeEntry(ino, attr));
                               });
   });
 }

@@ -97,13 +97,13 @@ Attributes ObjectFilesystem::MakeAttributes(InodeId ino, const meta::NodeAttr& a
     a.mtime_sec = attr.mtime_sec;
   }
   // --posix-metadata: what chmod, chown and utime stored (here, by ossfs or by s3fs).
-  if (attr.posix && !attr.is_dir()) ApplyPosix(*attr.posix, attr.is_symlink(), a);
+  if (attr.posix) ApplyPosix(*attr.posix, attr.is_symlink(), a);
   return a;
 }
 
 void ApplyPosix(const meta::PosixAttrs& posix, bool symlink, Attributes& a) {
   // A link's own mode means nothing: it keeps S_IFLNK | 0777.
-  if (posix.mode && !symlink) a.mode = S_IFREG | (*posix.mode & 07777);
+  if (posix.mode && !symlink) a.mode = (a.mode & S_IFMT) | (*posix.mode & 07777);
   if (posix.uid) a.uid = *posix.uid;
   if (posix.gid) a.gid = *posix.gid;
   if (posix.mtime_sec) a.mtime_sec = *posix.mtime_sec;
@@ -129,7 +129,8 @@ void ObjectFilesystem::ResolveWithPosix(const std::string& path,
   }
   auto then = [self = shared_from_this(), path,
                done = std::move(done)](Result<std::optional<meta::NodeAttr>> r) mutable {
-    if (!r.ok() || !r->has_value() || (*r)->is_dir() || (*r)->posix) return done(std::move(r));
+    if (!r.ok() || !r->has_value() || (*r)->posix || path.empty()) return done(std::move(r));
+    if ((*r)->is_dir()) return self->ResolveDirPosix(path, **r, std::move(done));
     // Listings carry no user metadata: one HEAD tells the mode, owner and time.
     const meta::MetadataCache::Asked asked = self->listings_->cache().Asking();
     self->data_.client()->Head(
@@ -147,6 +148,23 @@ void ObjectFilesystem::ResolveWithPosix(const std::string& path,
   };
   if (from_server) return listings_->ResolveFromServer(path, std::move(then));
   listings_->Resolve(path, std::move(then));
+}
+
+void ObjectFilesystem::ResolveDirPosix(const std::string& path, meta::NodeAttr dir,
+                                       ListingService::ResolveCallback done) {
+  // A directory's mode, owner and time live on its marker ("dir/"), as ossfs and s3fs keep
+  // them; a directory with no marker (only keys under it) has none, which is cached too.
+  const meta::MetadataCache::Asked asked = listings_->cache().Asking();
+  data_.client()->Head(meta::DirPrefix(options_.prefix, path),
+                       [self = shared_from_this(), path, dir = std::move(dir), asked,
+                        done = std::move(done)](Result<ObjectInfo> info) mutable {
+                         if (!info.ok() && info.status().code() != ErrorCode::kNotFound)
+                           return done(info.status());
+                         dir.posix = info.ok() ? meta::PosixFromMetadata(info->user_meta)
+                                               : meta::PosixAttrs{};
+                         self->listings_->cache().PutPresent(path, dir, asked);
+                         done(std::optional<meta::NodeAttr>(std::move(dir)));
+                       });
 }
 
 void ObjectFilesystem::Lookup(InodeId parent, std::string name, Callback<Entry> done) {
@@ -350,8 +368,9 @@ void ObjectFilesystem::ServeDir(const std::shared_ptr<DirHandle>& handle,
     const meta::DirSnapshot::Child child = snap->child(i);
     const meta::NodeAttr attr = child.attr();
     const std::string path = meta::JoinPath(handle->path(), child.name);
-    // With --posix-metadata a file's mode comes from a HEAD, which its lookup makes.
-    if (inodes_full || (options_.posix_metadata && !attr.is_dir() && !attr.posix)) {
+    // With --posix-metadata a file's (or a directory's) mode comes from a HEAD, which its
+    // lookup makes.
+    if (inodes_full || (options_.posix_metadata && !attr.posix)) {
       entries.push_back(
           DirEntry{std::string(child.name), NameOnlyEntry(path, attr), static_cast<off_t>(i + 1)});
       continue;

@@ -81,7 +81,8 @@ class ObjectFilesystem : public Filesystem,
                 Callback<Entry> done) override;
   void SetAttr(InodeId ino, uint64_t fh, const SetAttrRequest& request,
                Callback<AttrReply> done) override;
-  void MakeDir(InodeId parent, std::string name, Callback<Entry> done) override;
+  void MakeDir(InodeId parent, std::string name, uint32_t mode, const Caller& caller,
+               Callback<Entry> done) override;
   void RemoveDir(InodeId parent, std::string name, StatusCallback done) override;
   void Unlink(InodeId parent, std::string name, StatusCallback done) override;
   void MakeSymlink(InodeId parent, std::string name, std::string target,
@@ -219,7 +220,11 @@ class ObjectFilesystem : public Filesystem,
   // version pinned; past its end, nothing.
   void ReadGrowing(const std::shared_ptr<ReadHandle>& handle, uint64_t offset, size_t size,
                    Callback<ReadReply> done);
-  // Resolve, and with --posix-metadata a HEAD of a file whose metadata is not known yet.
+  // With --posix-metadata, a directory's attributes from a HEAD of its marker.
+  void ResolveDirPosix(const std::string& path, meta::NodeAttr dir,
+                       ListingService::ResolveCallback done);
+  // Resolve, and with --posix-metadata a HEAD of a file (or of a directory's marker) whose
+  // metadata is not known yet.
   // `from_server`: ResolveFromServer instead of Resolve.
   void ResolveWithPosix(const std::string& path, ListingService::ResolveCallback done,
                         bool from_server = false);

@@ -374,11 +374,20 @@ void ObjectFilesystem::SetAttrOnce(InodeId ino, uint64_t fh, const SetAttrReques
   if (!handle && !node->detached) handle = writes_->OwnerOf(node->path);
   if (handle && !handle->may_write) handle = nullptr;  // opened as it is: the object's attrs
   meta::PosixAttrs change;
-  if (request.mode) change.mode = S_IFREG | (*request.mode & 07777);
+  if (request.mode) change.mode = (node->is_dir ? S_IFDIR : S_IFREG) | (*request.mode & 07777);
   change.uid = request.uid;
   change.gid = request.gid;
   change.mtime_sec = request.mtime_sec;
-  const bool posix = options_.posix_metadata && !node->is_dir && change != meta::PosixAttrs{};
+  const bool posix = options_.posix_metadata && change != meta::PosixAttrs{};
+  if (posix && node->is_dir) {
+    if (node->path.empty()) return GetAttr(ino, std::move(done));  // the mount root: no marker
+    return writes_->StoreDirPosix(
+        node->path, change,
+        [self = shared_from_this(), ino, done = std::move(done)](Status s) mutable {
+          if (!s.ok()) return done(s);
+          self->GetAttr(ino, std::move(done));
+        });
+  }
   if (posix && handle && handle->releasing.load(std::memory_order_acquire)) {
     // Its last completion is under way: this waits for it, then changes the closed object.
     return done(Status(ErrorCode::kBusy, "setattr of '" + handle->path() + "' while it is released",

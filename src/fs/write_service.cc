@@ -684,6 +684,38 @@ void WriteService::StorePosix(const std::string& path, const meta::PosixAttrs& c
   });
 }
 
+void WriteService::StoreDirPosix(const std::string& path, const meta::PosixAttrs& change,
+                                 StatusCallback done) {
+  // On the directory's marker ("dir/"), as ossfs and s3fs keep it: copied onto itself when
+  // there is one (an empty object, so the copy costs nothing), made when there is none.
+  const std::string key = meta::DirPrefix(options_.prefix, path);
+  client_->Head(key, [self = shared_from_this(), path, key, change,
+                      done = std::move(done)](Result<ObjectInfo> info) mutable {
+    if (!info.ok() && info.status().code() != ErrorCode::kNotFound) return done(info.status());
+    meta::PosixAttrs before;
+    before.mode = S_IFDIR | (self->options_.dir_mode & 07777);
+    if (info.ok()) before = meta::MergePosix(before, meta::PosixFromMetadata(info->user_meta));
+    const meta::PosixAttrs now = meta::MergePosix(before, change);
+    WriteOptions options;
+    options.user_meta = meta::WithPosix(info.ok() ? info->user_meta : UserMetadata{}, now);
+    auto recorded = [self, path, now, done = std::move(done)](Result<PutResult> r) {
+      if (!r.ok()) return done(r.status());
+      meta::NodeAttr attr = meta::DirAttr();
+      attr.posix = now;
+      self->listings_->cache().RecordChange(path, attr);
+      done(Status::Ok());
+    };
+    if (!info.ok()) {
+      options.forbid_overwrite = true;  // a marker another client made meanwhile stays theirs
+      return self->client_->Put(key, SharedBytes(), options, std::move(recorded));
+    }
+    options.content_type = info->content_type;
+    upload::CopyObjectOnServer(
+        self->client_, self->gate_, self->journal(), self->options_.writes.upload,
+        upload::CopySource{key, info->etag, info->size}, key, options, std::move(recorded));
+  });
+}
+
 void WriteService::RecordOutcome(const std::shared_ptr<WriteHandle>& handle,
                                  const Result<upload::UploadedObject>& outcome) {
   meta::MetadataCache& cache = listings_->cache();

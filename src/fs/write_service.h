@@ -107,6 +107,8 @@ class WriteService : public std::enable_shared_from_this<WriteService> {
   using PosixCheck = std::function<Status(const meta::PosixAttrs& before)>;
   void StorePosix(const std::string& path, const meta::PosixAttrs& change, StatusCallback done,
                   PosixCheck check = {});
+  // The same for directory `path`, on its marker object (made when it has none).
+  void StoreDirPosix(const std::string& path, const meta::PosixAttrs& change, StatusCallback done);
 
   void Write(uint64_t fh, uint64_t offset, const char* data, size_t size, Callback<size_t> done);
   // Reads through handle `fh` (a writer's, or a reader's from OpenReader): the staged bytes

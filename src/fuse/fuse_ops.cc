@@ -478,10 +478,10 @@ void OpMknod(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode, d
     AnswerEntry(reply, *fs, "mknod", parent, r);
   });
 }
-void OpMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t) {
+void OpMkdir(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode) {
   auto reply = Start(req, "mkdir");
   std::shared_ptr<fs::Filesystem> fs = Ctx(req)->fs;
-  fs->MakeDir(parent, name, [reply, fs, parent](Result<fs::Entry> r) {
+  fs->MakeDir(parent, name, mode, CallerOf(req), [reply, fs, parent](Result<fs::Entry> r) {
     AnswerEntry(reply, *fs, "mkdir", parent, r);
   });
 }

@@ -144,9 +144,67 @@ class PosixMetadataTest(PosixMountCase):
         posix = self.mount("--posix-metadata", writes=False)
         before = self.server.stats()["HEAD"]
         subprocess.run(["ls", "-l", posix.path("ds")], check=True, capture_output=True)
-        self.assertLessEqual(self.server.stats()["HEAD"] - before, 20)
-        self.assertGreaterEqual(self.server.stats()["HEAD"] - before, 20)
+        # One per file, and one for the directory's marker.
+        self.assertEqual(self.server.stats()["HEAD"] - before, 21)
         self.assertEqual(failed_fuse_ops(posix.output()), [])
+
+
+class DirectoryModesTest(PosixMountCase):
+    """Directories keep their mode, owner and time on their marker ("dir/"), as ossfs does."""
+
+    def test_mkdir_m_and_chmod_of_a_directory_are_kept_on_its_marker(self):
+        os.mkdir(self.mnt.path("private"), 0o700)
+        os.chown(self.mnt.path("private"), 1234, 5678)
+        self.assertEqual(os.stat(self.mnt.path("private")).st_mode & 0o7777, 0o700)
+        meta = head(self.server, "private/")
+        self.assertEqual(meta["meta-mode"], str(0o40700))
+        self.assertEqual((meta["meta-uid"], meta["meta-gid"]), ("1234", "5678"))
+        os.chmod(self.mnt.path("private"), 0o750)
+        with open(self.mnt.path("private", "w.bin"), "wb") as f:
+            f.write(b"w")
+        fresh = self.fresh_posix()
+        st = os.stat(fresh.path("private"))
+        self.assertTrue(os.path.isdir(fresh.path("private")))
+        self.assertEqual(st.st_mode & 0o7777, 0o750)
+        self.assertEqual((st.st_uid, st.st_gid), (1234, 5678))
+        self.assertEqual(os.listdir(fresh.path("private")), ["w.bin"])
+
+    def test_a_directory_without_a_marker_gets_one_when_its_mode_changes(self):
+        src = os.path.join(self.root, "x")
+        with open(src, "wb") as f:
+            f.write(b"x")
+        harness.client(self.server, "put", "implicit/x.bin", src)
+        self.server_rescan()
+        mnt = self.mount("--posix-metadata")
+        self.assertEqual(os.stat(mnt.path("implicit")).st_mode & 0o7777, 0o755)  # --dir-mode
+        os.chmod(mnt.path("implicit"), 0o711)
+        self.assertEqual(head(self.server, "implicit/")["meta-mode"], str(0o40711))
+        fresh = self.fresh_posix()
+        self.assertEqual(os.stat(fresh.path("implicit")).st_mode & 0o7777, 0o711)
+        self.assertEqual(os.listdir(fresh.path("implicit")), ["x.bin"])
+
+    def test_a_directory_ossfs_made_shows_its_mode_and_cp_a_keeps_a_tree(self):
+        empty = os.path.join(self.root, "empty")
+        open(empty, "wb").close()
+        harness.client(self.server, "put", "tools/", empty, "--meta", "mode=%d" % 0o40750,
+                       "--meta", "uid=1000", "--meta", "gid=100")
+        self.server_rescan()
+        fresh = self.fresh_posix()
+        st = os.stat(fresh.path("tools"))
+        self.assertEqual((st.st_mode & 0o7777, st.st_uid, st.st_gid), (0o750, 1000, 100))
+        # cp -a restores the modes of a tree's directories.
+        tree = tempfile.mkdtemp(prefix="tree-")
+        os.makedirs(os.path.join(tree, "run", "logs"))
+        with open(os.path.join(tree, "run", "logs", "a.log"), "w") as f:
+            f.write("a\n")
+        os.chmod(os.path.join(tree, "run", "logs"), 0o700)
+        os.chmod(os.path.join(tree, "run"), 0o751)
+        subprocess.run(["cp", "-a", os.path.join(tree, "run"), self.mnt.path("run")], check=True)
+        fresh = self.fresh_posix()
+        self.assertEqual(os.stat(fresh.path("run")).st_mode & 0o7777, 0o751)
+        self.assertEqual(os.stat(fresh.path("run", "logs")).st_mode & 0o7777, 0o700)
+        with open(fresh.path("run", "logs", "a.log")) as f:
+            self.assertEqual(f.read(), "a\n")
 
 
 class XattrTest(PosixMountCase):
@@ -278,6 +336,8 @@ class S3PosixMetadataTest(harness.S3MountCase):
         self.assertEqual(out.stdout, "s3\n")
         os.setxattr(mnt.path("run.sh"), "user.origin", b"s3")
         self.assertEqual(os.getxattr(fresh.path("run.sh"), "user.origin"), b"s3")
+        os.mkdir(mnt.path("private"), 0o700)
+        self.assertEqual(os.stat(fresh.path("private")).st_mode & 0o7777, 0o700)
 
 
 if __name__ == "__main__":

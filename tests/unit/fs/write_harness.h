@@ -84,8 +84,10 @@ class WriteRig : public Harness {
     return Wait<AttrReply>(
         [&](Callback<AttrReply> cb) { fs->SetAttr(ino, fh, request, std::move(cb)); });
   }
-  Result<Entry> MakeDir(InodeId parent, const std::string& name) {
-    return Wait<Entry>([&](Callback<Entry> cb) { fs->MakeDir(parent, name, std::move(cb)); });
+  Result<Entry> MakeDir(InodeId parent, const std::string& name, uint32_t mode = 0755,
+                        Caller caller = Opener()) {
+    return Wait<Entry>(
+        [&](Callback<Entry> cb) { fs->MakeDir(parent, name, mode, caller, std::move(cb)); });
   }
   Status RemoveDir(InodeId parent, const std::string& name) {
     return WaitStatus([&](StatusCallback cb) { fs->RemoveDir(parent, name, std::move(cb)); });
