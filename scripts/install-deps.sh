@@ -42,6 +42,8 @@ packages=(
   rsync python3-h5py
   # attr: setfattr/getfattr in mount:posix_metadata (extended attributes kept).
   attr
+  # util-linux: setpriv in mount:fd_mount (the daemon run without CAP_SYS_ADMIN).
+  util-linux
   # iproute2: mount:cluster's nodes are network namespaces joined by a bridge (`ip`).
   iproute2
   # python3-seccomp: mount:uring starts a daemon that may not create an io_uring, as a

@@ -79,9 +79,7 @@ Attributes ObjectFilesystem::WritingAttributes(const WriteHandle& handle) const 
   // --posix-metadata: what the file starts from (the object it replaces), and what was set
   // on the open file since.
   if (handle.posix_base || handle.posix) {
-    ApplyPosix(meta::MergePosix(handle.posix_base.value_or(meta::PosixAttrs{}),
-                                handle.posix.value_or(meta::PosixAttrs{})),
-               /*symlink=*/false, a);
+    ApplyPosix(handle.CurrentPosixLocked(), /*symlink=*/false, a);
   }
   return a;
 }
@@ -403,8 +401,7 @@ void ObjectFilesystem::SetAttrOnce(InodeId ino, uint64_t fh, const SetAttrReques
   if (posix && handle) {
     // Stored with the object once it is complete (FinishWrite).
     std::lock_guard lock(handle->mu);
-    handle->posix = meta::MergePosix(handle->posix.value_or(meta::PosixAttrs{}), change);
-    handle->posix_unsaved = true;
+    handle->ChangePosixLocked(change);
   }
   if (!request.size) {
     if (posix && !handle) return writes_->StorePosix(node->path, change, std::move(reply));

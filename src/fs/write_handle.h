@@ -76,11 +76,9 @@ struct WriteHandle {
   // Orders the writes (and a writer's swap) of the handle and guards the fields below. Taken
   // before name_mu_ when both are.
   mutable std::mutex mu;
-  // An existing object whose bytes the staged copy needs before its first change (loaded
-  // lazily: a file opened "r+" and only read, or closed, costs no download).
+  // An existing object the staged copy starts from at its first change (FileWriter::StartFrom;
+  // a file opened "r+" and closed unchanged costs nothing).
   std::optional<ObjectInfo> load_from;
-  bool loading = false;
-  std::vector<std::function<void(Status)>> waiting_for_load;
   // The name was removed while the file was open (unlink): nothing is saved any more.
   bool discarded = false;
   // --posix-metadata: what chmod, chown and utime set on the open file, stored with the
@@ -89,6 +87,16 @@ struct WriteHandle {
   // --posix-metadata: what the version being written starts from (the mode, owner and
   // extended attributes of the object it replaces or changes, else a new file's).
   std::optional<meta::PosixAttrs> posix_base;
+  // Adds `change` to what is stored with the next completion. REQUIRES mu.
+  void ChangePosixLocked(const meta::PosixAttrs& change) {
+    posix = meta::MergePosix(posix.value_or(meta::PosixAttrs{}), change);
+    posix_unsaved = true;
+  }
+  // posix_base with posix written over it: what the file shows now. REQUIRES mu.
+  meta::PosixAttrs CurrentPosixLocked() const {
+    return meta::MergePosix(posix_base.value_or(meta::PosixAttrs{}),
+                            posix.value_or(meta::PosixAttrs{}));
+  }
   bool posix_unsaved = false;  // set since the last time it was stored
 
   // The last completion whose outcome was recorded (metadata, audit, log), so that a flush

@@ -242,34 +242,23 @@ uint64_t WriteService::Size(const WriteHandle& handle) {
 
 void WriteService::WhenLoaded(const std::shared_ptr<WriteHandle>& handle,
                               std::function<void(Status)> then) {
-  std::optional<ObjectInfo> source;
+  // The staged file takes the object's size; its bytes are fetched only where a read or the
+  // upload of a changed part needs them (FileWriter::StartFrom). Done once, under the handle's
+  // lock, so a second operation finds it done; after a failed start the writer holds the error.
+  Status started;
   {
     std::lock_guard lock(handle->mu);
     if (handle->load_from) {
-      handle->waiting_for_load.push_back(std::move(then));
-      if (handle->loading) return;
-      handle->loading = true;
-      source = handle->load_from;
+      started = handle->writer()->StartFrom(*handle->load_from);
+      handle->load_from.reset();
     }
-  }
-  // Started (or nothing to start from); a failed start left its error on the writer.
-  if (!source) return then(Status::Ok());
-  // The staged file takes the object's size; its bytes are fetched only where a read or the
-  // upload of a changed part needs them (FileWriter::StartFrom).
-  Status started = handle->writer()->StartFrom(*source);
-  std::vector<std::function<void(Status)>> waiting;
-  {
-    std::lock_guard lock(handle->mu);
-    handle->loading = false;
-    handle->load_from.reset();
-    waiting.swap(handle->waiting_for_load);
   }
   if (!started.ok()) {
     started.Prefix("staging '" + handle->path() + "' to change it in place");
     spdlog::error("{}", started.message());
     handle->writer()->Abort(started);
   }
-  for (auto& w : waiting) w(started);
+  then(started);
 }
 
 Status WriteService::Restage(const std::shared_ptr<WriteHandle>& handle) {
@@ -662,12 +651,8 @@ void WriteService::StorePosix(const std::string& path, const meta::PosixAttrs& c
     if (info->symlink) return done(Status::Ok());  // a link's own mode means nothing
     WriteOptions options;
     options.user_meta = meta::WithPosix(info->user_meta, now);
-    if (meta::UserMetadataBytes(*options.user_meta) > meta::kMaxUserMetadataBytes) {
-      return done(Status(ErrorCode::kNoSpace,
-                         "'" + path +
-                             "': its metadata would pass the 8 KiB that an object's user "
-                             "metadata may hold"));
-    }
+    Status fits = meta::CheckUserMetadataSize(*options.user_meta, path);
+    if (!fits.ok()) return done(fits);
     options.content_type = info->content_type;
     upload::CopySource source{key, info->etag, info->size};
     upload::CopyObjectOnServer(

@@ -44,8 +44,7 @@ void ObjectFilesystem::CurrentPosix(InodeId ino, Callback<meta::PosixAttrs> done
   if (std::shared_ptr<WriteHandle> handle = WriterOf(ino, *node)) {
     // What the version being written starts from, and what was set on it since.
     std::lock_guard lock(handle->mu);
-    return done(meta::MergePosix(handle->posix_base.value_or(meta::PosixAttrs{}),
-                                 handle->posix.value_or(meta::PosixAttrs{})));
+    return done(handle->CurrentPosixLocked());
   }
   if (node->is_dir) return done(meta::PosixAttrs{});
   ResolveWithPosix(node->path, [path = node->path,
@@ -116,18 +115,13 @@ void ObjectFilesystem::ChangeXattr(InodeId ino, std::string name, std::optional<
   if (std::shared_ptr<WriteHandle> handle = WriterOf(ino, *node)) {
     // Stored with the version the file's close completes, as chmod on an open file is.
     std::lock_guard lock(handle->mu);
-    const meta::PosixAttrs now = meta::MergePosix(handle->posix_base.value_or(meta::PosixAttrs{}),
-                                                  handle->posix.value_or(meta::PosixAttrs{}));
+    const meta::PosixAttrs now = handle->CurrentPosixLocked();
     Status allowed = CheckXattrFlags(now, node->path, name, flags);
     if (!allowed.ok()) return done(allowed);
     const meta::PosixAttrs after = meta::MergePosix(now, change);
-    if (meta::UserMetadataBytes(meta::WithPosix({}, after)) > meta::kMaxUserMetadataBytes) {
-      return done(Status(ErrorCode::kNoSpace, "'" + node->path +
-                                                  "': its metadata would pass the 8 KiB that an "
-                                                  "object's user metadata may hold"));
-    }
-    handle->posix = meta::MergePosix(handle->posix.value_or(meta::PosixAttrs{}), change);
-    handle->posix_unsaved = true;
+    Status fits = meta::CheckUserMetadataSize(meta::WithPosix({}, after), node->path);
+    if (!fits.ok()) return done(fits);
+    handle->ChangePosixLocked(change);
     return done(Status::Ok());
   }
   writes_->StorePosix(node->path, change, std::move(done),

@@ -381,6 +381,18 @@ void OpIoctl(fuse_req_t req, fuse_ino_t ino, unsigned int cmd, void*, fuse_file_
 
 // ---- extended attributes -----------------------------------------------------------------
 
+// getxattr and listxattr answer alike: the size when asked with none (size 0), ERANGE when
+// the caller's buffer is too small, else the bytes.
+void ReplyXattrBytes(ReplyOnce& reply, size_t size, std::string_view bytes) {
+  if (size == 0) {
+    reply.Xattr(bytes.size());
+  } else if (size < bytes.size()) {
+    reply.Err(ERANGE);
+  } else {
+    reply.Buf(bytes.data(), bytes.size());
+  }
+}
+
 // Without kept attributes, ENOSYS (not ENOTSUP): the kernel then stops sending GETXATTR for
 // the life of the mount and answers EOPNOTSUPP itself, which is what callers would have seen
 // anyway; `ls -l` and SELinux probes no longer cost a round trip per file.
@@ -394,12 +406,8 @@ void OpGetXattr(fuse_req_t req, fuse_ino_t ino, const char* name, size_t size) {
     if (!r.ok()) {
       if (r.status().code() != ErrorCode::kNoAttribute) LogFailure("getxattr", ino, r.status());
       reply->Err(ErrnoOf(r.status()));
-    } else if (size == 0) {
-      reply->Xattr(r->size());
-    } else if (size < r->size()) {
-      reply->Err(ERANGE);
     } else {
-      reply->Buf(r->data(), r->size());
+      ReplyXattrBytes(*reply, size, *r);
     }
   });
 }
@@ -415,13 +423,7 @@ void OpListXattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
     }
     std::string list;
     for (const std::string& name : *r) list.append(name).push_back('\0');
-    if (size == 0) {
-      reply->Xattr(list.size());
-    } else if (size < list.size()) {
-      reply->Err(ERANGE);
-    } else {
-      reply->Buf(list.data(), list.size());
-    }
+    ReplyXattrBytes(*reply, size, list);
   });
 }
 

@@ -87,6 +87,13 @@ std::map<std::string, std::string> PresentXattrs(const PosixAttrs& attrs) {
   return present;
 }
 
+Status CheckUserMetadataSize(const UserMetadata& meta, const std::string& path) {
+  if (UserMetadataBytes(meta) <= kMaxUserMetadataBytes) return Status::Ok();
+  return Status(ErrorCode::kNoSpace, "'" + path +
+                                         "': its metadata would pass the 8 KiB that an "
+                                         "object's user metadata may hold");
+}
+
 size_t UserMetadataBytes(const UserMetadata& meta) {
   size_t bytes = 0;
   for (const auto& [name, value] : meta) bytes += name.size() + value.size();

@@ -38,5 +38,7 @@ std::map<std::string, std::string> PresentXattrs(const PosixAttrs& attrs);
 // refuses more than 8 KiB.
 size_t UserMetadataBytes(const UserMetadata& meta);
 inline constexpr size_t kMaxUserMetadataBytes = 8 << 10;
+// kNoSpace, naming `path`, when `meta` is over that limit.
+Status CheckUserMetadataSize(const UserMetadata& meta, const std::string& path);
 
 }  // namespace ossmount::meta

@@ -102,7 +102,9 @@ TEST_CASE("/dev/fd/N names a passed /dev/fuse descriptor, and anything else is r
   CHECK_THAT(not_fuse.message(), Catch::Contains("is not an open /dev/fuse"));
   CHECK(CheckFuseFd(null_fd).code() == ErrorCode::kInvalidArgument);  // closed now
   const int fuse_fd = open("/dev/fuse", O_RDWR);
-  if (fuse_fd >= 0) {  // where the machine has /dev/fuse
+  if (fuse_fd < 0) {
+    WARN("no /dev/fuse here: the check of an open /dev/fuse descriptor is skipped");
+  } else {
     CHECK(CheckFuseFd(fuse_fd).ok());
     close(fuse_fd);
   }
