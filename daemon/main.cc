@@ -27,6 +27,7 @@
 #include "logging.h"
 #include "mount_session.h"
 #include "stats_command.h"
+#include "supervisor.h"
 #include "warmup_command.h"
 
 namespace {
@@ -121,7 +122,17 @@ int Mount(const std::vector<std::string>& args) {
     return 0;
   }
   config::MountConfig cfg = std::move(parsed->config);
-  if (std::optional<int> fd = config::FuseFdMountPoint(cfg.daemon.mountpoint)) {
+  // A child of the supervisor (supervisor.h): it serves the supervisor's mount.
+  const std::optional<daemon_ns::SupervisedRun> supervised =
+      daemon_ns::SupervisedRunFromEnvironment();
+  if (supervised) {
+    auto mountpoint = config::AbsoluteMountPoint(cfg.daemon.mountpoint);
+    if (!mountpoint.ok()) {
+      std::fprintf(stderr, "ossmount: %s\n", mountpoint.status().message().c_str());
+      return 1;
+    }
+    cfg.daemon.mountpoint = *mountpoint;
+  } else if (std::optional<int> fd = config::FuseFdMountPoint(cfg.daemon.mountpoint)) {
     // Mounted already by whoever passed the descriptor: nothing to check or recover here.
     if (Status st = config::CheckFuseFd(*fd); !st.ok()) {
       std::fprintf(stderr, "ossmount: %s\n", st.message().c_str());
@@ -158,7 +169,9 @@ int Mount(const std::vector<std::string>& args) {
 
   // Fork first: no thread may exist yet.
   daemon_ns::StartupReporter reporter;
-  if (!cfg.daemon.foreground) {
+  if (supervised) {
+    reporter = daemon_ns::StartupReporter(supervised->report_fd);
+  } else if (!cfg.daemon.foreground) {
     auto child = daemon_ns::ForkIntoBackground();
     if (!child.ok()) {
       std::fprintf(stderr, "ossmount: cannot go to the background (%s); use -f\n",
@@ -167,10 +180,21 @@ int Mount(const std::vector<std::string>& args) {
     }
     reporter = std::move(*child);
   }
+  // The mount outlives the daemon process: this one holds it and runs the daemon as a child
+  // (supervisor.h), taking its signals through a descriptor, in every thread.
+  const bool supervise =
+      !supervised && cfg.daemon.supervise && !config::FuseFdMountPoint(cfg.daemon.mountpoint);
+  sigset_t child_mask;
+  if (supervise) child_mask = daemon_ns::BlockSupervisorSignals();
   if (Status st = daemon_ns::SetupLogging(cfg.daemon, cfg.daemon.foreground); !st.ok()) {
     reporter.Fail(st.message());
     std::fprintf(stderr, "ossmount: %s\n", st.message().c_str());
     return 1;
+  }
+  if (supervise) {
+    int code = daemon_ns::RunSupervisor(cfg, reporter, args, child_mask);
+    spdlog::shutdown();
+    return code;
   }
   // The disk cache starts its writer thread, so it opens after the fork; a cache that cannot
   // be used fails the start (a user who asked for --cache expects it to work).
@@ -192,7 +216,7 @@ int Mount(const std::vector<std::string>& args) {
     RegisterDiskCacheMetrics(*cache);
   }
   daemon_ns::RegisterHeapMetrics();
-  int code = daemon_ns::RunMountSession(cfg, reporter);
+  int code = daemon_ns::RunMountSession(cfg, reporter, supervised ? &*supervised : nullptr);
   if (cfg.fs.disk_cache) {
     // main() leaves with _Exit: write what is queued first, so the next mount finds it.
     cfg.fs.disk_cache->Flush();

@@ -19,6 +19,7 @@
 #include "bucket_connection.h"
 #include "bucket_probe.h"
 #include "common/metrics.h"
+#include "common/record_log.h"
 #include "config/mountpoint_check.h"
 #include "control/command_table.h"
 #include "control/control_server.h"
@@ -181,9 +182,40 @@ void WaitForUploads(std::chrono::seconds timeout) {
   }
 }
 
+// A supervised daemon (supervisor.h): restores what the process before it recorded, when
+// there was one, and records from now on what the next one needs. The records live in the
+// supervisor's state directory.
+Status SetUpResumption(fs::ObjectFilesystem& filesystem, const SupervisedRun& run,
+                       fuse::FuseServerOptions& fuse_options) {
+  const std::string nodes_path = run.state_dir + "/nodes";
+  const std::string handles_path = run.state_dir + "/handles";
+  RecordLog::Records nodes, handles;
+  if (run.restarts > 0) {
+    if (auto loaded = RecordLog::Load(nodes_path); loaded.ok()) nodes = std::move(*loaded);
+    if (auto loaded = RecordLog::Load(handles_path); loaded.ok()) handles = std::move(*loaded);
+    const auto restored = filesystem.RestoreSession(nodes, fs::HandleRecords::Decode(handles));
+    spdlog::info(
+        "resuming the mount after the daemon before this one {} (restart {}): {} nodes, {} "
+        "files open for reading, {} directories open, {} files open for writing (these get "
+        "EIO: their bytes died with it)",
+        run.last_cause, run.restarts, restored.nodes, restored.read_handles, restored.dir_handles,
+        restored.lost_writers);
+  }
+  auto node_log = RecordLog::Create(nodes_path, nodes);
+  if (!node_log.ok()) return node_log.status();
+  auto handle_log = RecordLog::Create(handles_path, handles);
+  if (!handle_log.ok()) return handle_log.status();
+  filesystem.RecordSession(std::move(*node_log), std::make_shared<fs::HandleRecords>(
+                                                     std::move(*handle_log), std::move(handles)));
+  fuse_options.resumable =
+      fuse::ResumableConnection{run.device_fd, run.state_dir + "/init", run.restarts > 0};
+  return Status::Ok();
+}
+
 }  // namespace
 
-int RunMountSession(const config::MountConfig& config_in, StartupReporter& reporter) {
+int RunMountSession(const config::MountConfig& config_in, StartupReporter& reporter,
+                    const SupervisedRun* supervised) {
   config::MountConfig config = config_in;
   const auto session_started = std::chrono::steady_clock::now();
   for (const std::string& w : config.warnings) spdlog::warn("{}", w);
@@ -301,6 +333,12 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   fuse_options.io_uring = config.daemon.fuse_io_uring == "on"    ? fuse::FuseRingMode::kOn
                           : config.daemon.fuse_io_uring == "off" ? fuse::FuseRingMode::kOff
                                                                  : fuse::FuseRingMode::kAuto;
+  if (supervised != nullptr) {
+    if (Status st = SetUpResumption(*filesystem, *supervised, fuse_options); !st.ok()) {
+      Fail(reporter, "cannot keep the records a restarted daemon needs: " + st.message());
+      return 1;
+    }
+  }
   auto mounted = fuse::FuseServer::Mount(filesystem, filesystem, fuse_options);
   if (!mounted.ok()) {
     Fail(reporter, mounted.status().message());

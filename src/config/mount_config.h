@@ -37,6 +37,9 @@ struct DaemonSettings {
   std::string source;      // the positional source as given, for messages
   std::string mountpoint;  // as given (the daemon makes it absolute before forking)
   bool foreground = false;
+  // A supervisor process holds the FUSE connection and restarts the daemon on it when it dies
+  // (--no-supervise turns it off).
+  bool supervise = true;
   bool allow_other = false;
   bool allow_root = false;
   bool nonempty = false;                 // allow mounting over a non-empty directory

@@ -16,6 +16,9 @@ class DaemonGroup final : public OptionGroup {
   void Define(OptionDefiner& d) override {
     d.SetHeading(kMountHeading);
     d.Flag("-f,--foreground", foreground_, "Stay in the foreground, log to stderr");
+    d.Flag("--no-supervise", no_supervise_,
+           "Serve the mount from this one process: if it dies, the mount fails until mounted "
+           "again (default: a supervisor keeps the mount and restarts the daemon on it)");
     d.Value("--log-file", log_file_,
             "Log to this file (default: stderr in the foreground, syslog otherwise)");
     d.Value("--log-level", log_level_, "trace, debug, info (default), warn or error");
@@ -35,6 +38,7 @@ class DaemonGroup final : public OptionGroup {
   Status Validate(const OptionContext& ctx, MountConfig& c) const override {
     DaemonSettings& d = c.daemon;
     d.foreground = foreground_;
+    d.supervise = !no_supervise_;
     Status st = ValidateLogs(ctx, d);
     if (!st.ok()) return st;
     if (ctx.given("--audit-log")) {
@@ -111,7 +115,7 @@ class DaemonGroup final : public OptionGroup {
     return Status::Ok();
   }
 
-  bool foreground_ = false, debug_ = false;
+  bool foreground_ = false, debug_ = false, no_supervise_ = false;
   std::string log_file_, log_level_, log_max_size_ = "100MiB", log_max_files_ = "5";
   std::string audit_log_, metrics_address_, io_threads_;
 };

@@ -29,13 +29,6 @@ Status BadHandle(uint64_t fh) {
 
 // A fingerprint of the object version whose attributes the kernel is handed (InodeTable's
 // shown_version): its etag and size. Never 0, which the table reads as "none yet".
-uint64_t VersionOf(const meta::NodeAttr& attr) {
-  // An appendable object only grows: its bytes stay, so its readers keep one inode and one
-  // version while it does (each append changes its etag and size).
-  if (attr.appendable) return 0xA99E7DAB1Eull;
-  const uint64_t h = std::hash<std::string_view>{}(attr.etag) ^ (attr.size * 0x9E3779B97F4A7C15ull);
-  return h == meta::InodeTable::kNoPages || h == meta::InodeTable::kUnknownPages ? 1 : h;
-}
 
 // Bytes replied through a handle, for the audit log and metrics: two relaxed atomic adds.
 void CountRead(ReadHandle& handle, uint64_t bytes) {
@@ -191,7 +184,7 @@ void ObjectFilesystem::Lookup(InodeId parent, std::string name, Callback<Entry> 
     if (!r.ok()) return done(r.status());
     if (!r->has_value()) return done(Status(ErrorCode::kNotFound, "no such file: " + path));
     const meta::NodeAttr& attr = **r;
-    InodeId ino = self->inodes_.Ensure(path, attr.is_dir(), 1, VersionOf(attr));
+    InodeId ino = self->inodes_.Ensure(path, attr.is_dir(), 1, VersionFingerprint(attr));
     done(self->MakeEntry(ino, attr));
   });
 }
@@ -246,7 +239,7 @@ void ObjectFilesystem::GetAttr(InodeId ino, Callback<AttrReply> done) {
                          "'" + path + "' no longer exists as it was: look it up again"));
     }
     if ((*r)->appendable) return self->GrowingAttr(ino, path, std::move(done));
-    self->inodes_.ShowVersion(ino, VersionOf(**r));  // this reply updates the kernel
+    self->inodes_.ShowVersion(ino, VersionFingerprint(**r));  // this reply updates the kernel
     done(AttrReply{self->MakeAttributes(ino, **r), self->listings_->cache().ttl().KernelTimeout()});
   });
 }
@@ -261,7 +254,7 @@ void ObjectFilesystem::GrowingAttr(InodeId ino, const std::string& path, Callbac
       return done(Status(ErrorCode::kPreconditionFailed,
                          "'" + path + "' no longer exists as it was: look it up again"));
     }
-    self->inodes_.ShowVersion(ino, VersionOf(**r));
+    self->inodes_.ShowVersion(ino, VersionFingerprint(**r));
     done(AttrReply{self->MakeAttributes(ino, **r), 0});
   });
 }
@@ -276,6 +269,9 @@ void ObjectFilesystem::OpenDir(InodeId ino, Callback<uint64_t> done) {
     return done(Status(ErrorCode::kInvalidArgument, "not a directory"));
   }
   const uint64_t fh = next_fh_.fetch_add(1, std::memory_order_relaxed);
+  if (handle_records_) {
+    handle_records_->Opened(fh, {HandleRecord::Kind::kDirectory, ino, node->path});
+  }
   dir_handles_.Insert(fh, std::make_shared<DirHandle>(ino, node->path));
   done(fh);
 }
@@ -375,7 +371,7 @@ void ObjectFilesystem::ServeDir(const std::shared_ptr<DirHandle>& handle,
           DirEntry{std::string(child.name), NameOnlyEntry(path, attr), static_cast<off_t>(i + 1)});
       continue;
     }
-    InodeId ino = inodes_.Pin(path, attr.is_dir(), VersionOf(attr));
+    InodeId ino = inodes_.Pin(path, attr.is_dir(), VersionFingerprint(attr));
     pinned.push_back(ino);
     Entry entry = MakeEntry(ino, attr);
     // A file this mount is writing grows: the kernel must not keep the size listed now.
@@ -393,6 +389,7 @@ void ObjectFilesystem::ServeDir(const std::shared_ptr<DirHandle>& handle,
 void ObjectFilesystem::ReleaseDir(InodeId /*ino*/, uint64_t dir_handle) {
   std::shared_ptr<DirHandle> handle = dir_handles_.Take(dir_handle);
   if (!handle) return;
+  if (handle_records_) handle_records_->Released(dir_handle);
   // Entries no reference was taken to (plain readdir, or not handed out) go now.
   for (InodeId ino : handle->Release()) inodes_.Unpin(ino);
 }
@@ -464,7 +461,7 @@ void ObjectFilesystem::OpenForReading(InodeId ino, const meta::InodeTable::Node&
     }
     const meta::NodeAttr& attr = **r;
     const FsOptions& options = self->options_;
-    const uint64_t version = VersionOf(attr);
+    const uint64_t version = VersionFingerprint(attr);
     switch (self->open_files_->BeginRead(ino, {version, attr.size, attr.mtime_sec})) {
       case OpenFiles::Verdict::kOpened:
         break;
@@ -494,17 +491,8 @@ void ObjectFilesystem::OpenForReading(InodeId ino, const meta::InodeTable::Node&
       spdlog::debug("'{}' changed since the kernel got its attributes (now {} bytes, etag {})",
                     path, attr.size, attr.etag);
     }
-    auto handle = std::make_shared<ReadHandle>();
-    handle->ino = ino;
-    handle->path = path;
-    handle->key = meta::FileKey(options.prefix, path);
-    handle->size = attr.size;
-    handle->etag = attr.etag;
-    handle->growing = attr.appendable;
-    handle->small = attr.size <= options.small_file_threshold && !handle->growing;
-    if (!handle->small && !handle->growing) {
-      handle->reader =
-          self->data_.NewLargeFileReader(handle->key, attr.size, attr.etag, attr.crc64);
+    std::shared_ptr<ReadHandle> handle = self->NewReadHandle(ino, path, attr);
+    if (handle->reader) {
       self->NotifyRead(path);  // hints skip large files; their position still moves on
       handle->read_notified = true;
     }
@@ -537,9 +525,30 @@ void ObjectFilesystem::OpenForReading(InodeId ino, const meta::InodeTable::Node&
     if (reply.keep_cache && !reply.backing_file) Files().page_cache_opens.Add();
     Files().open_handles.Add(1);
     reply.fh = self->next_fh_.fetch_add(1, std::memory_order_relaxed);
+    if (self->handle_records_) {
+      self->handle_records_->Opened(
+          reply.fh, {HandleRecord::Kind::kRead, ino, path, attr.etag, attr.size, attr.mtime_sec,
+                     attr.crc64, attr.appendable});
+    }
     self->read_handles_.Insert(reply.fh, std::move(handle));
     done(reply);
   });
+}
+
+std::shared_ptr<ReadHandle> ObjectFilesystem::NewReadHandle(InodeId ino, const std::string& path,
+                                                            const meta::NodeAttr& attr) {
+  auto handle = std::make_shared<ReadHandle>();
+  handle->ino = ino;
+  handle->path = path;
+  handle->key = meta::FileKey(options_.prefix, path);
+  handle->size = attr.size;
+  handle->etag = attr.etag;
+  handle->growing = attr.appendable;
+  handle->small = attr.size <= options_.small_file_threshold && !handle->growing;
+  if (!handle->small && !handle->growing) {
+    handle->reader = data_.NewLargeFileReader(handle->key, attr.size, attr.etag, attr.crc64);
+  }
+  return handle;
 }
 
 void ObjectFilesystem::Read(InodeId /*ino*/, uint64_t fh, off_t offset, size_t size,
@@ -631,7 +640,9 @@ void ObjectFilesystem::Release(InodeId /*ino*/, uint64_t fh) {
   if (WriteService::Numbers(fh)) return writes_->Release(fh);
   // Destroyed after the map's lock: it may free a buffer.
   std::shared_ptr<ReadHandle> handle = read_handles_.Take(fh);
-  if (handle) Released(handle, /*at_unmount=*/false);
+  if (!handle) return;
+  if (handle_records_) handle_records_->Released(fh);
+  Released(handle, /*at_unmount=*/false);
 }
 
 void ObjectFilesystem::EndSession() {

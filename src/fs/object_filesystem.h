@@ -12,6 +12,7 @@
 #include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -23,6 +24,7 @@
 #include "fs/fs_metrics.h"
 #include "fs/fs_options.h"
 #include "fs/handle_map.h"
+#include "fs/handle_records.h"
 #include "fs/listing_service.h"
 #include "fs/object_data.h"
 #include "fs/open_files.h"
@@ -109,6 +111,25 @@ class ObjectFilesystem : public Filesystem,
   const std::shared_ptr<upload::UploadGate>& upload_gate() const { return writes_->gate(); }
   const std::shared_ptr<WriteService>& writes() const { return writes_; }
 
+  // --- Outliving the daemon process (session_restore.cc). ---
+  // Records from now on the nodes (RecordLog, InodeTable::RecordTo) and handles the kernel
+  // holds, before each is handed to it, so that the next process on this FUSE connection can
+  // restore them. Once, before the mount serves (after RestoreSession).
+  void RecordSession(std::unique_ptr<RecordLog> nodes, std::shared_ptr<HandleRecords> handles);
+  // What an earlier process on this connection recorded, restored.
+  struct RestoredSession {
+    size_t nodes = 0;
+    size_t read_handles = 0;  // each reads the version it opened, as before
+    size_t dir_handles = 0;   // listed again at their next read
+    size_t lost_writers = 0;  // EIO from now on (WriteService::RestoreLost)
+  };
+  // Brings back the nodes and handles an earlier process recorded (their logs' contents).
+  // Before the mount serves and before RecordSession.
+  RestoredSession RestoreSession(const RecordLog::Records& nodes,
+                                 const std::map<uint64_t, HandleRecord>& handles);
+  // The first error writing either record (OK when none, or nothing is recorded).
+  Status record_error() const;
+
   void SetBackingFilesWanted(bool wanted) override {
     backing_files_wanted_.store(wanted, std::memory_order_relaxed);
   }
@@ -149,6 +170,9 @@ class ObjectFilesystem : public Filesystem,
   Entry NameOnlyEntry(const std::string& path, const meta::NodeAttr& attr) const;
   void OpenForReading(InodeId ino, const meta::InodeTable::Node& node, const Caller& caller,
                       Callback<OpenReply> done);
+  // A handle reading version `attr` of the file at `path` (a large file's with its reader).
+  std::shared_ptr<ReadHandle> NewReadHandle(InodeId ino, const std::string& path,
+                                            const meta::NodeAttr& attr);
   void ReadSmall(const std::shared_ptr<ReadHandle>& handle, uint64_t offset, size_t size,
                  Callback<ReadReply> done);
   // What a release does once the handle is out of the table.
@@ -250,6 +274,7 @@ class ObjectFilesystem : public Filesystem,
   std::atomic<bool> backing_files_wanted_{false};
   std::shared_ptr<ReadObserver> observer_;
   std::atomic<uint64_t> next_fh_{1};
+  std::shared_ptr<HandleRecords> handle_records_;  // set before serving; null: not recorded
   HandleMap<DirHandle> dir_handles_;
   HandleMap<ReadHandle> read_handles_;
   const std::shared_ptr<OpenFiles> open_files_;

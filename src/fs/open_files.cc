@@ -1,6 +1,19 @@
 #include "fs/open_files.h"
 
+#include <functional>
+#include <string_view>
+
+#include "meta/inode_table.h"
+
 namespace ossmount::fs {
+
+uint64_t VersionFingerprint(const meta::NodeAttr& attr) {
+  // An appendable object only grows: its bytes stay, so its readers keep one inode and one
+  // version while it does (each append changes its etag and size).
+  if (attr.appendable) return 0xA99E7DAB1Eull;
+  const uint64_t h = std::hash<std::string_view>{}(attr.etag) ^ (attr.size * 0x9E3779B97F4A7C15ull);
+  return h == meta::InodeTable::kNoPages || h == meta::InodeTable::kUnknownPages ? 1 : h;
+}
 
 OpenFiles::Verdict OpenFiles::BeginRead(InodeId ino, const Version& version) {
   std::lock_guard lock(mu_);

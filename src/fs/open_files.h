@@ -14,8 +14,13 @@
 #include <unordered_map>
 
 #include "fs/filesystem.h"
+#include "meta/key_mapping.h"
 
 namespace ossmount::fs {
+
+// The fingerprint of an object version that OpenFiles and the inode table keep: nonzero, and
+// one for every version of an appendable object (it only grows).
+uint64_t VersionFingerprint(const meta::NodeAttr& attr);
 
 class OpenFiles {
  public:

@@ -179,8 +179,27 @@ void WriteService::DropOwnership(const WriteHandle& handle) {
 
 uint64_t WriteService::Register(std::shared_ptr<WriteHandle> handle) {
   const uint64_t fh = next_fh_.fetch_add(1, std::memory_order_relaxed);
+  if (records_) records_->Opened(fh, {HandleRecord::Kind::kWrite, handle->ino, handle->path()});
   handles_.Insert(fh, std::move(handle));
   return fh;
+}
+
+void WriteService::RestoreLost(const std::vector<uint64_t>& fhs) {
+  std::lock_guard lock(lost_mu_);
+  for (uint64_t fh : fhs) {
+    lost_.insert(fh);
+    if (fh >= next_fh_.load()) next_fh_.store(fh + 1);
+  }
+  if (!lost_.empty()) any_lost_.store(true);
+}
+
+Status WriteService::CheckLost(uint64_t fh) const {
+  if (!any_lost_.load(std::memory_order_relaxed)) return Status::Ok();
+  std::lock_guard lock(lost_mu_);
+  if (lost_.count(fh) == 0) return Status::Ok();
+  return Status(ErrorCode::kInternal,
+                "this file was open for writing in a daemon process that died; what it held "
+                "of the file (and its upload) died with it, and nothing of it was saved");
 }
 
 std::shared_ptr<WriteHandle> WriteService::OwnerOf(const std::string& path) const {
@@ -314,6 +333,7 @@ Status WriteService::Restage(const std::shared_ptr<WriteHandle>& handle) {
 
 void WriteService::Write(uint64_t fh, uint64_t offset, const char* data, size_t size,
                          Callback<size_t> done) {
+  if (Status lost = CheckLost(fh); !lost.ok()) return done(lost);
   std::shared_ptr<WriteHandle> handle = handles_.Find(fh);
   if (!handle) {
     return done(Status(ErrorCode::kInvalidArgument,
@@ -366,6 +386,7 @@ void WriteService::Write(uint64_t fh, uint64_t offset, const char* data, size_t 
 }
 
 void WriteService::Read(uint64_t fh, uint64_t offset, size_t size, Callback<ReadReply> done) {
+  if (Status lost = CheckLost(fh); !lost.ok()) return done(lost);
   std::shared_ptr<WriteHandle> handle = handles_.Find(fh);
   if (!handle) handle = readers_.Find(fh);
   if (!handle) {
@@ -414,11 +435,13 @@ Result<uint64_t> WriteService::OpenReader(const std::shared_ptr<WriteHandle>& ow
                   /*retryable=*/owner->closing.load() || owner->releasing.load());
   }
   const uint64_t fh = next_fh_.fetch_add(1, std::memory_order_relaxed);
+  if (records_) records_->Opened(fh, {HandleRecord::Kind::kWrite, owner->ino, owner->path()});
   readers_.Insert(fh, owner);
   return fh;
 }
 
 void WriteService::Flush(uint64_t fh, const Caller& caller, StatusCallback done) {
+  if (Status lost = CheckLost(fh); !lost.ok()) return done(lost);
   std::shared_ptr<WriteHandle> handle = handles_.Find(fh);
   if (!handle) return done(Status::Ok());  // a read handle: nothing to do
   // A close in another process (a child that inherited the descriptor, or closed it before
@@ -443,6 +466,7 @@ void WriteService::Flush(uint64_t fh, const Caller& caller, StatusCallback done)
 }
 
 void WriteService::Fsync(uint64_t fh, StatusCallback done) {
+  if (Status lost = CheckLost(fh); !lost.ok()) return done(lost);
   std::shared_ptr<WriteHandle> handle = handles_.Find(fh);
   if (!handle) return done(Status::Ok());
   FinishWrite(handle, std::move(done));
@@ -450,6 +474,7 @@ void WriteService::Fsync(uint64_t fh, StatusCallback done) {
 
 void WriteService::Fallocate(uint64_t fh, int mode, uint64_t offset, uint64_t length,
                              StatusCallback done) {
+  if (Status lost = CheckLost(fh); !lost.ok()) return done(lost);
   std::shared_ptr<WriteHandle> handle = handles_.Find(fh);
   if (!handle || !handle->may_write) {
     return done(Status(ErrorCode::kNotSupported, "fallocate: objects are not preallocated"));
@@ -753,6 +778,11 @@ void WriteService::RecordOutcome(const std::shared_ptr<WriteHandle>& handle,
 }
 
 void WriteService::Release(uint64_t fh) {
+  if (records_) records_->Released(fh);
+  if (any_lost_.load(std::memory_order_relaxed)) {
+    std::lock_guard lock(lost_mu_);
+    lost_.erase(fh);
+  }
   if (readers_.Take(fh)) return;
   std::shared_ptr<WriteHandle> handle = handles_.Take(fh);
   if (!handle) return;

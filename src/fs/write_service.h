@@ -20,11 +20,13 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "fs/filesystem.h"
 #include "fs/fs_options.h"
 #include "fs/handle_map.h"
+#include "fs/handle_records.h"
 #include "fs/listing_service.h"
 #include "fs/open_files.h"
 #include "fs/write_handle.h"
@@ -136,6 +138,13 @@ class WriteService : public std::enable_shared_from_this<WriteService> {
   // The kernel's release of `fh`: completes what is left, then the handle no longer answers
   // for its path. A reader's handle just ends.
   void Release(uint64_t fh);
+  // Records the handles this service gives (HandleRecord::kWrite) from now on, before each is
+  // handed to the kernel. Set once, before the first open.
+  void RecordHandles(std::shared_ptr<HandleRecords> records) { records_ = std::move(records); }
+  // Handles an earlier daemon process gave on this connection: their files' bytes and uploads
+  // died with it, so each answers every write, read, flush, fsync and fallocate with EIO
+  // until released. Before the first open; numbers given later are higher.
+  void RestoreLost(const std::vector<uint64_t>& fhs);
   // Whether `fh` is a number this service gives (its handles are apart from the read ones).
   static bool Numbers(uint64_t fh) { return fh >= kFirstHandle; }
   // The mount ends: files still being written are not saved (their uploads are aborted); a
@@ -160,6 +169,8 @@ class WriteService : public std::enable_shared_from_this<WriteService> {
   void RecordOutcome(const std::shared_ptr<WriteHandle>& handle,
                      const Result<upload::UploadedObject>& outcome);
   WriterContext Context() const;
+  // EIO for a handle restored by RestoreLost, else OK.
+  Status CheckLost(uint64_t fh) const;
   std::function<void(std::optional<ObjectInfo>)> Settler(std::weak_ptr<WriteHandle> handle);
 
   const FsOptions options_;
@@ -171,7 +182,11 @@ class WriteService : public std::enable_shared_from_this<WriteService> {
   static constexpr uint64_t kFirstHandle = 1ull << 48;
   std::atomic<uint64_t> next_fh_{kFirstHandle};
   HandleMap<WriteHandle> handles_;
-  HandleMap<WriteHandle> readers_;  // each reader's handle: the writer's handle it reads
+  HandleMap<WriteHandle> readers_;          // each reader's handle: the writer's handle it reads
+  std::shared_ptr<HandleRecords> records_;  // set before the first open; null: not recorded
+  mutable std::mutex lost_mu_;              // guards lost_
+  std::unordered_set<uint64_t> lost_;
+  std::atomic<bool> any_lost_{false};
 
   mutable std::mutex config_mu_;  // guards journal_ and staging_ (set once, read often)
   std::shared_ptr<upload::UploadJournal> journal_;

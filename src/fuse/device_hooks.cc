@@ -3,8 +3,15 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <fcntl.h>
+
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "common/unique_fd.h"
+#include "common/write_all.h"
 
 #include "fuse/fuse_ops.h"
 #include "fuse/fuse_wire.h"
@@ -19,8 +26,10 @@ using namespace wire;
 DeviceHooks* Self(void* userdata) { return static_cast<AdapterContext*>(userdata)->device_hooks; }
 
 ssize_t ReadHook(int fd, void* buf, size_t len, void* userdata) {
-  ssize_t n = ::read(fd, buf, len);
-  if (n > 0) Self(userdata)->OnRequestRead(static_cast<const char*>(buf), static_cast<size_t>(n));
+  DeviceHooks* self = Self(userdata);
+  ssize_t n = static_cast<ssize_t>(self->TakeReplayedInit(static_cast<char*>(buf), len));
+  if (n == 0) n = ::read(fd, buf, len);
+  if (n > 0) self->OnRequestRead(static_cast<const char*>(buf), static_cast<size_t>(n));
   return n;
 }
 
@@ -56,9 +65,62 @@ bool DeviceHooks::Install(fuse_session* se) {
   return true;
 }
 
+Status DeviceHooks::LoadInit() {
+  if (!replay_.resume) return Status::Ok();
+  std::ifstream in(replay_.record, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  saved_init_ = bytes.str();
+  if (!in || saved_init_.size() < kInitInFlags2 + 4 ||
+      LoadU32(saved_init_.data() + 4) != kOpcodeInit ||
+      LoadU32(saved_init_.data()) != saved_init_.size()) {
+    return Status(ErrorCode::kNotFound, "no INIT request recorded in " + replay_.record +
+                                            " to resume the FUSE connection with");
+  }
+  return Status::Ok();
+}
+
+size_t DeviceHooks::TakeReplayedInit(char* buf, size_t size) {
+  if (!replay_.resume || init_replayed_.load(std::memory_order_acquire)) return 0;
+  if (init_replayed_.exchange(true) || size < saved_init_.size()) return 0;
+  std::memcpy(buf, saved_init_.data(), saved_init_.size());
+  spdlog::info("FUSE: resuming the connection with the INIT recorded by the process before");
+  return saved_init_.size();
+}
+
+void DeviceHooks::RecordInit(const char* buf, size_t size) {
+  if (replay_.record.empty() || replay_.resume) return;
+  // Whole or not at all: a process killed mid-write must not leave half an INIT.
+  const std::string next = replay_.record + ".new";
+  UniqueFd fd(::open(next.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd || !WriteAll(fd.get(), std::string_view(buf, size)) ||
+      ::rename(next.c_str(), replay_.record.c_str()) != 0) {
+    spdlog::error(
+        "cannot record the FUSE INIT in {} ({}): a restarted daemon could not resume "
+        "this connection",
+        replay_.record, std::strerror(errno));
+  }
+}
+
+void DeviceHooks::SendResend() {
+  char header[kOutHeaderSize] = {};
+  StoreU32(header, kOutHeaderSize);
+  std::memcpy(header + 4, &kNotifyResend, sizeof(kNotifyResend));
+  if (::write(dev_fd_, header, sizeof(header)) == static_cast<ssize_t>(sizeof(header))) {
+    resend_sent_.store(true, std::memory_order_release);
+    spdlog::info("FUSE: asked the kernel to resend the requests the process before left");
+  } else {
+    spdlog::warn(
+        "FUSE: the kernel refused to resend unanswered requests ({}; Linux 6.9 has "
+        "FUSE_NOTIFY_RESEND): their callers wait until the connection ends",
+        std::strerror(errno));
+  }
+}
+
 void DeviceHooks::OnRequestRead(const char* buf, size_t size) {
   if (init_seen_.load(std::memory_order_acquire)) return;
   if (size < kInitInFlags2 + 4 || LoadU32(buf + 4) != kOpcodeInit) return;
+  RecordInit(buf, size);
   std::memcpy(&init_unique_, buf + 8, sizeof(init_unique_));
   const uint32_t flags = LoadU32(buf + kInitInFlags);
   const uint32_t flags2 = LoadU32(buf + kInitInFlags2);
@@ -92,7 +154,12 @@ bool DeviceHooks::OnReplyWrite(::iovec* iov, int count) {
   }
   if (passthrough_ != nullptr) passthrough_->AmendInitReply(out, size);
   if (uring_ != nullptr) uring_->AmendInitReply(out, size);
-  return false;
+  if (!replay_.resume) return false;
+  // The kernel had the first process's reply: this one only sets up what it agreed to.
+  if (passthrough_ != nullptr) passthrough_->OnInitReplyWritten(true);
+  InitDelivered();
+  SendResend();
+  return true;
 }
 
 void DeviceHooks::OnReplyWritten(bool delivered) {
@@ -102,7 +169,10 @@ void DeviceHooks::OnReplyWritten(bool delivered) {
     return;
   }
   if (passthrough_ != nullptr) passthrough_->OnInitReplyWritten(delivered);
-  if (!delivered) return;
+  if (delivered) InitDelivered();
+}
+
+void DeviceHooks::InitDelivered() {
   // Every later reply is offered to the rings first, before they can carry a request.
   init_delivered_.store(true, std::memory_order_release);
   if (uring_ != nullptr) uring_->Start(session_, dev_fd_);

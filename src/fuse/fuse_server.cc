@@ -18,6 +18,7 @@
 
 #include "fuse/device_hooks.h"
 #include "fuse/fuse_ops.h"
+#include "fuse/mounted_device.h"
 #include "fuse/passthrough.h"
 #include "fuse/uring_switch.h"
 #include "fuse/uring_transport.h"
@@ -198,7 +199,11 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(std::shared_ptr<fs::Filesy
       options.no_passthrough_reason,
       [hooks = impl->ctx->hooks](bool on) { hooks->SetBackingFilesWanted(on); });
   impl->ctx->passthrough = impl->passthrough.get();
-  auto ring_off = PrepareUringSwitch(options.io_uring, options.uring_switch_path);
+  auto ring_off = options.resumable
+                      ? Result<std::string>(std::string(
+                            "not used on a connection that outlives the daemon process (a "
+                            "request held by a dead process's ring would never be resent)"))
+                      : PrepareUringSwitch(options.io_uring, options.uring_switch_path);
   if (!ring_off.ok()) return ring_off.status();
   impl->uring = std::make_unique<UringTransport>(
       *ring_off, UringTransport::EntriesPerQueue(UringTransport::PossibleCpus()),
@@ -211,17 +216,18 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(std::shared_ptr<fs::Filesy
       (void)ignored;
     }
   });
-  impl->device_hooks = std::make_unique<DeviceHooks>(impl->passthrough.get(), impl->uring.get());
+  InitReplay replay;
+  if (options.resumable) replay = {options.resumable->init_record, options.resumable->resume};
+  impl->device_hooks =
+      std::make_unique<DeviceHooks>(impl->passthrough.get(), impl->uring.get(), replay);
+  if (Status loaded = impl->device_hooks->LoadInit(); !loaded.ok()) return loaded;
   impl->ctx->device_hooks = impl->device_hooks.get();
   if (options.control) {
     impl->ctx->control = std::make_shared<ControlRequests>(
         options.control, control::kMaxControlRequestBytes, control::kControlPendingBytes);
   }
 
-  std::string opts = std::string(options.read_only ? "ro" : "rw") +
-                     ",default_permissions,fsname=" + options.fsname + ",subtype=ossmount";
-  if (options.allow_other) opts += ",allow_other";
-  if (options.allow_root) opts += ",allow_root";
+  const std::string opts = KernelMountOptions(options);
   fuse_args args = FUSE_ARGS_INIT(0, nullptr);
   fuse_opt_add_arg(&args, "ossmount");
   fuse_opt_add_arg(&args, "-o");
@@ -233,7 +239,11 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(std::shared_ptr<fs::Filesy
     return Status(ErrorCode::kInternal,
                   "creating the FUSE session failed (mount options '" + opts + "')");
   }
-  if (fuse_session_mount(impl->se, options.mountpoint.c_str()) != 0) {
+  // libfuse takes "/dev/fd/N" as a descriptor mounted already.
+  const std::string target = options.resumable
+                                 ? "/dev/fd/" + std::to_string(options.resumable->device_fd)
+                                 : options.mountpoint;
+  if (fuse_session_mount(impl->se, target.c_str()) != 0) {
     fuse_session_destroy(impl->se);
     impl->se = nullptr;
     std::string hint =
@@ -248,6 +258,12 @@ Result<std::unique_ptr<FuseServer>> FuseServer::Mount(std::shared_ptr<fs::Filesy
   impl->mounted = true;
   impl->ctx->session = impl->se;
   impl->hooks_installed = impl->device_hooks->Install(impl->se);  // before the loop reads INIT
+  if (options.resumable && options.resumable->resume && !impl->hooks_installed) {
+    fuse_session_destroy(impl->se);
+    impl->se = nullptr;
+    return Status(ErrorCode::kNotSupported,
+                  "cannot resume the FUSE connection: libfuse refused the I/O hooks");
+  }
   impl->connection = FindConnection(options.mountpoint);
   if (pipe2(impl->exit_pipe, O_CLOEXEC) != 0) {
     fuse_session_unmount(impl->se);
@@ -283,7 +299,7 @@ Status FuseServer::Run() {
   pthread_sigmask(SIG_UNBLOCK, &wake, &old);
 
   fuse_loop_config config{};
-  config.clone_fd = 1;
+  config.clone_fd = d.options.resumable ? 0 : 1;
   config.max_idle_threads = d.options.max_idle_threads;
   int rc = fuse_session_loop_mt(d.se, &config);
 
@@ -354,6 +370,8 @@ bool FuseServer::WaitForInit(std::chrono::milliseconds timeout) const {
   }
   return true;
 }
+
+bool FuseServer::resend_sent() const { return impl_->device_hooks->resend_sent(); }
 
 const std::string& FuseServer::mountpoint() const { return impl_->options.mountpoint; }
 

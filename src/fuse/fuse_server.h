@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "fs/filesystem.h"
@@ -54,6 +55,14 @@ enum class FuseRingMode {
   kOff,   // /dev/fuse only
 };
 
+// A connection that outlives the process serving it: a supervisor mounted it and holds its
+// descriptor, and a process that starts after one died resumes it (fuse/device_hooks.h).
+struct ResumableConnection {
+  int device_fd = -1;       // the mounted /dev/fuse descriptor, inherited from the supervisor
+  std::string init_record;  // where the connection's INIT is recorded
+  bool resume = false;      // another process served it before: replay INIT, resend requests
+};
+
 struct FuseServerOptions {
   std::string mountpoint;           // absolute path of an existing directory
   std::string fsname = "ossmount";  // shown in mount(8) and /proc/mounts
@@ -75,6 +84,11 @@ struct FuseServerOptions {
   // only in tests).
   FuseRingMode io_uring = FuseRingMode::kAuto;
   std::string uring_switch_path = "/sys/module/fuse/parameters/enable_uring";
+  // Served on a supervisor's descriptor rather than mounted here. Every worker then reads that
+  // one descriptor (a request read through a clone of it would end with ECONNABORTED when this
+  // process dies, instead of being resent), and no io_uring rings are used (a request a dead
+  // process's ring entry held would be neither answered nor resent).
+  std::optional<ResumableConnection> resumable;
 };
 
 class FuseServer {
@@ -115,6 +129,9 @@ class FuseServer {
 
   // Requests accepted but not yet answered.
   int64_t outstanding() const;
+
+  // Resuming: whether the kernel accepted to resend what the process before left unanswered.
+  bool resend_sent() const;
 
   // Waits (while Run() serves) until the kernel has the INIT reply, up to `timeout`: how a
   // mount on a passed descriptor (/dev/fd/N, no path to stat) knows it serves. True once it

@@ -32,6 +32,10 @@ constexpr size_t kInitOutMaxPages = 28;  // u16
 constexpr size_t kInitOutFlags2 = 32;
 constexpr size_t kInitOutMaxStackDepth = 36;
 
+// FUSE_NOTIFY_RESEND (Linux 6.9): the kernel sends again every request it had handed out
+// and not had answered; a notification is an out header with unique 0 and this as error.
+constexpr int32_t kNotifyResend = 7;
+
 // INIT flags (flags), and flags2 bits (the flag's bit minus 32).
 constexpr uint32_t kParallelDirops = 1u << 18;    // FUSE_PARALLEL_DIROPS
 constexpr uint32_t kMaxPages = 1u << 22;          // FUSE_MAX_PAGES

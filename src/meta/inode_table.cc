@@ -1,5 +1,6 @@
 #include "meta/inode_table.h"
 
+#include <limits>
 #include <vector>
 
 namespace ossmount::meta {
@@ -18,6 +19,73 @@ InodeTable::InodeTable() {
   root.nlookup = 1;
   by_path_[root.path] = kRootInodeId;
   *bytes_ = NodeBytes(root);
+}
+
+namespace {
+
+constexpr uint64_t kDirFlag = 1;
+constexpr uint64_t kDetachedFlag = 2;
+// A restored node's lookup count: the kernel can never forget it down to zero.
+constexpr uint64_t kRestoredLookups = std::numeric_limits<uint64_t>::max() / 2;
+
+}  // namespace
+
+void InodeTable::RecordTo(std::unique_ptr<RecordLog> log) {
+  std::lock_guard lock(mu_);
+  log_ = std::move(log);
+  CompactLocked();  // what was restored, in the new log
+}
+
+Status InodeTable::record_error() const {
+  std::lock_guard lock(mu_);
+  return log_ ? log_->error() : Status::Ok();
+}
+
+size_t InodeTable::Restore(const RecordLog::Records& records) {
+  std::lock_guard lock(mu_);
+  size_t restored = 0;
+  for (const auto& [ino, payload] : records) {
+    RecordReader in(payload);
+    uint64_t flags = 0;
+    std::string path;
+    if (ino == kRootInodeId || !in.U64(flags) || !in.Str(path)) continue;
+    Node& node = by_ino_[ino];
+    node.path = std::move(path);
+    node.is_dir = (flags & kDirFlag) != 0;
+    node.detached = (flags & kDetachedFlag) != 0;
+    node.nlookup = kRestoredLookups;
+    // The kernel's page cache of the inode may hold bytes of any version.
+    node.page_version = kUnknownPages;
+    if (!node.detached) by_path_[node.path] = ino;
+    *bytes_ += NodeBytes(node);
+    next_ = std::max(next_, ino + 1);
+    ++restored;
+  }
+  return restored;
+}
+
+void InodeTable::RecordLocked(InodeId ino, Node& node) {
+  if (!log_ || ino == kRootInodeId || node.nlookup == 0) return;
+  const uint64_t flags = (node.is_dir ? kDirFlag : 0) | (node.detached ? kDetachedFlag : 0);
+  log_->Put(ino, RecordWriter().U64(flags).Str(node.path).bytes());
+  node.recorded = true;
+  if (log_->CompactionDue()) CompactLocked();
+}
+
+void InodeTable::RecordDropLocked(InodeId ino, const Node& node) {
+  if (log_ && node.recorded) log_->Erase(ino);
+}
+
+void InodeTable::CompactLocked() {
+  if (!log_) return;
+  log_->Rewrite([this](const RecordLog::Emit& emit) {
+    for (auto& [ino, node] : by_ino_) {
+      if (ino == kRootInodeId || node.nlookup == 0) continue;
+      const uint64_t flags = (node.is_dir ? kDirFlag : 0) | (node.detached ? kDetachedFlag : 0);
+      emit(ino, RecordWriter().U64(flags).Str(node.path).bytes());
+      node.recorded = true;
+    }
+  });
 }
 
 InodeId InodeTable::Ensure(const std::string& path, bool is_dir, uint64_t lookups,
@@ -39,6 +107,7 @@ InodeId InodeTable::EnsureLocked(const std::string& path, bool is_dir, uint64_t 
     if (node.is_dir == is_dir || it->second == kRootInodeId) {
       node.nlookup += lookups;
       node.pins += pins;
+      if (!node.recorded) RecordLocked(it->second, node);
       if (shown_version != 0) ShowVersionLocked(node, shown_version);
       return it->second;
     }
@@ -49,8 +118,11 @@ InodeId InodeTable::EnsureLocked(const std::string& path, bool is_dir, uint64_t 
     by_path_.erase(it);  // before the node whose path its key views
     node.detached = true;
     if (unused) {
+      RecordDropLocked(old, node);
       *bytes_ -= NodeBytes(node);
       by_ino_.erase(old);
+    } else if (node.recorded) {
+      RecordLocked(old, node);
     }
   }
   InodeId ino = next_++;
@@ -62,6 +134,7 @@ InodeId InodeTable::EnsureLocked(const std::string& path, bool is_dir, uint64_t 
   node.shown_version = shown_version;
   by_path_[node.path] = ino;
   *bytes_ += NodeBytes(node);
+  RecordLocked(ino, node);
   return ino;
 }
 
@@ -82,7 +155,7 @@ void InodeTable::Move(const std::string& from, const std::string& to) {
   for (InodeId ino : replaced) {
     by_path_.erase(by_ino_.at(ino).path);
     by_ino_.at(ino).detached = true;
-    DropIfUnusedLocked(ino);
+    if (!DropIfUnusedLocked(ino) && by_ino_.at(ino).recorded) RecordLocked(ino, by_ino_.at(ino));
   }
   for (InodeId ino : moving) {
     Node& node = by_ino_.at(ino);
@@ -94,6 +167,7 @@ void InodeTable::Move(const std::string& from, const std::string& to) {
   for (InodeId ino : moving) {
     Node& node = by_ino_.at(ino);
     by_path_[node.path] = ino;
+    if (node.recorded) RecordLocked(ino, node);
   }
 }
 
@@ -104,6 +178,7 @@ bool InodeTable::DropIfUnusedLocked(InodeId ino) {
   if (node.nlookup > 0 || node.pins > 0) return false;
   auto p = by_path_.find(node.path);
   if (p != by_path_.end() && p->second == ino) by_path_.erase(p);
+  RecordDropLocked(ino, node);
   *bytes_ -= NodeBytes(node);
   by_ino_.erase(it);
   return true;
@@ -122,6 +197,7 @@ bool InodeTable::AddLookup(InodeId ino) {
   auto it = by_ino_.find(ino);
   if (it == by_ino_.end()) return false;
   ++it->second.nlookup;
+  if (!it->second.recorded) RecordLocked(ino, it->second);
   return true;
 }
 
@@ -169,7 +245,7 @@ bool InodeTable::Detach(InodeId ino) {
   if (p == by_path_.end() || p->second != ino) return false;
   by_path_.erase(p);
   node.detached = true;
-  DropIfUnusedLocked(ino);
+  if (!DropIfUnusedLocked(ino) && node.recorded) RecordLocked(ino, node);
   return true;
 }
 

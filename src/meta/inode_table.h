@@ -12,6 +12,11 @@
 // must never see one inode change type. Detach does the same on request: a new version of a
 // file opened while another version is open gets an inode (and a page cache) of its own.
 //
+// A table may keep a RecordLog of the nodes the kernel references (RecordTo), written before
+// the kernel is handed each one, so that the next daemon process on the same FUSE connection
+// can Restore them: a node is recorded from its first kernel reference until it is dropped,
+// with each change of its path or detachment. Nodes only pinned by a listing are not.
+//
 // Thread-safety: all methods are thread-safe (one mutex, mu_, a leaf lock: no callbacks or
 // other locks are taken while it is held).
 #pragma once
@@ -24,6 +29,8 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+
+#include "common/record_log.h"
 
 namespace ossmount::meta {
 
@@ -52,11 +59,25 @@ class InodeTable {
     // No longer the inode of `path` (Detach, or the path changed kind): it lives on for the
     // kernel's references and open files, and `path` is where it was.
     bool detached = false;
+    bool recorded = false;  // in the record log (RecordTo)
   };
   static constexpr uint64_t kNoPages = 0;
   static constexpr uint64_t kUnknownPages = ~uint64_t{0};
 
   InodeTable();
+
+  // Records from now on the nodes the kernel references in `log` (the key is the inode; the
+  // payload its kind, detachment and path). Call before the first lookup, after Restore.
+  void RecordTo(std::unique_ptr<RecordLog> log);
+  // The first error writing the record log (OK without one).
+  Status record_error() const;
+  // Brings back the nodes an earlier process recorded on the same connection (RecordLog::Load
+  // of its log), with their numbers, paths and kinds. Each gets a lookup count that never
+  // reaches zero: the kernel's count of it died with that process, and a count too high only
+  // keeps a node in memory while one too low would drop a node the kernel still uses. New
+  // inodes are numbered after the highest restored. Before the first use; returns how many
+  // nodes came back (records that cannot be read are skipped).
+  size_t Restore(const RecordLog::Records& records);
 
   // The inode of `path` with kind `is_dir`, created if needed; adds `lookups` to its count.
   // A nonzero `shown_version` is recorded as the version the kernel is being handed (another
@@ -116,6 +137,10 @@ class InodeTable {
   // Drops `ino` if it has no kernel reference and no pin (never the root).
   bool DropIfUnusedLocked(InodeId ino);
   static size_t NodeBytes(const Node& node);
+  // Writes the node's record (when the kernel references it) or its erasure. REQUIRES mu_.
+  void RecordLocked(InodeId ino, Node& node);
+  void RecordDropLocked(InodeId ino, const Node& node);
+  void CompactLocked();
 
   // mu_ guards by_ino_, by_path_ and next_.
   mutable std::mutex mu_;
@@ -126,6 +151,7 @@ class InodeTable {
   // without one).
   std::unordered_map<std::string_view, InodeId> by_path_;
   InodeId next_ = kRootInodeId + 1;
+  std::unique_ptr<RecordLog> log_;  // null: nothing recorded
   // Written under mu_.
   const std::shared_ptr<std::atomic<size_t>> bytes_ = std::make_shared<std::atomic<size_t>>(0);
 };

@@ -335,6 +335,12 @@ class Mount:
     def output(self):
         return read_text(self.log.name)
 
+    def daemon_pid(self, timeout=30):
+        """The pid of the process serving the mount: the supervisor's child (supervised, the
+        default), or the process started (--no-supervise). Waits up to `timeout` s for a child
+        the supervisor is starting."""
+        return serving_pid(self.proc.pid, timeout)
+
     def path(self, *parts):
         return os.path.join(self.mountpoint, *parts)
 
@@ -357,6 +363,32 @@ class Mount:
         self.log.close()  # output() reads the file by name, so it still works after close()
         with contextlib.suppress(OSError):
             os.rmdir(self.mountpoint)
+
+
+def child_pids(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(p) for p in f.read().split()]
+    except OSError:
+        return []
+
+
+def serving_pid(pid, timeout=30):
+    """The daemon proper behind ossmount process `pid`: its one child when `pid` supervises
+    (it was started without --no-supervise on a mount point path), else `pid`."""
+    with open("/proc/%d/cmdline" % pid, "rb") as f:
+        argv = f.read().split(b"\0")
+    if b"--no-supervise" in argv or any(a.startswith(b"/dev/fd/") for a in argv):
+        return pid
+    deadline = time.monotonic() + timeout
+    while True:
+        children = child_pids(pid)
+        if len(children) == 1:
+            return children[0]
+        if time.monotonic() > deadline:
+            raise AssertionError("ossmount %d has %d children, expected its daemon" %
+                                 (pid, len(children)))
+        time.sleep(0.02)
 
 
 def stats_json(mountpoint, check=True):

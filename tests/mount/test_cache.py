@@ -21,9 +21,10 @@ import harness
 class DiskCacheTest(harness.ImageCacheTestCase):
     DATASET = ("cache-images", 4, 25, 7)
 
-    def mount(self):
+    def mount(self, *args):
         return harness.Mount(self.server,
-                             args=["--cache", self.cache, "--metadata-ttl", "indefinite"])
+                             args=["--cache", self.cache, "--metadata-ttl", "indefinite"] +
+                             list(args))
 
     def read_everything(self, m):
         """Reads every file through the mount and checks its bytes against the manifest."""
@@ -182,7 +183,7 @@ class DiskCacheTest(harness.ImageCacheTestCase):
                 r = self.start_in_background(mnt)
             finally:
                 harness.force_unmount(mnt)
-            holder = "'%s' is in use by pid %d, ossmount" % (self.cache, first.proc.pid)
+            holder = "'%s' is in use by pid %d, ossmount" % (self.cache, first.daemon_pid())
             self.assertEqual(r.returncode, 1, r.stderr)
             self.assertFalse(harness.is_mounted(mnt))
             lines = r.stderr.splitlines()
@@ -231,7 +232,7 @@ class DiskCacheTest(harness.ImageCacheTestCase):
     def test_a_killed_daemon_leaves_no_lock_behind(self):
         """kill -9 releases the cache directory with the process: a new mount on it starts
         at once and reads every byte right."""
-        first = self.mount()
+        first = self.mount("--no-supervise")  # a supervised daemon would be started again
         try:
             self.read_everything(first)
             first.proc.kill()

@@ -158,7 +158,7 @@ class ControlTest(unittest.TestCase):
         doc = json.loads(r.stdout)
         self.assertIs(doc["ok"], True, r.stdout)
         self.assertEqual(doc["mountpoint"], m.mountpoint, r.stdout)
-        self.assertEqual(doc["pid"], m.proc.pid, r.stdout)
+        self.assertEqual(doc["pid"], m.daemon_pid(), r.stdout)
 
         # b. warm-up of one class: one GET per file of it, none for the others.
         warmed_class, hinted_class, _ = self.classes
@@ -255,7 +255,7 @@ class ControlTest(unittest.TestCase):
         # The socket is out of its reach: what it got came through the mount.
         self.assertEqual(out["socket"], errno.EACCES, out)
         self.assertIs(out["stats"]["ok"], True, out)
-        self.assertEqual(out["stats"]["pid"], m.proc.pid, out)
+        self.assertEqual(out["stats"]["pid"], m.daemon_pid(), out)
         self.assertEqual(out["sent"], len(hinted), out)
         self.assertIsNotNone(out["cancel"], "warmup-cancel was accepted from uid %d" % NOBODY)
         self.assertIn("command 'warmup-cancel' is for the mount's owner (uid 0) and root "
@@ -315,7 +315,7 @@ class ControlTest(unittest.TestCase):
         self.assertEqual(tried, [m.mountpoint])
         self.assertEqual(over_socket.call_count, 1)
         self.assertIs(reply["ok"], True, reply)
-        self.assertEqual(reply["pid"], m.proc.pid, reply)
+        self.assertEqual(reply["pid"], m.daemon_pid(), reply)
         self.assertEqual(reply["mountpoint"], m.mountpoint, reply)
 
         # Any other failure is reported as it is; the socket is not tried.
@@ -437,8 +437,8 @@ class ControlTest(unittest.TestCase):
         raw = ossmount_hints._call_through_mount(m.path("train"), b'{"command":"stats"}\n')
         reply = json.loads(raw)
         self.assertIs(reply["ok"], True, raw[:200])
-        self.assertEqual(reply["pid"], m.proc.pid)
-        self.assertEqual(json.loads(harness.stats_json(m.mountpoint).stdout)["pid"], m.proc.pid)
+        self.assertEqual(reply["pid"], m.daemon_pid())
+        self.assertEqual(json.loads(harness.stats_json(m.mountpoint).stdout)["pid"], m.daemon_pid())
         self.assertIsNone(m.proc.poll(), m.output())
 
 

@@ -180,7 +180,7 @@ class OtherUserLimitsTest(unittest.TestCase):
             "--metadata-ttl", "indefinite", "--allow-other", "--control-memory", "1MiB",
             "--hint-ahead-files", "16", "--warmup-concurrency", "1"])
         self.addCleanup(m.close)
-        rss_before = rss_bytes(m.proc.pid)
+        rss_before = rss_bytes(m.daemon_pid())
         share = ("users other than the mount's owner and root share a quarter of the control "
                  "channel's memory (256KiB of --control-memory 1MiB), which has ")
 
@@ -244,7 +244,7 @@ class OtherUserLimitsTest(unittest.TestCase):
         # took (their text, and its parsed form: 2 to 3 times the text) is freed but stays
         # resident in the malloc arenas of the threads that handled them: at most 16 times
         # one request of 200,000 paths (8.4 MB). Keeping the 8 lists would take 450 MB.
-        rss_after = rss_bytes(m.proc.pid)
+        rss_after = rss_bytes(m.daemon_pid())
         request = len(json.dumps({"command": "hints", "paths": [
             "train/n%08d/n%08d_%05d.JPEG" % (0, 0, 0)] * 200000}))
         self.assertLess(rss_after - rss_before, budget + 16 * request,

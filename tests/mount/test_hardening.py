@@ -65,7 +65,7 @@ class LoopingListingTest(unittest.TestCase):
     def test_alternating_tokens_fail_the_directory_with_eio(self):
         m = self.mount
         self.assertEqual(sorted(os.listdir(m.mountpoint)), ["loop", "ok", "slow", "slowread"])
-        rss_before = rss_kib(m.proc.pid)
+        rss_before = rss_kib(m.daemon_pid())
         self.server.reset_stats()
         start = time.monotonic()
         self.assertEqual(errno_in_child("os.listdir(%r)" % m.path("loop")), errno.EIO)
@@ -75,7 +75,7 @@ class LoopingListingTest(unittest.TestCase):
         # Pages 1 and 2 hand out tokens A and B, page 3 repeats A: one listing costs 3 LISTs
         # (a lookup or opendir may list the directory once more).
         self.assertLessEqual(lists, 8)
-        self.assertLess(rss_kib(m.proc.pid) - rss_before, 64 << 10)
+        self.assertLess(rss_kib(m.daemon_pid()) - rss_before, 64 << 10)
         log = m.output()
         self.assertIn("listing 'loop/': page 3 repeats a continuation token", log)
         # The failure was not cached as an answer, and the rest of the mount is unaffected.

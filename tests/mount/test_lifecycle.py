@@ -43,8 +43,14 @@ class LifecycleTest(unittest.TestCase):
             # The parent returned: the mount must already answer.
             self.assertTrue(harness.is_mounted(mnt))
             self.assertEqual(sorted(os.listdir(mnt)), ["d"])
-            pids = daemon_pids(mnt)
-            self.assertEqual(len(pids), 1, pids)
+            # In the background: the supervisor, which holds the mount, and its one child, the
+            # daemon proper.
+            pids = sorted(daemon_pids(mnt))
+            self.assertEqual(len(pids), 2, pids)
+            supervisor = [p for p in pids if harness.child_pids(p)]
+            self.assertEqual(len(supervisor), 1, pids)
+            self.assertEqual(harness.child_pids(supervisor[0]),
+                             [p for p in pids if p != supervisor[0]])
             subprocess.run(["fusermount3", "-u", mnt], check=True)
             harness.wait_for(lambda: not daemon_pids(mnt), 30, "the daemon to exit")
         finally:

@@ -69,7 +69,7 @@ class ListingWithoutReaderTest(MetadataBudgetCase):
         self.assertIsNone(reader.poll())
         self.assertGreater(self.lists(), 10)
         self.assert_listing_stops(reader)
-        self.assertLessEqual(peak_rss(mnt.proc.pid), (64 + 64 + 64) * MiB)
+        self.assertLessEqual(peak_rss(mnt.daemon_pid()), (64 + 64 + 64) * MiB)
 
     def test_a_directory_listed_whole_stops_when_its_reader_is_killed(self):
         """A directory small enough to be held whole, listed slowly (20 ms a page): the
@@ -107,7 +107,7 @@ class LargeDirectoryTest(MetadataBudgetCase):
         # A name in it is found (a probe of the one name), and so is its neighbour's absence.
         self.assertEqual(os.stat(mnt.path("big", "f%010d" % 4_321_987)).st_size, 1)
         self.assertFalse(os.path.exists(mnt.path("big", "f%010dx" % 4_321_987)))
-        self.assertLessEqual(peak_rss(mnt.proc.pid), (64 + 64 + 64) * MiB)
+        self.assertLessEqual(peak_rss(mnt.daemon_pid()), (64 + 64 + 64) * MiB)
         self.assertIn("read page by page", mnt.output())
 
 

@@ -89,7 +89,7 @@ class ObserveTest(unittest.TestCase):
         doc = json.loads(stats_json(m.mountpoint).stdout)
         self.assertTrue(doc["ok"])
         self.assertEqual(doc["mountpoint"], m.mountpoint)
-        self.assertEqual(doc["pid"], m.proc.pid)
+        self.assertEqual(doc["pid"], m.daemon_pid())
 
         def delta(kind, name, **labels):
             return metric(doc, kind, name, **labels) - metric(before, kind, name, **labels)

@@ -446,12 +446,12 @@ class ReadaheadTest(unittest.TestCase):
         try:
             for name in self.many:  # metadata in, before the baseline
                 os.stat(m.path(name))
-            baseline = vm_hwm_kib(m.proc.pid)
+            baseline = vm_hwm_kib(m.daemon_pid())
             with concurrent.futures.ThreadPoolExecutor(READERS) as pool:
                 digests = dict(zip(self.many, pool.map(
                     lambda name: sha256_read(m.path(name), MiB), self.many)))
             self.assertEqual(digests, self.many)
-            peak = vm_hwm_kib(m.proc.pid)
+            peak = vm_hwm_kib(m.daemon_pid())
             limit = baseline + (64 + 64) * 1024
             print("VmHWM baseline %d KiB, peak %d KiB, limit %d KiB" % (baseline, peak, limit))
             self.assertLess(peak, limit)
@@ -464,12 +464,12 @@ class ReadaheadTest(unittest.TestCase):
         try:
             for name in self.many:
                 os.stat(m.path(name))
-            baseline = vm_hwm_kib(m.proc.pid)
+            baseline = vm_hwm_kib(m.daemon_pid())
             names = list(self.many) * 4
             with concurrent.futures.ThreadPoolExecutor(len(names)) as pool:
                 digests = list(pool.map(lambda name: sha256_read(m.path(name), MiB), names))
             self.assertEqual(digests, [self.many[n] for n in names])
-            peak = vm_hwm_kib(m.proc.pid)
+            peak = vm_hwm_kib(m.daemon_pid())
             limit = baseline + (64 + 64) * 1024
             print("VmHWM baseline %d KiB, peak %d KiB, limit %d KiB" % (baseline, peak, limit))
             self.assertLess(peak, limit)

@@ -112,7 +112,7 @@ class SoakTest(unittest.TestCase):
         mount = harness.Mount(server, args=["--max-memory", "%dMiB" % MAX_MEMORY_MIB,
                                             "--small-file-threshold", "1MiB"])
         try:
-            pid = mount.proc.pid
+            pid = mount.daemon_pid()
             stop = time.monotonic() + SECONDS
             errors, counts, lock = [], {"files": 0, "bytes": 0}, threading.Lock()
 

@@ -295,7 +295,8 @@ class StagingLimitsTest(WriteMountCase):
         self.server_rescan()
         staging = tempfile.mkdtemp(prefix="staging-")
         journal = tempfile.mkdtemp(prefix="upload-journal-")
-        mnt = self.mount("--staging-dir", staging, journal=journal)
+        # Unsupervised, the mount dies with the daemon (test_restart.py kills a supervised one).
+        mnt = self.mount("--staging-dir", staging, "--no-supervise", journal=journal)
         script = (
             "import os, sys\n"
             "old = os.open(sys.argv[1], os.O_WRONLY)\n"

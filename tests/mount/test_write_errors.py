@@ -412,8 +412,9 @@ sys.stdin.read()  # holds the file open, mid-way, until killed
         return writer
 
     def leave_an_open_upload(self, journal):
-        """kill -9 of a mount writing ckpt/big.bin, two of its parts stored."""
-        mnt = self.mount(journal=journal)  # default 8 MiB parts
+        """kill -9 of an unsupervised mount writing ckpt/big.bin, two of its parts stored."""
+        # Unsupervised, the mount dies with the daemon (test_restart.py kills a supervised one).
+        mnt = self.mount("--no-supervise", journal=journal)  # default 8 MiB parts
         writer = self.start_writer(mnt)
         os.kill(mnt.proc.pid, signal.SIGKILL)
         mnt.proc.wait(30)

@@ -792,7 +792,7 @@ class ConcurrentWritersTest(WriteMountCase):
         libraries, FUSE rings, the first buffers) + --max-memory (all part buffers together) +
         64 MiB (allocator slack, thread stacks, HTTP state of 64 uploads)."""
         mnt = self.mount("--max-memory", "256MiB")
-        baseline = proc_status_kib(mnt.proc.pid, "VmRSS")
+        baseline = proc_status_kib(mnt.daemon_pid(), "VmRSS")
         digests = {}
         errors = []
         chunk = MiB
@@ -833,7 +833,7 @@ class ConcurrentWritersTest(WriteMountCase):
         self.assertEqual(errors, [])
         print("\nossmount_memory_used_bytes: highest sample %d (%d samples)" %
               (max(used), len(used)))
-        peak = proc_status_kib(mnt.proc.pid, "VmHWM")
+        peak = proc_status_kib(mnt.daemon_pid(), "VmHWM")
         limit = baseline + (self.MAX_MEMORY + 64 * MiB) // 1024
         print("\nVmRSS after mount %d KiB, VmHWM after the writes %d KiB, limit %d KiB" %
               (baseline, peak, limit))

@@ -2,6 +2,10 @@
 
 #include "meta/inode_table.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -203,4 +207,83 @@ TEST_CASE("InodeTable: bytes count every inode with its path") {
   CHECK(t.bytes() == empty);
   auto counter = t.bytes_counter();
   CHECK(counter->load() == empty);
+}
+
+namespace {
+
+std::string RecordPath() { return "/tmp/inode_table_test." + std::to_string(getpid()) + ".nodes"; }
+
+}  // namespace
+
+TEST_CASE("InodeTable: a restored table has every node the kernel referenced, as it was") {
+  std::optional<InodeId> file, dir, moved, detached, pinned, dropped;
+  {
+    auto log = ossmount::RecordLog::Create(RecordPath());
+    REQUIRE(log.ok());
+    InodeTable t;
+    t.RecordTo(std::move(*log));
+    dir = t.Ensure("train", true, 1);
+    file = t.Ensure("train/a.jpg", false, 2);
+    moved = t.Ensure("old/b.jpg", false, 1);
+    t.Ensure("old", true, 1);
+    t.Move("old", "new");
+    detached = t.Ensure("train/c.jpg", false, 1);
+    REQUIRE(t.Detach(*detached));
+    pinned = t.Pin("train/only-listed.jpg", false);  // a listing's entry: never in the kernel
+    dropped = t.Ensure("train/gone.jpg", false, 1);
+    REQUIRE(t.Forget(*dropped, 1));
+    const InodeId listed = t.Pin("train/plus.jpg", false);  // a readdirplus entry
+    REQUIRE(t.AddLookup(listed));
+    REQUIRE(t.record_error().ok());
+  }
+  auto records = ossmount::RecordLog::Load(RecordPath());
+  REQUIRE(records.ok());
+  InodeTable restored;
+  CHECK(restored.Restore(*records) == 6);  // train, a, b, new, c (detached), plus
+  CHECK(restored.Find("train") == dir);
+  CHECK(restored.Find("train/a.jpg") == file);
+  CHECK(restored.Find("new/b.jpg") == moved);
+  CHECK_FALSE(restored.Find("old/b.jpg"));
+  CHECK(restored.Get(*dir)->is_dir);
+  CHECK_FALSE(restored.Get(*file)->is_dir);
+  // A detached node keeps its number for the kernel but not its path.
+  REQUIRE(restored.Get(*detached));
+  CHECK(restored.Get(*detached)->detached);
+  CHECK_FALSE(restored.Find("train/c.jpg"));
+  CHECK_FALSE(restored.Get(*pinned));
+  CHECK_FALSE(restored.Get(*dropped));
+  CHECK(restored.Find("train/plus.jpg"));
+  // The kernel's count died with the process: no FORGET drops a restored node.
+  CHECK_FALSE(restored.Forget(*file, 1000000));
+  CHECK(restored.Get(*file));
+  // New nodes never reuse a restored number.
+  const InodeId next = restored.Ensure("train/new.jpg", false, 1);
+  CHECK(next > *dropped);
+  CHECK(next > *pinned);
+  std::remove(RecordPath().c_str());
+}
+
+TEST_CASE("InodeTable: the record log stays near the size of what the kernel holds") {
+  auto log = ossmount::RecordLog::Create(RecordPath());
+  REQUIRE(log.ok());
+  InodeTable t;
+  t.RecordTo(std::move(*log));
+  const std::string padding(200, 'x');
+  for (int round = 0; round < 20; ++round) {
+    for (int i = 0; i < 500; ++i) {
+      const InodeId ino = t.Ensure("dir/" + padding + std::to_string(i), false, 1);
+      t.Forget(ino, 1);
+    }
+  }
+  const InodeId kept = t.Ensure("dir/kept", false, 1);
+  REQUIRE(t.record_error().ok());
+  struct stat st {};
+  REQUIRE(stat(RecordPath().c_str(), &st) == 0);
+  // 10,000 nodes came and went (about 2.5 MB of records): the log was rewritten as it grew.
+  CHECK(st.st_size < (2 << 20) + 4096);
+  auto records = ossmount::RecordLog::Load(RecordPath());
+  REQUIRE(records.ok());
+  CHECK(records->size() == 1);
+  CHECK(records->count(kept) == 1);
+  std::remove(RecordPath().c_str());
 }

@@ -1,0 +1,376 @@
+#include "supervisor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+
+#include "common/unique_fd.h"
+#include "control/control_server.h"
+#include "fuse/mounted_device.h"
+
+extern char** environ;
+
+namespace ossmount::daemon {
+namespace {
+
+// The environment a supervised child reads (SupervisedRunFromEnvironment).
+constexpr const char* kEnvRun = "OSSMOUNT_SUPERVISED";  // fd,report,restarts,died_ns,longest_ms
+constexpr const char* kEnvStateDir = "OSSMOUNT_STATE_DIR";
+constexpr const char* kEnvLastCause = "OSSMOUNT_LAST_CAUSE";
+
+int64_t MonotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+std::string DescribeEnd(int status) {
+  if (WIFSIGNALED(status)) {
+    const char* name = sigabbrev_np(WTERMSIG(status));
+    return "was killed by signal " + std::to_string(WTERMSIG(status)) +
+           (name != nullptr ? std::string(" (SIG") + name + ")" : std::string());
+  }
+  return "exited with status " + std::to_string(WEXITSTATUS(status));
+}
+
+sigset_t HandledSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR2, SIGCHLD}) sigaddset(&set, sig);
+  return set;
+}
+
+struct Child {
+  pid_t pid = -1;
+  UniqueFd report;    // the read end of its StartupReporter pipe, until its verdict
+  std::string lines;  // what it reported, not yet handled
+  std::string error;  // its "ERR" message
+  bool ready = false;
+  std::chrono::steady_clock::time_point ready_at;
+};
+
+// Starts the child serving `device_fd` with the signals of `mask` (the caller's, before the
+// supervisor blocked its own). Between fork and exec only async-signal-safe calls.
+Result<Child> StartChild(const std::vector<std::string>& args, int device_fd,
+                         const std::string& state_dir, uint64_t restarts, const std::string& cause,
+                         int64_t died_ns, int64_t longest_ms, const sigset_t& mask) {
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    return Status(ErrorCode::kInternal, std::string("pipe: ") + std::strerror(errno));
+  }
+  UniqueFd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
+  std::vector<std::string> argv_text = {"ossmount"};
+  argv_text.insert(argv_text.end(), args.begin(), args.end());
+  std::vector<std::string> env_text;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    // systemd hears from the supervisor only; the supervisor's own variables are replaced.
+    if (entry.rfind("NOTIFY_SOCKET=", 0) == 0 || entry.rfind("OSSMOUNT_SUPERVISED=", 0) == 0 ||
+        entry.rfind("OSSMOUNT_STATE_DIR=", 0) == 0 || entry.rfind("OSSMOUNT_LAST_CAUSE=", 0) == 0) {
+      continue;
+    }
+    env_text.emplace_back(entry);
+  }
+  env_text.push_back(std::string(kEnvRun) + "=" + std::to_string(device_fd) + "," +
+                     std::to_string(write_end.get()) + "," + std::to_string(restarts) + "," +
+                     std::to_string(died_ns) + "," + std::to_string(longest_ms));
+  env_text.push_back(std::string(kEnvStateDir) + "=" + state_dir);
+  env_text.push_back(std::string(kEnvLastCause) + "=" + cause);
+  std::vector<char*> argv, envp;
+  for (std::string& a : argv_text) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (std::string& e : env_text) envp.push_back(e.data());
+  envp.push_back(nullptr);
+
+  const pid_t parent = getpid();
+  const int report_fd = write_end.get();
+  const pid_t pid = fork();
+  if (pid < 0) return Status(ErrorCode::kInternal, std::string("fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    sigprocmask(SIG_SETMASK, &mask, nullptr);
+    // A supervisor that dies takes its child with it: the mount then fails as it does without
+    // one, and the next start clears it.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(1);
+    fcntl(device_fd, F_SETFD, 0);
+    fcntl(report_fd, F_SETFD, 0);
+    execve("/proc/self/exe", argv.data(), envp.data());
+    _exit(127);
+  }
+  Child child;
+  child.pid = pid;
+  child.report = std::move(read_end);
+  return child;
+}
+
+class Supervisor {
+ public:
+  Supervisor(const config::MountConfig& config, StartupReporter& reporter,
+             const std::vector<std::string>& args, const sigset_t& child_mask)
+      : config_(config), reporter_(reporter), args_(args), child_mask_(child_mask) {}
+
+  int Run() {
+    const std::string& mountpoint = config_.daemon.mountpoint;
+    state_dir_ = StateDirForMountpoint(mountpoint);
+    if (Status st = FreshStateDir(); !st.ok()) return Fail(st.message());
+    fuse::FuseServerOptions options;
+    options.mountpoint = mountpoint;
+    options.fsname = "ossmount:" + config_.client.bucket;
+    options.allow_other = config_.daemon.allow_other;
+    options.allow_root = config_.daemon.allow_root;
+    options.read_only = !config_.fs.writes.enabled;
+    auto device = fuse::MountedDevice::Mount(options);
+    if (!device.ok()) return Fail(device.status().message());
+    device_ = std::move(*device);
+    spdlog::info("supervisor: mounted {} (FUSE descriptor {}); the daemon runs as its child",
+                 mountpoint, device_->fd());
+
+    const sigset_t handled = HandledSignals();
+    signals_.reset(signalfd(-1, &handled, SFD_CLOEXEC));
+    if (!signals_) return Fail(std::string("signalfd: ") + std::strerror(errno));
+
+    start_at_ = std::chrono::steady_clock::now();
+    for (;;) {
+      if (child_.pid < 0 && start_at_ && std::chrono::steady_clock::now() >= *start_at_) {
+        start_at_.reset();
+        auto started = StartChild(args_, device_->fd(), state_dir_, restarts_, last_cause_,
+                                  died_ns_, longest_pause_ms_, child_mask_);
+        if (!started.ok()) return GiveUp(started.status().message());
+        child_ = std::move(*started);
+      }
+      pollfd fds[2] = {{signals_.get(), POLLIN, 0}, {child_.report.get(), POLLIN, 0}};
+      int timeout = -1;
+      if (start_at_) {
+        timeout = static_cast<int>(
+            std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                     *start_at_ - std::chrono::steady_clock::now())
+                                     .count()));
+      }
+      if (poll(fds, child_.report ? 2 : 1, timeout) < 0 && errno != EINTR) {
+        return GiveUp(std::string("poll: ") + std::strerror(errno));
+      }
+      if (child_.report && (fds[1].revents & (POLLIN | POLLHUP)) != 0) ReadReport();
+      if ((fds[0].revents & POLLIN) != 0) {
+        signalfd_siginfo info{};
+        if (read(signals_.get(), &info, sizeof(info)) != sizeof(info)) continue;
+        const int sig = static_cast<int>(info.ssi_signo);
+        if (sig == SIGCHLD) {
+          if (std::optional<int> code = Reap()) return *code;
+        } else if (sig == SIGUSR2 || sig == SIGHUP) {
+          if (child_.pid > 0) kill(child_.pid, sig);  // debug toggle, log reopening
+        } else {
+          spdlog::info("supervisor: signal {}; stopping the daemon", sig);
+          stopping_ = true;
+          if (child_.pid > 0) {
+            kill(child_.pid, SIGTERM);
+          } else {
+            return Finish(0);
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  Status FreshStateDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(state_dir_, ec);  // an earlier mount's: nothing to resume
+    std::filesystem::create_directories(state_dir_, ec);
+    if (ec) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "cannot create " + state_dir_ + " for the daemon's records: " + ec.message());
+    }
+    std::filesystem::permissions(state_dir_, std::filesystem::perms::owner_all, ec);
+    return Status::Ok();
+  }
+
+  int Fail(const std::string& message) {
+    spdlog::error("{}", message);
+    reporter_.Fail(message);
+    return 1;
+  }
+
+  int GiveUp(const std::string& why) {
+    spdlog::error("supervisor: {}; unmounting {}", why, config_.daemon.mountpoint);
+    if (!ever_ready_) reporter_.Fail(why);
+    return Finish(1);
+  }
+
+  int Finish(int code) {
+    if (device_) device_->Unmount();
+    std::error_code ec;
+    std::filesystem::remove_all(state_dir_, ec);
+    return code;
+  }
+
+  // The child's StartupReporter lines: notes, then "OK" or "ERR message".
+  void ReadReport() {
+    char buf[4096];
+    ssize_t n = read(child_.report.get(), buf, sizeof buf);
+    if (n <= 0) {
+      if (n == 0 || errno != EINTR) child_.report.reset();
+      return;
+    }
+    child_.lines.append(buf, static_cast<size_t>(n));
+    size_t end;
+    while ((end = child_.lines.find('\n')) != std::string::npos) {
+      std::string line = child_.lines.substr(0, end);
+      child_.lines.erase(0, end + 1);
+      if (line.rfind("NOTE ", 0) == 0) {
+        if (!ever_ready_) reporter_.Note(line.substr(5));
+      } else if (line == "OK") {
+        OnReady();
+      }
+    }
+    if (child_.lines.rfind("ERR ", 0) == 0) child_.error = child_.lines.substr(4);
+  }
+
+  void OnReady() {
+    child_.ready = true;
+    child_.ready_at = std::chrono::steady_clock::now();
+    if (!ever_ready_) {
+      ever_ready_ = true;
+      reporter_.Ready();
+      return;
+    }
+    const int64_t pause_ms = (MonotonicNs() - died_ns_) / 1000000;
+    longest_pause_ms_ = std::max(longest_pause_ms_, pause_ms);
+    spdlog::info("supervisor: the mount is served again, {} ms after the daemon {}", pause_ms,
+                 last_cause_);
+  }
+
+  // Reaps exited children; the exit status to return when the supervisor is done.
+  std::optional<int> Reap() {
+    int status = 0;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+      if (pid != child_.pid) continue;
+      if (child_.report) {
+        // Its last words (an ERR line written just before it exited).
+        while (child_.report) ReadReport();
+      }
+      child_.pid = -1;
+      child_.report.reset();
+      if (std::optional<int> code = OnChildEnd(status)) return code;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<int> OnChildEnd(int status) {
+    const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    const std::string cause = DescribeEnd(status);
+    if (stopping_ || clean) {
+      spdlog::info("supervisor: the daemon {}; unmounting", cause);
+      // The child's status, as a shell would report it (143 for a start ended by SIGTERM).
+      return Finish(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    }
+    if (!ever_ready_) {
+      reporter_.Fail(child_.error.empty() ? "the daemon " + cause + " before the mount was ready"
+                                          : child_.error);
+      return Finish(1);
+    }
+    const bool steady =
+        child_.ready && std::chrono::steady_clock::now() - child_.ready_at >= kSteadyRun;
+    quick_deaths_ = steady ? 1 : quick_deaths_ + 1;
+    last_cause_ = cause;
+    died_ns_ = MonotonicNs();
+    if (quick_deaths_ > kMaxQuickDeaths) {
+      return GiveUp("the daemon died " + std::to_string(quick_deaths_) +
+                    " times in a row, each within " + std::to_string(kSteadyRun.count()) +
+                    " s of its start (the last " + cause + ")");
+    }
+    // The first restarts at once (the pause is what readers feel), then 100 ms doubling up to
+    // 5 s.
+    const int late = quick_deaths_ - kImmediateRestarts;
+    const auto delay = std::chrono::milliseconds(
+        late <= 0 ? 0 : std::min<int64_t>(int64_t{100} << std::min(late - 1, 6), 5000));
+    ++restarts_;
+    spdlog::warn("supervisor: the daemon {}{}; starting another on the same mount in {} ms", cause,
+                 child_.error.empty() ? "" : " (" + child_.error + ")", delay.count());
+    start_at_ = std::chrono::steady_clock::now() + delay;
+    child_ = Child{};
+    return std::nullopt;
+  }
+
+  const config::MountConfig& config_;
+  StartupReporter& reporter_;
+  const std::vector<std::string>& args_;
+  std::string state_dir_;
+  std::unique_ptr<fuse::MountedDevice> device_;
+  const sigset_t child_mask_;
+  UniqueFd signals_;
+  Child child_;
+  std::optional<std::chrono::steady_clock::time_point> start_at_;
+  bool ever_ready_ = false;
+  bool stopping_ = false;
+  int quick_deaths_ = 0;
+  uint64_t restarts_ = 0;
+  std::string last_cause_;
+  int64_t died_ns_ = 0;
+  int64_t longest_pause_ms_ = 0;
+};
+
+}  // namespace
+
+std::optional<SupervisedRun> SupervisedRunFromEnvironment() {
+  const char* run = std::getenv(kEnvRun);
+  const char* dir = std::getenv(kEnvStateDir);
+  if (run == nullptr || dir == nullptr) return std::nullopt;
+  SupervisedRun r;
+  long long fd = -1, report = -1, died = 0, longest = 0;
+  unsigned long long restarts = 0;
+  if (std::sscanf(run, "%lld,%lld,%llu,%lld,%lld", &fd, &report, &restarts, &died, &longest) != 5 ||
+      fd < 0 || report < 0) {
+    return std::nullopt;
+  }
+  r.device_fd = static_cast<int>(fd);
+  r.report_fd = static_cast<int>(report);
+  r.restarts = restarts;
+  r.died_ns = died;
+  r.longest_pause_ms = longest;
+  r.state_dir = dir;
+  if (const char* cause = std::getenv(kEnvLastCause)) r.last_cause = cause;
+  // Not for the children this process may start (a shell in a test, say).
+  unsetenv(kEnvRun);
+  unsetenv(kEnvStateDir);
+  unsetenv(kEnvLastCause);
+  return r;
+}
+
+std::string StateDirForMountpoint(const std::string& absolute_mountpoint) {
+  std::string path = control::SocketPathForMountpoint(absolute_mountpoint);
+  const std::string suffix = ".sock";
+  if (path.size() > suffix.size() &&
+      path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0) {
+    path.resize(path.size() - suffix.size());
+  }
+  return path + ".state";
+}
+
+sigset_t BlockSupervisorSignals() {
+  const sigset_t handled = HandledSignals();
+  sigset_t before;
+  pthread_sigmask(SIG_BLOCK, &handled, &before);
+  return before;
+}
+
+int RunSupervisor(const config::MountConfig& config, StartupReporter& reporter,
+                  const std::vector<std::string>& args, const sigset_t& child_mask) {
+  Supervisor supervisor(config, reporter, args, child_mask);
+  return supervisor.Run();
+}
+
+}  // namespace ossmount::daemon
