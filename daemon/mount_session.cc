@@ -87,6 +87,7 @@ struct ControlContext {
   std::shared_ptr<ObjectClient> client;
   std::shared_ptr<prefetch::DatasetPrefetcher> prefetcher;
   std::chrono::steady_clock::time_point started;
+  std::shared_ptr<RestartHistory> restarts;
 };
 
 // The one place where the session's control commands are registered ("stats", "warmup",
@@ -95,9 +96,9 @@ struct ControlContext {
 void RegisterControlCommands(control::CommandTable& commands, const ControlContext& context) {
   commands.Register(
       "stats",
-      [mountpoint = context.config.daemon.mountpoint,
-       started = context.started](const rapidjson::Document&) {
-        return Result<std::string>(StatsResult(mountpoint, started));
+      [mountpoint = context.config.daemon.mountpoint, started = context.started,
+       restarts = context.restarts](const rapidjson::Document&) {
+        return Result<std::string>(StatsResult(mountpoint, started, *restarts));
       },
       control::Access::kAnyUser);
   // Dataset prefetch: "warmup", "warmup-status", "warmup-cancel", "hints". The table's
@@ -304,8 +305,9 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   // the mount's directory ioctls as soon as it is mounted, and through the control socket
   // once that is started below.
   auto commands = std::make_shared<control::CommandTable>(io, geteuid());
-  RegisterControlCommands(*commands,
-                          ControlContext{io, config, client, prefetcher, session_started});
+  const std::shared_ptr<RestartHistory> restarts = RegisterRestartMetrics(supervised);
+  RegisterControlCommands(
+      *commands, ControlContext{io, config, client, prefetcher, session_started, restarts});
 
   fuse::FuseServerOptions fuse_options;
   fuse_options.control = [commands](std::string request, fuse::ControlCaller caller,
@@ -371,7 +373,8 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
 
   // The mount "answers" once a stat of its root goes through the loop started below.
   std::thread ready([&server, &reporter, &start_control, mountpoint = config.daemon.mountpoint,
-                     kernel_readahead = config.fs.readahead.kernel_readahead] {
+                     kernel_readahead = config.fs.readahead.kernel_readahead, restarts,
+                     died_ns = supervised != nullptr ? supervised->died_ns : 0] {
     fuse::BlockTerminationSignals();
     if (config::FuseFdMountPoint(mountpoint)) {
       // A passed descriptor has no path to stat here: the INIT reply tells it serves.
@@ -397,6 +400,7 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
         }
       }
       spdlog::info("mounted on {}; serving", mountpoint);
+      restarts->Served(died_ns);
       start_control();
       reporter.Ready();
     } else {

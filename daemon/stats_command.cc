@@ -81,15 +81,39 @@ std::string Line(const char* fmt, ...) {
 }  // namespace
 
 std::string StatsResult(const std::string& mountpoint,
-                        std::chrono::steady_clock::time_point started) {
-  rapidjson::StringBuffer mp;
-  rapidjson::Writer<rapidjson::StringBuffer> w(mp);
-  w.String(mountpoint.data(), static_cast<rapidjson::SizeType>(mountpoint.size()));
-  double uptime = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  char up[32];
-  std::snprintf(up, sizeof(up), "%.3f", uptime);
-  return std::string("{\"mountpoint\":") + mp.GetString() + ",\"pid\":" + std::to_string(getpid()) +
-         ",\"uptime_seconds\":" + up + ",\"metrics\":" + metrics::Registry::Global().Json() + "}";
+                        std::chrono::steady_clock::time_point started,
+                        const RestartHistory& restarts) {
+  rapidjson::StringBuffer text;
+  rapidjson::Writer<rapidjson::StringBuffer> w(text);
+  auto string = [&w](const std::string& s) {
+    w.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+  };
+  w.StartObject();
+  w.Key("mountpoint");
+  string(mountpoint);
+  w.Key("pid");
+  w.Int(getpid());
+  w.Key("version");
+  string(OSSMOUNT_VERSION);
+  w.Key("uptime_seconds");
+  w.Double(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  w.Key("restarts");
+  w.Uint64(restarts.restarts);
+  w.Key("last_restart_cause");
+  string(restarts.last_cause);
+  w.Key("restart_pause_ms");
+  w.Int64(std::max<int64_t>(0, restarts.pause_ms.load()));
+  w.Key("longest_restart_pause_ms");
+  w.Int64(std::max(restarts.longest_pause_ms, restarts.pause_ms.load()));
+  w.Key("metrics");
+  w.RawValue("0", 1, rapidjson::kNumberType);  // a placeholder, replaced below
+  w.EndObject();
+  // The registry writes its own JSON: spliced in where the placeholder stands.
+  std::string out = text.GetString();
+  const std::string placeholder = "\"metrics\":0}";
+  out.replace(out.size() - placeholder.size(), placeholder.size(),
+              "\"metrics\":" + metrics::Registry::Global().Json() + "}");
+  return out;
 }
 
 std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* before,
@@ -107,6 +131,15 @@ std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* bef
   std::string out;
   out += Line("ossmount %s (pid %d), up %.0f s%s", now["mountpoint"].GetString(),
               now["pid"].GetInt(), uptime, before ? "" : "; rates are averages since the mount");
+  if (now.HasMember("restarts") && now["restarts"].GetUint64() > 0) {
+    out += Line(
+        "The daemon was restarted %llu time(s) on this mount; the last %s. Pause: "
+        "%lld ms, the longest %lld ms.",
+        static_cast<unsigned long long>(now["restarts"].GetUint64()),
+        now["last_restart_cause"].GetString(),
+        static_cast<long long>(now["restart_pause_ms"].GetInt64()),
+        static_cast<long long>(now["longest_restart_pause_ms"].GetInt64()));
+  }
   out += "\nRequests       ok   errors  retries      p50 ms    p90 ms    p99 ms   received\n";
   std::map<std::string, const rapidjson::Value*> latency;
   for (const auto& h : m["histograms"].GetArray()) {

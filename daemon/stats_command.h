@@ -16,11 +16,16 @@
 #include <string>
 #include <vector>
 
+#include "supervisor.h"
+
 namespace ossmount::daemon {
 
-// The "stats" handler's result fields (a JSON object's text).
+// The "stats" handler's result fields (a JSON object's text): also the daemon's version and
+// its restarts ("restarts", "last_restart_cause", "restart_pause_ms",
+// "longest_restart_pause_ms").
 std::string StatsResult(const std::string& mountpoint,
-                        std::chrono::steady_clock::time_point started);
+                        std::chrono::steady_clock::time_point started,
+                        const RestartHistory& restarts);
 
 // The human view of one stats reply; `before` (may be null) is the previous reply, taken
 // `seconds` earlier, for rates. Pure: unit-testable.

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "common/metrics.h"
 #include "common/unique_fd.h"
 #include "control/control_server.h"
 #include "fuse/mounted_device.h"
@@ -348,6 +349,37 @@ std::optional<SupervisedRun> SupervisedRunFromEnvironment() {
   unsetenv(kEnvStateDir);
   unsetenv(kEnvLastCause);
   return r;
+}
+
+void RestartHistory::Served(int64_t died_ns) {
+  if (restarts == 0) return;
+  const int64_t pause = (MonotonicNs() - died_ns) / 1000000;
+  pause_ms.store(pause);
+  longest_pause_ms = std::max(longest_pause_ms, pause);
+}
+
+std::shared_ptr<RestartHistory> RegisterRestartMetrics(const SupervisedRun* run) {
+  auto history = std::make_shared<RestartHistory>();
+  if (run != nullptr) {
+    history->restarts = run->restarts;
+    history->last_cause = run->last_cause;
+    history->longest_pause_ms = run->longest_pause_ms;
+  }
+  auto& r = metrics::Registry::Global();
+  r.SetCallbackCounter("ossmount_daemon_restarts_total",
+                       "Daemon processes the supervisor started again on this mount after one "
+                       "died.",
+                       {}, [history] { return static_cast<double>(history->restarts); });
+  r.SetCallbackGauge("ossmount_daemon_restart_pause_seconds",
+                     "From the death of the daemon before this one until this one served the "
+                     "mount (0 when there was none).",
+                     {},
+                     [history] { return std::max<int64_t>(0, history->pause_ms.load()) / 1e3; });
+  r.SetCallbackGauge("ossmount_daemon_longest_restart_pause_seconds",
+                     "The longest pause any restart of this mount's daemon caused.", {}, [history] {
+                       return std::max(history->longest_pause_ms, history->pause_ms.load()) / 1e3;
+                     });
+  return history;
 }
 
 std::string StateDirForMountpoint(const std::string& absolute_mountpoint) {

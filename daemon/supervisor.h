@@ -15,8 +15,10 @@
 
 #include <signal.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -44,8 +46,25 @@ struct SupervisedRun {
   int64_t longest_pause_ms = 0;  // the longest pause a restart caused before this one
 };
 
+// The restarts before this daemon process, for `ossmount stats` and the metrics
+// (RegisterRestartMetrics). Thread-safety: the pause is set once, read from any thread.
+struct RestartHistory {
+  uint64_t restarts = 0;              // 0: the first daemon of its mount, or unsupervised
+  std::string last_cause;             // how the daemon before this one ended
+  int64_t longest_pause_ms = 0;       // over every restart so far, this one's once it serves
+  std::atomic<int64_t> pause_ms{-1};  // this restart's: from that death until it serves
+
+  // This daemon serves: its pause is measured from the death before (`died_ns`).
+  void Served(int64_t died_ns);
+};
+
 // The supervised child's run, from its environment; nullopt in a process nobody supervises.
 std::optional<SupervisedRun> SupervisedRunFromEnvironment();
+
+// The history of `run` (null: an unsupervised daemon), with its metrics registered:
+// ossmount_daemon_restarts_total, ossmount_daemon_restart_pause_seconds (this restart's) and
+// ossmount_daemon_longest_restart_pause_seconds.
+std::shared_ptr<RestartHistory> RegisterRestartMetrics(const SupervisedRun* run);
 
 // The directory of `mountpoint`'s records (beside its control socket).
 std::string StateDirForMountpoint(const std::string& absolute_mountpoint);

@@ -201,11 +201,32 @@ TEST_CASE("heap metrics: a live block counts as allocated until it is freed") {
 TEST_CASE("stats: the result carries the mount, the pid and the registry") {
   metrics::Registry::Global().GetCounter("ossmount_requests_total", "h",
                                          {{"type", "GET"}, {"outcome", "ok"}});
-  auto doc = Parse(StatsResult("/mnt/x", std::chrono::steady_clock::now() - 5s));
+  ossmount::daemon::RestartHistory restarts;
+  auto doc = Parse(StatsResult("/mnt/x", std::chrono::steady_clock::now() - 5s, restarts));
   CHECK(std::string(doc["mountpoint"].GetString()) == "/mnt/x");
   CHECK(doc["pid"].GetInt() == getpid());
+  CHECK(std::string(doc["version"].GetString()) == OSSMOUNT_VERSION);
   CHECK(doc["uptime_seconds"].GetDouble() >= 5);
+  CHECK(doc["restarts"].GetUint64() == 0);
   CHECK(doc["metrics"]["counters"].IsArray());
+  // Nothing about restarts in the view of a daemon that was not restarted.
+  CHECK(RenderStats(doc, nullptr, 0).find("restarted") == std::string::npos);
+}
+
+TEST_CASE("stats: a restarted daemon says how often, why and how long readers waited") {
+  ossmount::daemon::RestartHistory restarts;
+  restarts.restarts = 3;
+  restarts.last_cause = "was killed by signal 9 (SIGKILL)";
+  restarts.longest_pause_ms = 240;
+  restarts.pause_ms = 35;
+  auto doc = Parse(StatsResult("/mnt/x", std::chrono::steady_clock::now(), restarts));
+  CHECK(doc["restarts"].GetUint64() == 3);
+  CHECK(std::string(doc["last_restart_cause"].GetString()) == restarts.last_cause);
+  CHECK(doc["restart_pause_ms"].GetInt64() == 35);
+  CHECK(doc["longest_restart_pause_ms"].GetInt64() == 240);
+  const std::string view = RenderStats(doc, nullptr, 0);
+  CHECK(view.find("The daemon was restarted 3 time(s) on this mount; the last was killed by "
+                  "signal 9 (SIGKILL). Pause: 35 ms, the longest 240 ms.") != std::string::npos);
 }
 
 TEST_CASE("stats: the view shows counts, errors, ratios and rates") {

@@ -1,0 +1,345 @@
+"""Outliving the daemon: a supervised mount (the default) survives the death of its daemon.
+
+docs/SEMANTICS.md "Outliving the daemon". The daemon proper is the supervisor's child; each
+case kills it with SIGKILL and checks what the mount's users saw.
+- Five kills during one ImageFolder epoch (8 DataLoader workers, --metadata-ttl indefinite, the
+  server 35 ms to first byte): the epoch completes, every file's bytes equal the object's, and
+  no reader sees an error.
+- Three kills during a sequential read of a 1 GiB file through one descriptor: every byte
+  equals the object's (the handle comes back pinned to the version it opened).
+- Three kills during `find` over 10,000 files in 100 directories, and one while a directory of
+  3,000 entries is half read through one handle: find lists every file and exits 0, and the
+  half-read directory's listing continues where it was, each name once.
+- A kill during 8 writers: each writer either finished (its close returned 0, and the bucket
+  holds exactly its bytes) or got EIO (and the bucket holds nothing of it); no multipart
+  upload stays open.
+- A daemon that keeps dying: after 10 deaths in a row, each soon after its start, the
+  supervisor unmounts and exits 1.
+- `ossmount stats` and the metrics count the restarts and say the last cause.
+Whatever the kernel's FUSE io_uring switch (scripts/test.sh turns it on), a supervised mount
+serves over /dev/fuse, which the log says.
+"""
+import errno
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import harness
+
+MiB = 1 << 20
+
+
+def served_again(mount):
+    return mount.output().count("the mount is served again")
+
+
+def kill_daemon(test, mount):
+    """SIGKILL to the serving child; returns once another child serves the mount."""
+    before = served_again(mount)
+    pid = mount.daemon_pid()
+    os.kill(pid, signal.SIGKILL)
+    harness.wait_for(lambda: served_again(mount) > before, 60, "a new daemon serving")
+    test.assertNotEqual(mount.daemon_pid(), pid)
+
+
+class RestartCase(unittest.TestCase):
+    def assert_resumed(self, mount, times):
+        out = mount.output()
+        self.assertEqual(out.count("the mount is served again"), times, out[-3000:])
+        self.assertEqual(out.count("asked the kernel to resend"), times, out[-3000:])
+        self.assertIn("FUSE over io_uring off: not used on a connection that outlives", out)
+
+
+class ImageFolderRestartTest(RestartCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.src = harness.ensure_dataset("imagefolder", "restart-images", "--classes", "8",
+                                         "--per-class", "150", "--seed", "50")
+        cls.manifest = harness.read_manifest(cls.src)
+        cls.server = harness.TestServer(os.path.dirname(cls.src), bucket="restart-images",
+                                        args=["--ttfb-ms", "35"])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def test_five_kills_during_an_epoch_cost_no_error(self):
+        m = harness.Mount(self.server, args=["--metadata-ttl", "indefinite"])
+        self.addCleanup(m.close)
+        out = tempfile.NamedTemporaryFile(prefix="epoch-", suffix=".json", delete=False).name
+        epoch = subprocess.Popen(
+            ["/usr/bin/python3", "-c", EPOCH, m.mountpoint, out], stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True)
+        self.addCleanup(lambda: epoch.poll() is None and epoch.kill())
+        self.assertEqual(epoch.stdout.readline(), "scanned\n")
+        kills = []
+        for _ in range(5):
+            time.sleep(0.4)
+            kill_daemon(self, m)
+            kills.append(time.monotonic())
+        rc = epoch.wait(600)
+        ended = time.monotonic()
+        rest = epoch.stdout.read()
+        epoch.stdout.close()
+        self.assertEqual(rc, 0, rest)
+        with open(out) as f:
+            seen = json.load(f)
+        self.assertLess(kills[-1], ended)
+        self.assertEqual(len(seen["files"]), len(self.manifest))
+        for rel, (size, digest) in self.manifest.items():
+            self.assertEqual(seen["files"][rel], [size, digest], rel)
+        self.assert_resumed(m, 5)
+        # Five kills, each answered by a new child on the same mount: the last epoch's pid.
+        self.assertIn("restart 5", m.output())
+
+
+# One ImageFolder epoch through DataLoader workers; each sample is the file's size and
+# sha256. Prints "scanned" once ImageFolder has listed the tree, writes what it saw to
+# argv[2], and fails (exit 1, with the traceback) on any error.
+EPOCH = r"""
+import hashlib, json, os, sys, warnings
+import torch, torchvision
+warnings.filterwarnings("ignore", message=".*worker processes in total.*")
+root, out = sys.argv[1], sys.argv[2]
+
+def loader(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    return [len(data), hashlib.sha256(data).hexdigest()]
+
+class DS(torch.utils.data.Dataset):
+    def __init__(self):
+        self.inner = torchvision.datasets.ImageFolder(root, loader=loader)
+    def __len__(self):
+        return len(self.inner)
+    def __getitem__(self, i):
+        (size, digest), _ = self.inner[i]
+        return os.path.relpath(self.inner.samples[i][0], root), size, digest
+
+ds = DS()
+print("scanned", flush=True)
+files = {}
+for rels, sizes, digests in torch.utils.data.DataLoader(ds, batch_size=8, shuffle=True,
+                                                         num_workers=8):
+    for rel, size, digest in zip(rels, sizes, digests):
+        files[rel] = [int(size), digest]
+with open(out, "w") as f:
+    json.dump({"files": files}, f)
+"""
+
+
+class LargeFileRestartTest(RestartCase):
+    SIZE = 1 << 30
+
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="restart-large-")
+        os.makedirs(os.path.join(self.root, "bucket"))
+        block = os.urandom(MiB)
+        digest = hashlib.sha256()
+        with open(os.path.join(self.root, "bucket", "big.bin"), "wb") as f:
+            for i in range(self.SIZE // MiB):
+                chunk = i.to_bytes(8, "little") + block[8:]  # each MiB its own
+                digest.update(chunk)
+                f.write(chunk)
+        self.digest = digest.hexdigest()
+        self.server = harness.TestServer(self.root, bucket="bucket")
+        self.addCleanup(self.server.stop)
+
+    def test_kills_during_a_sequential_read_of_1_GiB(self):
+        m = harness.Mount(self.server, args=["--metadata-ttl", "indefinite"])
+        self.addCleanup(m.close)
+        progress = {"bytes": 0, "error": None, "digest": None}
+
+        def read():
+            digest = hashlib.sha256()
+            try:
+                with open(m.path("big.bin"), "rb", buffering=0) as f:
+                    while True:
+                        chunk = f.read(MiB)
+                        if not chunk:
+                            break
+                        digest.update(chunk)
+                        progress["bytes"] += len(chunk)
+                progress["digest"] = digest.hexdigest()
+            except OSError as e:
+                progress["error"] = e
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        for quarter in (1, 2, 3):
+            harness.wait_for(lambda: progress["bytes"] >= quarter * self.SIZE // 4 or
+                             not reader.is_alive(), 300, "the read to pass a quarter")
+            self.assertTrue(reader.is_alive(), "the read ended before the kill: %r" % progress)
+            kill_daemon(self, m)
+        reader.join(600)
+        self.assertIsNone(progress["error"])
+        self.assertEqual(progress["bytes"], self.SIZE)
+        self.assertEqual(progress["digest"], self.digest)
+        self.assert_resumed(m, 3)
+        self.assertRegex(m.output(), r"\d+ nodes, 1 files open for reading")
+
+
+class TreeRestartTest(RestartCase):
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="restart-tree-")
+        bucket = os.path.join(self.root, "bucket")
+        for d in range(100):
+            os.makedirs(os.path.join(bucket, "tree", "d%03d" % d))
+            for i in range(100):
+                with open(os.path.join(bucket, "tree", "d%03d" % d, "f%03d" % i), "wb") as f:
+                    f.write(b"x")
+        os.makedirs(os.path.join(bucket, "wide"))
+        self.wide = sorted("entry-with-a-long-name-to-fill-pages-%05d" % i for i in range(3000))
+        for name in self.wide:
+            with open(os.path.join(bucket, "wide", name), "wb") as f:
+                f.write(b"y")
+        self.server = harness.TestServer(self.root, bucket="bucket")
+        self.addCleanup(self.server.stop)
+
+    def test_kills_during_find_over_10000_files(self):
+        m = harness.Mount(self.server, args=["--metadata-ttl", "indefinite"])
+        self.addCleanup(m.close)
+        find = subprocess.Popen(["find", m.path("tree"), "-type", "f"], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        kills = 0
+        for _ in range(3):
+            time.sleep(0.3)
+            if find.poll() is not None:
+                break
+            kill_daemon(self, m)
+            kills += 1
+        self.assertGreater(kills, 0, "find ended before the first kill")
+        out, err = find.communicate(300)
+        self.assertEqual(find.returncode, 0, err)
+        self.assertEqual(err, "")
+        found = out.split()
+        self.assertEqual(len(found), 10000)
+        self.assertEqual(len(set(found)), 10000)
+        # What a user asks: how often, why, and how long readers waited.
+        stats = json.loads(harness.stats_json(m.mountpoint).stdout)
+        self.assertEqual(stats["restarts"], kills)
+        self.assertEqual(stats["pid"], m.daemon_pid())
+        self.assertEqual(stats["last_restart_cause"], "was killed by signal 9 (SIGKILL)")
+        self.assertGreaterEqual(stats["longest_restart_pause_ms"], stats["restart_pause_ms"])
+        self.assertEqual(harness.metric(stats, "counters", "ossmount_daemon_restarts_total"),
+                         kills)
+        view = subprocess.run([harness.OSSMOUNT, "stats", m.mountpoint, "--once"],
+                              capture_output=True, text=True, check=True).stdout
+        self.assertIn("The daemon was restarted %d time(s) on this mount" % kills, view)
+
+    def test_a_half_read_directory_continues_after_a_kill(self):
+        m = harness.Mount(self.server, args=["--metadata-ttl", "indefinite"])
+        self.addCleanup(m.close)
+        # The kernel reads a directory in pages of about 4 KiB (a READDIR each, with the
+        # offset to go on from); Python's scandir asks for 32 KiB at a time.
+        names = []
+        with os.scandir(m.path("wide")) as it:
+            for entry in it:
+                names.append(entry.name)
+                if len(names) == 100:
+                    kill_daemon(self, m)
+        self.assertEqual(sorted(names), self.wide)
+        self.assertEqual(len(names), len(set(names)))
+        self.assertRegex(m.output(), r"\d+ nodes, \d+ files open for reading, 1 directories open")
+
+
+class WritersRestartTest(RestartCase):
+    def setUp(self):
+        self.root = tempfile.mkdtemp(prefix="restart-writes-")
+        os.makedirs(os.path.join(self.root, "bucket"))
+        self.server = harness.TestServer(self.root, bucket="bucket")
+        self.addCleanup(self.server.stop)
+
+    def test_a_kill_during_8_writers_saves_whole_files_or_fails_them(self):
+        journal = tempfile.mkdtemp(prefix="upload-journal-")
+        m = harness.Mount(self.server, args=["--allow-writes", "--upload-journal", journal,
+                                             "--upload-part-size", "5MiB"])
+        self.addCleanup(m.close)
+        os.mkdir(m.path("ckpt"))
+        writers = [subprocess.Popen([sys.executable, "-c", WRITER, m.path("ckpt", "w%d" % i),
+                                     str(i)], stdout=subprocess.PIPE, text=True)
+                   for i in range(8)]
+        for w in writers:
+            self.assertEqual(w.stdout.readline(), "started\n")
+        time.sleep(0.5)  # each has about half its 24 MiB written
+        kill_daemon(self, m)
+        outcomes = []
+        for w in writers:
+            outcomes.append(w.stdout.read().strip())
+            w.stdout.close()
+            self.assertEqual(w.wait(120), 0)
+        saved = failed = 0
+        for i, outcome in enumerate(outcomes):
+            on_server = os.path.join(self.root, "bucket", "ckpt", "w%d" % i)
+            if outcome == "ok":
+                saved += 1
+                with open(on_server, "rb") as f:
+                    self.assertEqual(hashlib.sha256(f.read()).hexdigest(), writer_digest(i))
+            else:
+                failed += 1
+                self.assertEqual(outcome, "error %d" % errno.EIO, outcomes)
+                self.assertFalse(os.path.exists(on_server), "w%d: %s" % (i, outcome))
+        self.assertGreater(failed, 0, "no writer was cut by the kill: %r" % outcomes)
+        harness.wait_for(lambda: self.server.stats()["open_multipart_uploads"] == 0, 60,
+                         "no multipart upload left open")
+        self.assertRegex(m.output(), r"aborted \d+ multipart upload\(s\) an earlier run left open")
+        self.assertRegex(m.output(), r"\d+ files open for writing \(these get EIO")
+        print("\n8 writers, one kill: %d saved whole, %d failed with EIO" % (saved, failed))
+
+
+# Writes 24 MiB (writer_digest's bytes) in 1 MiB pieces, 40 ms apart, then closes; prints
+# "ok" or "error ERRNO".
+WRITER = r"""
+import os, random, sys, time
+path, seed = sys.argv[1], int(sys.argv[2])
+rng = random.Random(seed)
+print("started", flush=True)
+try:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        for _ in range(24):
+            os.write(fd, rng.randbytes(1 << 20))
+            time.sleep(0.04)
+    finally:
+        os.close(fd)
+    print("ok")
+except OSError as e:
+    print("error %d" % e.errno)
+"""
+
+
+def writer_digest(seed):
+    import random
+    rng = random.Random(seed)
+    digest = hashlib.sha256()
+    for _ in range(24):
+        digest.update(rng.randbytes(MiB))
+    return digest.hexdigest()
+
+
+class CrashLoopTest(unittest.TestCase):
+    def test_a_daemon_that_keeps_dying_ends_the_mount(self):
+        root = tempfile.mkdtemp(prefix="restart-loop-")
+        os.makedirs(os.path.join(root, "bucket"))
+        server = harness.TestServer(root, bucket="bucket")
+        self.addCleanup(server.stop)
+        m = harness.Mount(server)
+        self.addCleanup(m.close)
+        for _ in range(10):
+            kill_daemon(self, m)
+        os.kill(m.daemon_pid(), signal.SIGKILL)  # the 11th death in a row
+        self.assertEqual(m.proc.wait(60), 1)
+        self.assertIn("the daemon died 11 times in a row", m.output())
+        self.assertFalse(harness.is_mounted(m.mountpoint))
+
+
+if __name__ == "__main__":
+    harness.main()
