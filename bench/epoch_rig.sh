@@ -7,7 +7,8 @@
 #   rig_start              checks the build, makes the dataset, starts the server (sets
 #                          $work, $port; the EXIT trap unmounts and stops everything)
 #   rig_mount BINARY ARG.. mounts bucket $rig_bucket (default img) on $work/mnt with BINARY
-#                          and extra ARGs (sets $daemon_pid)
+#                          and extra ARGs (sets $daemon_pid, and
+#                          $serving_pid: its supervised child)
 #   rig_unmount            unmounts and waits for the daemon
 
 rig_start() {
@@ -51,6 +52,14 @@ rig_mount() {
   daemon_pid=$!
   for _ in $(seq 100); do mountpoint -q "$work/mnt" && break; sleep 0.1; done
   mountpoint -q "$work/mnt" || { echo "$me: mount failed:" >&2; cat "$work/daemon.log" >&2; exit 1; }
+  # The process that serves (sets $serving_pid): a supervisor's one child, or the daemon.
+  serving_pid=$daemon_pid
+  for _ in $(seq 100); do
+    child=$(cat "/proc/$daemon_pid/task/$daemon_pid/children" 2>/dev/null || true)
+    case "$*" in *--no-supervise*) break ;; esac
+    [ -n "$child" ] && { serving_pid=${child%% *}; break; }
+    sleep 0.05
+  done
 }
 
 rig_unmount() {

@@ -34,7 +34,7 @@ run() {  # run LABEL BINARY
   rig_mount "$2" --metadata-ttl indefinite --max-memory 1G
   /usr/bin/python3 "$src/bench/epoch_runner.py" "$work/mnt/train" --workers 16 --epochs 3 \
     --hints --stats-url "http://127.0.0.1:$port" > "$work/epochs.json"
-  ticks=$(awk '{ print $14 + $15 }' "/proc/$daemon_pid/stat")
+  ticks=$(awk '{ print $14 + $15 }' "/proc/$serving_pid/stat")
   rig_unmount
   /usr/bin/python3 - "$1" "$ticks" "$(getconf CLK_TCK)" "$work/epochs.json" <<'EOF'
 import json, sys

@@ -36,17 +36,17 @@ for line in sys.stdin:
     if d["phase"] == "epoch":
         print("%6.0f files/s %5d GET" % (d["files_per_s"], d["requests"]["GET"]))'
 }
-cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$daemon_pid/stat"; }
+cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$serving_pid/stat"; }
 
 remount() {  # remount TRANSPORT
   cache=$work/cache-$1
   if [ ! -d "$cache" ]; then  # filled once per transport, by an epoch that is not measured
     mkdir -p "$cache"
-    rig_mount "$build/daemon/ossmount" --fuse-io-uring "$1" --metadata-ttl indefinite --cache "$cache"
+    rig_mount "$build/daemon/ossmount" --no-supervise --fuse-io-uring "$1" --metadata-ttl indefinite --cache "$cache"
     epoch fill "$work/mnt/train" "" > /dev/null
     rig_unmount
   fi
-  rig_mount "$build/daemon/ossmount" --fuse-io-uring "$1" --metadata-ttl indefinite --cache "$cache"
+  rig_mount "$build/daemon/ossmount" --no-supervise --fuse-io-uring "$1" --metadata-ttl indefinite --cache "$cache"
   line=$(epoch remount "$work/mnt/train" "")
   c=$(cpu)
   rig_unmount
@@ -55,7 +55,7 @@ remount() {  # remount TRANSPORT
 }
 
 hints() {  # hints TRANSPORT
-  rig_mount "$build/daemon/ossmount" --fuse-io-uring "$1" --metadata-ttl indefinite --max-memory 1G
+  rig_mount "$build/daemon/ossmount" --no-supervise --fuse-io-uring "$1" --metadata-ttl indefinite --max-memory 1G
   line=$(epoch hints "$work/mnt/train" --hints)
   c=$(cpu)
   rig_unmount

@@ -8,6 +8,7 @@
 // mount could not be made or failed; 2 bad command line.
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -126,6 +127,9 @@ int Mount(const std::vector<std::string>& args) {
   const std::optional<daemon_ns::SupervisedRun> supervised =
       daemon_ns::SupervisedRunFromEnvironment();
   if (supervised) {
+    // Started through /proc/self/exe (the supervisor's own binary, even after an upgrade on
+    // disk), which would name the process "exe".
+    prctl(PR_SET_NAME, "ossmount");
     auto mountpoint = config::AbsoluteMountPoint(cfg.daemon.mountpoint);
     if (!mountpoint.ok()) {
       std::fprintf(stderr, "ossmount: %s\n", mountpoint.status().message().c_str());

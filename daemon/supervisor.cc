@@ -174,6 +174,7 @@ class Supervisor {
           if (child_.pid > 0) kill(child_.pid, sig);  // debug toggle, log reopening
         } else {
           spdlog::info("supervisor: signal {}; stopping the daemon", sig);
+          if (!stopping_ && ever_ready_) reporter_.Stopping();
           stopping_ = true;
           if (child_.pid > 0) {
             kill(child_.pid, SIGTERM);
@@ -206,8 +207,11 @@ class Supervisor {
 
   int GiveUp(const std::string& why) {
     spdlog::error("supervisor: {}; unmounting {}", why, config_.daemon.mountpoint);
+    const int code = Finish(1);
+    // After the unmount: whoever waits for the start (the background parent) then finds the
+    // mount point as it was.
     if (!ever_ready_) reporter_.Fail(why);
-    return Finish(1);
+    return code;
   }
 
   int Finish(int code) {
@@ -226,17 +230,20 @@ class Supervisor {
       return;
     }
     child_.lines.append(buf, static_cast<size_t>(n));
+    // Notes, one per line, then the verdict: "OK", or "ERR " and a message that may span
+    // lines (the pipe's end closes it).
+    std::string& lines = child_.lines;
     size_t end;
-    while ((end = child_.lines.find('\n')) != std::string::npos) {
-      std::string line = child_.lines.substr(0, end);
-      child_.lines.erase(0, end + 1);
-      if (line.rfind("NOTE ", 0) == 0) {
-        if (!ever_ready_) reporter_.Note(line.substr(5));
-      } else if (line == "OK") {
-        OnReady();
-      }
+    while (lines.rfind("NOTE ", 0) == 0 && (end = lines.find('\n')) != std::string::npos) {
+      if (!ever_ready_) reporter_.Note(lines.substr(5, end - 5));
+      lines.erase(0, end + 1);
     }
-    if (child_.lines.rfind("ERR ", 0) == 0) child_.error = child_.lines.substr(4);
+    if (lines.rfind("OK", 0) == 0) {
+      lines.clear();
+      OnReady();
+    } else if (lines.rfind("ERR ", 0) == 0) {
+      child_.error = lines.substr(4);
+    }
   }
 
   void OnReady() {
@@ -275,13 +282,15 @@ class Supervisor {
     const std::string cause = DescribeEnd(status);
     if (stopping_ || clean) {
       spdlog::info("supervisor: the daemon {}; unmounting", cause);
+      if (!stopping_ && ever_ready_) reporter_.Stopping();  // an unmount ended it
       // The child's status, as a shell would report it (143 for a start ended by SIGTERM).
       return Finish(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
     }
     if (!ever_ready_) {
+      const int code = Finish(1);  // unmounted before the failure is reported, as above
       reporter_.Fail(child_.error.empty() ? "the daemon " + cause + " before the mount was ready"
                                           : child_.error);
-      return Finish(1);
+      return code;
     }
     const bool steady =
         child_.ready && std::chrono::steady_clock::now() - child_.ready_at >= kSteadyRun;

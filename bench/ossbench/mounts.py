@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 
-from .server import proc_cpu_seconds, proc_peak_rss_mib
+from .server import proc_cpu_seconds, proc_peak_rss_mib, serving_pid
 
 DUMMY_ID = "bench-access-key"
 DUMMY_SECRET = "bench-access-secret"
@@ -148,8 +148,8 @@ class Mount:
 
     def _teardown(self):
         if self.proc and self.proc.poll() is None:
-            self.usage = {"peak_rss_mib": proc_peak_rss_mib(self.proc.pid),
-                          "cpu_s": proc_cpu_seconds(self.proc.pid)}
+            pid = serving_pid(self.proc.pid)
+            self.usage = {"peak_rss_mib": proc_peak_rss_mib(pid), "cpu_s": proc_cpu_seconds(pid)}
         for args in (["fusermount3", "-u", self.mnt], ["fusermount3", "-uz", self.mnt]):
             if not os.path.ismount(self.mnt):
                 break

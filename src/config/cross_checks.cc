@@ -84,6 +84,15 @@ Status CheckAcrossGroups(const OptionContext& ctx, MountConfig& c) {
   st = CheckWrites(ctx, c);
   if (!st.ok()) return st;
 
+  // A supervised mount never asks for rings (a request a dead daemon's ring entry held would
+  // be neither answered nor resent), so insisting on them contradicts supervision.
+  if (c.daemon.fuse_io_uring == "on" && c.daemon.supervise &&
+      c.daemon.mountpoint.rfind("/dev/fd/", 0) != 0) {
+    return InvalidOption(
+        "--fuse-io-uring on: a supervised mount serves over /dev/fuse only, so that it outlives "
+        "its daemon; add --no-supervise to use FUSE over io_uring");
+  }
+
   if (!ctx.given("--kernel-readahead")) {
     // 1 MiB: the kernel's reads are then 1 MiB (its largest), as with more, and a
     // sequential reader's readahead is the daemon's window (a 1 GiB read was no faster with

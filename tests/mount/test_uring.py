@@ -84,10 +84,22 @@ class UringTest(unittest.TestCase):
         write_switch("Y")
         self.server.reset_stats()
 
-    def mount(self, *args, server=None):
-        m = harness.Mount(server or self.server, args=["--metadata-ttl", "indefinite"] + list(args))
+    def mount(self, *args, server=None, supervise=False):
+        """A mount of the dataset; unsupervised unless asked, since a supervised mount keeps to
+        /dev/fuse (test_restart.py)."""
+        a = ["--metadata-ttl", "indefinite"] + ([] if supervise else ["--no-supervise"])
+        m = harness.Mount(server or self.server, args=a + list(args))
         self.addCleanup(m.close)
         return m
+
+    def test_a_supervised_mount_keeps_to_dev_fuse(self):
+        # A request a dead daemon's ring entry held would be neither answered nor resent, so
+        # a connection that outlives its daemon takes none through rings.
+        m = self.mount(supervise=True)
+        self.check_every_byte(m)
+        self.assertIn("FUSE over io_uring off: not used on a connection that outlives the "
+                      "daemon process", m.output())
+        self.assertEqual(ring_requests(m.mountpoint), 0)
 
     def check_every_byte(self, m):
         for rel, (size, digest) in self.manifest.items():
@@ -161,7 +173,7 @@ for path, label in ds.samples:
     def test_a_daemon_that_may_not_create_rings_keeps_to_dev_fuse(self):
         # The kernel offers the rings, but the daemon cannot make one: it must not ask for
         # them in INIT, since the kernel then holds every request until they exist.
-        m = harness.Mount(self.server, args=["--metadata-ttl", "indefinite"],
+        m = harness.Mount(self.server, args=["--metadata-ttl", "indefinite", "--no-supervise"],
                           prefix=["/usr/bin/python3", "-c", self.NO_RINGS])
         self.addCleanup(m.close)
         r = subprocess.run(["timeout", "20", "stat", m.path(next(iter(self.manifest)))],
@@ -190,7 +202,7 @@ for path, label in ds.samples:
         self.addCleanup(shutil.rmtree, mnt, True)
         os.chown(mnt, 65534, 65534)
         cmd = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] + \
-            harness.mount_command(self.server, mnt, ["--fuse-io-uring", "on"])
+            harness.mount_command(self.server, mnt, ["--fuse-io-uring", "on", "--no-supervise"])
         env = self.server.env()
         env["HOME"] = mnt
         env.pop("NOTIFY_SOCKET", None)

@@ -302,7 +302,8 @@ class SharedJournalTest(SafetyCase):
         try:
             os.write(fd, data[:3 * MiB])
             harness.wait_for(lambda: self.server.stats()["UPLOAD_PART"] >= 2, 30, "parts")
-            b = self.mount("--upload-part-size", "1MiB", journal=journal)
+            # Unsupervised: B is killed below, and its death must end the mount's uploads.
+            b = self.mount("--upload-part-size", "1MiB", "--no-supervise", journal=journal)
             b_fd = os.open(b.path("b.bin"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.write(b_fd, random_bytes(2 * MiB, 10))  # B's own upload, live too
             os.write(fd, data[3 * MiB:])

@@ -790,7 +790,10 @@ class ConcurrentWritersTest(WriteMountCase):
         """64 writers of 40 MiB each (2.5 GiB, ten times --max-memory) at once. Every object is
         exact. Bound on the daemon's peak RSS (VmHWM): its RSS right after the mount (code,
         libraries, FUSE rings, the first buffers) + --max-memory (all part buffers together) +
-        64 MiB (allocator slack, thread stacks, HTTP state of 64 uploads)."""
+        one write request per writer waiting for room (the budget's documented overshoot,
+        64 MiB here; over /dev/fuse, as a supervised mount serves, the kernel lets every
+        writer have one in flight) + 64 MiB (allocator slack, thread stacks, HTTP state of 64
+        uploads)."""
         mnt = self.mount("--max-memory", "256MiB")
         baseline = proc_status_kib(mnt.daemon_pid(), "VmRSS")
         digests = {}
@@ -834,7 +837,7 @@ class ConcurrentWritersTest(WriteMountCase):
         print("\nossmount_memory_used_bytes: highest sample %d (%d samples)" %
               (max(used), len(used)))
         peak = proc_status_kib(mnt.daemon_pid(), "VmHWM")
-        limit = baseline + (self.MAX_MEMORY + 64 * MiB) // 1024
+        limit = baseline + (self.MAX_MEMORY + self.FILES * MiB + 64 * MiB) // 1024
         print("\nVmRSS after mount %d KiB, VmHWM after the writes %d KiB, limit %d KiB" %
               (baseline, peak, limit))
         self.assertEqual(len(digests), self.FILES)

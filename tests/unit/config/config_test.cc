@@ -720,11 +720,19 @@ TEST_CASE("A manifest in the mounted bucket is given as oss://BUCKET/KEY or s3:/
 
 TEST_CASE("The FUSE io_uring option: auto by default, on or off, anything else an error") {
   CHECK(Ok(With({})).daemon.fuse_io_uring == "auto");
-  CHECK(Ok(With({"--fuse-io-uring", "on"})).daemon.fuse_io_uring == "on");
+  CHECK(Ok(With({"--fuse-io-uring", "on", "--no-supervise"})).daemon.fuse_io_uring == "on");
   CHECK(Ok(With({"--fuse-io-uring", "off"})).daemon.fuse_io_uring == "off");
-  CHECK(Ok(With({"-o", "fuse_io_uring=on"})).daemon.fuse_io_uring == "on");
+  CHECK(Ok(With({"-o", "fuse_io_uring=on", "--no-supervise"})).daemon.fuse_io_uring == "on");
   Fails(With({"--fuse-io-uring", "yes"}),
         "--fuse-io-uring: 'yes' is not valid; expected auto, on or off");
+  // A supervised mount (the default) keeps to /dev/fuse, so insisting on rings is an error.
+  Fails(With({"--fuse-io-uring", "on"}), "add --no-supervise to use FUSE over io_uring");
+}
+
+TEST_CASE("Supervision: on by default, off with --no-supervise") {
+  CHECK(Ok(With({})).daemon.supervise);
+  CHECK_FALSE(Ok(With({"--no-supervise"})).daemon.supervise);
+  CHECK_FALSE(Ok(With({"-o", "no_supervise"})).daemon.supervise);
 }
 
 TEST_CASE("The control memory: 256MiB by default, a size of at least 1MiB") {
