@@ -5,7 +5,7 @@
 
 Against one ossmount-testserver at 35 ms to first byte, over a generated ImageFolder tree:
   - pauses: 4 reader threads read the tree's files in a loop while the daemon (the
-    supervisor's child) is killed with SIGKILL --crashes times, 1.5 s apart. A crash's pause
+    supervisor's child) is killed with SIGKILL --crashes times, --spacing (11) s apart. A crash's pause
     is the longest read that was in flight at the kill (open to last byte), beside the median
     read. From the daemon's log, each restart's parts: the new child's start (kill to its
     first log line), recovery (to "resuming the mount": nodes and handles restored), resend
@@ -92,7 +92,9 @@ class Run:
                        stdout=subprocess.DEVNULL)
         self.files = sorted(os.path.relpath(os.path.join(d, n), self.tree)
                             for d, _, names in os.walk(self.tree) for n in names
-                            if n.endswith(".jpg"))
+                            if n.lower().endswith((".jpg", ".jpeg")))
+        if not self.files:
+            raise RuntimeError("no images generated under %s" % self.tree)
         self.server = TestServer(os.path.join(args.build, "tests", "server",
                                               "ossmount-testserver"), self.root, self.work,
                                  threads=2, memory_cache_mb=0)
@@ -143,7 +145,9 @@ class Run:
             for n in range(1, self.args.crashes + 1):
                 kills.append(time.monotonic())
                 self.kill(m, n)
-                time.sleep(1.5)
+                # Apart by more than the supervisor's steady run (10 s), so that each is a crash
+                # of its own and not a crash loop, which it meets with growing delays.
+                time.sleep(self.args.spacing)
             stop.set()
             for t in threads:
                 t.join()
@@ -231,6 +235,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--build", default=os.path.join(REPO, "build"))
     p.add_argument("--crashes", type=int, default=20)
+    p.add_argument("--spacing", type=float, default=11.0, help="seconds between crashes")
     p.add_argument("--classes", type=int, default=8)
     p.add_argument("--per-class", type=int, default=200)
     args = p.parse_args()

@@ -149,6 +149,11 @@ int Mount(const std::vector<std::string>& args) {
       return 1;
     }
     cfg.daemon.mountpoint = *mountpoint;
+  }
+  if (supervised || cfg.daemon.take_over || config::FuseFdMountPoint(cfg.daemon.mountpoint)) {
+    // Mounted already: by the supervisor, by the one to take over from, or by whoever passed
+    // the descriptor.
+  } else {
     // A mount left by a daemon that was killed (systemd Restart=on-failure lands here).
     auto recovered = config::RecoverDeadMount(cfg.daemon.mountpoint);
     if (!recovered.ok()) {

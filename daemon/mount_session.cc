@@ -191,16 +191,17 @@ Status SetUpResumption(fs::ObjectFilesystem& filesystem, const SupervisedRun& ru
   const std::string nodes_path = run.state_dir + "/nodes";
   const std::string handles_path = run.state_dir + "/handles";
   RecordLog::Records nodes, handles;
-  if (run.restarts > 0) {
+  if (run.resume) {
     if (auto loaded = RecordLog::Load(nodes_path); loaded.ok()) nodes = std::move(*loaded);
     if (auto loaded = RecordLog::Load(handles_path); loaded.ok()) handles = std::move(*loaded);
     const auto restored = filesystem.RestoreSession(nodes, fs::HandleRecords::Decode(handles));
     spdlog::info(
-        "resuming the mount after the daemon before this one {} (restart {}): {} nodes, {} "
+        "resuming the mount after the daemon before this one {} (restart {}, take-over {}): {} "
+        "nodes, {} "
         "files open for reading, {} directories open, {} files open for writing (these get "
         "EIO: their bytes died with it)",
-        run.last_cause, run.restarts, restored.nodes, restored.read_handles, restored.dir_handles,
-        restored.lost_writers);
+        run.last_cause, run.restarts, run.take_overs, restored.nodes, restored.read_handles,
+        restored.dir_handles, restored.lost_writers);
   }
   auto node_log = RecordLog::Create(nodes_path, nodes);
   if (!node_log.ok()) return node_log.status();
@@ -209,7 +210,7 @@ Status SetUpResumption(fs::ObjectFilesystem& filesystem, const SupervisedRun& ru
   filesystem.RecordSession(std::move(*node_log), std::make_shared<fs::HandleRecords>(
                                                      std::move(*handle_log), std::move(handles)));
   fuse_options.resumable =
-      fuse::ResumableConnection{run.device_fd, run.state_dir + "/init", run.restarts > 0};
+      fuse::ResumableConnection{run.device_fd, run.state_dir + "/init", run.resume};
   return Status::Ok();
 }
 

@@ -99,6 +99,8 @@ std::string StatsResult(const std::string& mountpoint,
   w.Double(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   w.Key("restarts");
   w.Uint64(restarts.restarts);
+  w.Key("take_overs");
+  w.Uint64(restarts.take_overs);
   w.Key("last_restart_cause");
   string(restarts.last_cause);
   w.Key("restart_pause_ms");
@@ -131,6 +133,11 @@ std::string RenderStats(const rapidjson::Value& now, const rapidjson::Value* bef
   std::string out;
   out += Line("ossmount %s (pid %d), up %.0f s%s", now["mountpoint"].GetString(),
               now["pid"].GetInt(), uptime, before ? "" : "; rates are averages since the mount");
+  if (now.HasMember("take_overs") && now["take_overs"].GetUint64() > 0) {
+    out += Line("ossmount %s took this mount over (take-overs so far: %llu).",
+                now["version"].GetString(),
+                static_cast<unsigned long long>(now["take_overs"].GetUint64()));
+  }
   if (now.HasMember("restarts") && now["restarts"].GetUint64() > 0) {
     out += Line(
         "The daemon was restarted %llu time(s) on this mount; the last %s. Pause: "

@@ -21,8 +21,8 @@
 namespace ossmount::daemon {
 
 // The "stats" handler's result fields (a JSON object's text): also the daemon's version and
-// its restarts ("restarts", "last_restart_cause", "restart_pause_ms",
-// "longest_restart_pause_ms").
+// its restarts and take-overs ("restarts", "take_overs", "last_restart_cause",
+// "restart_pause_ms", "longest_restart_pause_ms").
 std::string StatsResult(const std::string& mountpoint,
                         std::chrono::steady_clock::time_point started,
                         const RestartHistory& restarts);

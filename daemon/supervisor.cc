@@ -18,9 +18,12 @@
 #include <memory>
 
 #include "common/metrics.h"
+#include "common/record_log.h"
 #include "common/unique_fd.h"
 #include "control/control_server.h"
+#include "fs/handle_records.h"
 #include "fuse/mounted_device.h"
+#include "handover.h"
 
 extern char** environ;
 
@@ -63,11 +66,22 @@ struct Child {
   std::chrono::steady_clock::time_point ready_at;
 };
 
-// Starts the child serving `device_fd` with the signals of `mask` (the caller's, before the
-// supervisor blocked its own). Between fork and exec only async-signal-safe calls.
-Result<Child> StartChild(const std::vector<std::string>& args, int device_fd,
-                         const std::string& state_dir, uint64_t restarts, const std::string& cause,
-                         int64_t died_ns, int64_t longest_ms, const sigset_t& mask) {
+// What a child is told (its environment: SupervisedRunFromEnvironment).
+struct ChildRun {
+  int device_fd = -1;
+  std::string state_dir;
+  uint64_t restarts = 0;
+  uint64_t take_overs = 0;
+  bool resume = false;
+  std::string cause;
+  int64_t died_ns = 0;
+  int64_t longest_ms = 0;
+};
+
+// Starts the child with the signals of `mask` (the caller's, before the supervisor blocked its
+// own). Between fork and exec only async-signal-safe calls.
+Result<Child> StartChild(const std::vector<std::string>& args, const ChildRun& run,
+                         const sigset_t& mask) {
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
     return Status(ErrorCode::kInternal, std::string("pipe: ") + std::strerror(errno));
@@ -85,11 +99,12 @@ Result<Child> StartChild(const std::vector<std::string>& args, int device_fd,
     }
     env_text.emplace_back(entry);
   }
-  env_text.push_back(std::string(kEnvRun) + "=" + std::to_string(device_fd) + "," +
-                     std::to_string(write_end.get()) + "," + std::to_string(restarts) + "," +
-                     std::to_string(died_ns) + "," + std::to_string(longest_ms));
-  env_text.push_back(std::string(kEnvStateDir) + "=" + state_dir);
-  env_text.push_back(std::string(kEnvLastCause) + "=" + cause);
+  env_text.push_back(std::string(kEnvRun) + "=" + std::to_string(run.device_fd) + "," +
+                     std::to_string(write_end.get()) + "," + std::to_string(run.restarts) + "," +
+                     std::to_string(run.died_ns) + "," + std::to_string(run.longest_ms) + "," +
+                     (run.resume ? "1" : "0") + "," + std::to_string(run.take_overs));
+  env_text.push_back(std::string(kEnvStateDir) + "=" + run.state_dir);
+  env_text.push_back(std::string(kEnvLastCause) + "=" + run.cause);
   std::vector<char*> argv, envp;
   for (std::string& a : argv_text) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -98,6 +113,7 @@ Result<Child> StartChild(const std::vector<std::string>& args, int device_fd,
 
   const pid_t parent = getpid();
   const int report_fd = write_end.get();
+  const int device_fd = run.device_fd;
   const pid_t pid = fork();
   if (pid < 0) return Status(ErrorCode::kInternal, std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {
@@ -117,6 +133,17 @@ Result<Child> StartChild(const std::vector<std::string>& args, int device_fd,
   return child;
 }
 
+// Files open for writing in the running daemon, from its handle records.
+size_t WritersOpen(const std::string& state_dir) {
+  auto records = RecordLog::Load(state_dir + "/handles");
+  if (!records.ok()) return 0;
+  size_t writers = 0;
+  for (const auto& [fh, record] : fs::HandleRecords::Decode(*records)) {
+    if (record.kind == fs::HandleRecord::Kind::kWrite) ++writers;
+  }
+  return writers;
+}
+
 class Supervisor {
  public:
   Supervisor(const config::MountConfig& config, StartupReporter& reporter,
@@ -126,18 +153,31 @@ class Supervisor {
   int Run() {
     const std::string& mountpoint = config_.daemon.mountpoint;
     state_dir_ = StateDirForMountpoint(mountpoint);
-    if (Status st = FreshStateDir(); !st.ok()) return Fail(st.message());
-    fuse::FuseServerOptions options;
-    options.mountpoint = mountpoint;
-    options.fsname = "ossmount:" + config_.client.bucket;
-    options.allow_other = config_.daemon.allow_other;
-    options.allow_root = config_.daemon.allow_root;
-    options.read_only = !config_.fs.writes.enabled;
-    auto device = fuse::MountedDevice::Mount(options);
-    if (!device.ok()) return Fail(device.status().message());
-    device_ = std::move(*device);
-    spdlog::info("supervisor: mounted {} (FUSE descriptor {}); the daemon runs as its child",
-                 mountpoint, device_->fd());
+    if (config_.daemon.take_over) {
+      if (Status st = TakeOver(); !st.ok()) return Fail(st.message());
+    } else {
+      if (Status st = FreshStateDir(); !st.ok()) return Fail(st.message());
+      fuse::FuseServerOptions options;
+      options.mountpoint = mountpoint;
+      options.fsname = "ossmount:" + config_.client.bucket;
+      options.allow_other = config_.daemon.allow_other;
+      options.allow_root = config_.daemon.allow_root;
+      options.read_only = !config_.fs.writes.enabled;
+      auto device = fuse::MountedDevice::Mount(options);
+      if (!device.ok()) return Fail(device.status().message());
+      device_ = std::move(*device);
+      spdlog::info("supervisor: mounted {} (FUSE descriptor {}); the daemon runs as its child",
+                   mountpoint, device_->fd());
+    }
+    // Where a later `ossmount --take-over` asks for the mount (replacing the socket of the
+    // supervisor this one took over from).
+    auto listening = ListenForTakeOver(SupervisorSocketPath(mountpoint));
+    if (listening.ok()) {
+      listener_ = std::move(*listening);
+    } else {
+      spdlog::warn("supervisor: no take-over socket ({}); upgrades must remount",
+                   listening.status().message());
+    }
 
     const sigset_t handled = HandledSignals();
     signals_.reset(signalfd(-1, &handled, SFD_CLOEXEC));
@@ -147,12 +187,20 @@ class Supervisor {
     for (;;) {
       if (child_.pid < 0 && start_at_ && std::chrono::steady_clock::now() >= *start_at_) {
         start_at_.reset();
-        auto started = StartChild(args_, device_->fd(), state_dir_, restarts_, last_cause_,
-                                  died_ns_, longest_pause_ms_, child_mask_);
+        ChildRun run{device_->fd(), state_dir_,  restarts_, take_overs_,
+                     resume_next_,  last_cause_, died_ns_,  longest_pause_ms_};
+        auto started = StartChild(args_, run, child_mask_);
         if (!started.ok()) return GiveUp(started.status().message());
         child_ = std::move(*started);
+        resume_next_ = true;  // every later child resumes what this one served
       }
-      pollfd fds[2] = {{signals_.get(), POLLIN, 0}, {child_.report.get(), POLLIN, 0}};
+      if (handover_ == HandOver::kWaitingForWriters) {
+        if (std::optional<int> code = MaybeStopForHandOver()) return *code;
+      }
+      pollfd fds[4] = {{signals_.get(), POLLIN, 0},
+                       {child_.report.get(), POLLIN, 0},
+                       {listener_.get(), POLLIN, 0},
+                       {handover_conn_.get(), POLLIN, 0}};
       int timeout = -1;
       if (start_at_) {
         timeout = static_cast<int>(
@@ -160,10 +208,15 @@ class Supervisor {
                                      *start_at_ - std::chrono::steady_clock::now())
                                      .count()));
       }
-      if (poll(fds, child_.report ? 2 : 1, timeout) < 0 && errno != EINTR) {
+      if (handover_ == HandOver::kWaitingForWriters) timeout = 100;  // polls the records
+      if (poll(fds, 4, timeout) < 0 && errno != EINTR) {
         return GiveUp(std::string("poll: ") + std::strerror(errno));
       }
       if (child_.report && (fds[1].revents & (POLLIN | POLLHUP)) != 0) ReadReport();
+      if (listener_ && (fds[2].revents & POLLIN) != 0) OnTakeOverRequest();
+      if (handover_conn_ && (fds[3].revents & (POLLIN | POLLHUP)) != 0) {
+        if (std::optional<int> code = OnNewSupervisorMessage()) return *code;
+      }
       if ((fds[0].revents & POLLIN) != 0) {
         signalfd_siginfo info{};
         if (read(signals_.get(), &info, sizeof(info)) != sizeof(info)) continue;
@@ -176,9 +229,10 @@ class Supervisor {
           spdlog::info("supervisor: signal {}; stopping the daemon", sig);
           if (!stopping_ && ever_ready_) reporter_.Stopping();
           stopping_ = true;
+          if (handover_ == HandOver::kWaitingForWriters) CancelHandOver("this supervisor stops");
           if (child_.pid > 0) {
             kill(child_.pid, SIGTERM);
-          } else {
+          } else if (handover_ == HandOver::kNone) {
             return Finish(0);
           }
         }
@@ -187,6 +241,13 @@ class Supervisor {
   }
 
  private:
+  enum class HandOver {
+    kNone,
+    kWaitingForWriters,  // a take-over was asked for; files open for writing are closing
+    kStopping,           // the daemon was told to stop; the descriptor goes when it is gone
+    kSent,               // the new supervisor has the descriptor; waiting for it to serve
+  };
+
   Status FreshStateDir() {
     std::error_code ec;
     std::filesystem::remove_all(state_dir_, ec);  // an earlier mount's: nothing to resume
@@ -197,6 +258,134 @@ class Supervisor {
     }
     std::filesystem::permissions(state_dir_, std::filesystem::perms::owner_all, ec);
     return Status::Ok();
+  }
+
+  // --take-over: the connection (and the records) of the supervisor serving the mount.
+  Status TakeOver() {
+    const std::string path = SupervisorSocketPath(config_.daemon.mountpoint);
+    auto conn = ConnectForTakeOver(path);
+    if (!conn.ok()) {
+      return Status(ErrorCode::kNotFound,
+                    "--take-over: no ossmount serves " + config_.daemon.mountpoint + " (" +
+                        conn.status().message() + "); mount it without --take-over");
+    }
+    spdlog::info("supervisor: asking the ossmount serving {} to hand its mount over",
+                 config_.daemon.mountpoint);
+    if (Status st = WriteLine(conn->get(), std::string("take-over ") + OSSMOUNT_VERSION);
+        !st.ok()) {
+      return st;
+    }
+    UniqueFd fd;
+    auto answer = ReadLine(conn->get(), kHandOverWait + std::chrono::seconds(60), &fd);
+    if (!answer.ok()) {
+      return Status(answer.status().code(),
+                    "--take-over: the ossmount serving " + config_.daemon.mountpoint +
+                        " did not hand its mount over: " + answer.status().message());
+    }
+    unsigned long long restarts = 0, take_overs = 0;
+    long long longest = 0;
+    if (std::sscanf(answer->c_str(), "handed %llu %llu %lld", &restarts, &take_overs, &longest) !=
+            3 ||
+        !fd) {
+      return Status(ErrorCode::kProtocol, "--take-over: the ossmount serving " +
+                                              config_.daemon.mountpoint + " answered '" + *answer +
+                                              "'");
+    }
+    device_ = fuse::MountedDevice::Adopt(std::move(fd), config_.daemon.mountpoint);
+    took_over_ = std::move(*conn);
+    restarts_ = restarts;
+    take_overs_ = take_overs + 1;
+    longest_pause_ms_ = longest;
+    resume_next_ = true;
+    last_cause_ = "was stopped to hand the mount over to ossmount " OSSMOUNT_VERSION;
+    died_ns_ = MonotonicNs();
+    spdlog::info("supervisor: took the mount over (FUSE descriptor {}); starting its daemon",
+                 device_->fd());
+    return Status::Ok();
+  }
+
+  void OnTakeOverRequest() {
+    auto conn = AcceptPeer(listener_.get());
+    if (!conn.ok()) {
+      spdlog::warn("supervisor: take-over refused: {}", conn.status().message());
+      return;
+    }
+    auto request = ReadLine(conn->get(), std::chrono::seconds(5));
+    if (!request.ok() || request->rfind("take-over", 0) != 0) return;
+    if (handover_ != HandOver::kNone || stopping_ || !ever_ready_) {
+      (void)WriteLine(conn->get(),
+                      "refused: this mount is stopping, starting or being handed "
+                      "over already");
+      return;
+    }
+    spdlog::info(
+        "supervisor: {} asks for the mount; handing it over once the files open for "
+        "writing are closed (at most {} s)",
+        request->size() > 10 ? "ossmount " + request->substr(10) : "an ossmount",
+        kHandOverWait.count());
+    handover_conn_ = std::move(*conn);
+    handover_ = HandOver::kWaitingForWriters;
+    handover_deadline_ = std::chrono::steady_clock::now() + kHandOverWait;
+  }
+
+  // Stops the daemon for the hand-over once no file is open for writing, or at the deadline.
+  std::optional<int> MaybeStopForHandOver() {
+    const size_t writers = WritersOpen(state_dir_);
+    const bool late = std::chrono::steady_clock::now() >= handover_deadline_;
+    if (writers > 0 && !late) return std::nullopt;
+    if (writers > 0) {
+      spdlog::warn("supervisor: {} file(s) still open for writing after {} s; they get EIO",
+                   writers, kHandOverWait.count());
+    }
+    handover_ = HandOver::kStopping;
+    if (child_.pid > 0) {
+      // Killed, not stopped: a stop would drain and abort the connection's requests, while
+      // the requests it holds now are resent to the next daemon, like a crash's.
+      kill(child_.pid, SIGKILL);
+      return std::nullopt;
+    }
+    return SendHandOver();
+  }
+
+  std::optional<int> SendHandOver() {
+    const std::string line = "handed " + std::to_string(restarts_) + " " +
+                             std::to_string(take_overs_) + " " + std::to_string(longest_pause_ms_);
+    if (Status st = WriteLine(handover_conn_.get(), line, device_->fd()); !st.ok()) {
+      CancelHandOver(st.message());
+      return std::nullopt;
+    }
+    handover_ = HandOver::kSent;
+    spdlog::info("supervisor: handed the FUSE connection over; waiting for the new daemon");
+    return std::nullopt;
+  }
+
+  // The new supervisor's "serving", or its end.
+  std::optional<int> OnNewSupervisorMessage() {
+    auto line = ReadLine(handover_conn_.get(), std::chrono::seconds(1));
+    if (line.ok() && *line == "serving" && handover_ == HandOver::kSent) {
+      spdlog::info("supervisor: the new ossmount serves {}; exiting", config_.daemon.mountpoint);
+      device_->Release();  // the mount is theirs now, and so are the records and the socket
+      return 0;
+    }
+    if (line.ok()) return std::nullopt;
+    CancelHandOver("the new ossmount ended before it served (" + line.status().message() + ")");
+    if (stopping_ && child_.pid < 0) return Finish(0);
+    return std::nullopt;
+  }
+
+  void CancelHandOver(const std::string& why) {
+    const HandOver was = handover_;
+    handover_ = HandOver::kNone;
+    handover_conn_.reset();
+    if (was == HandOver::kNone) return;
+    spdlog::warn("supervisor: no hand-over: {}", why);
+    if (was != HandOver::kWaitingForWriters && child_.pid < 0 && !stopping_) {
+      // This supervisor's daemon was stopped for it: serve again.
+      ++restarts_;
+      last_cause_ = "was stopped for a hand-over that did not happen";
+      died_ns_ = MonotonicNs();
+      start_at_ = std::chrono::steady_clock::now();
+    }
   }
 
   int Fail(const std::string& message) {
@@ -215,12 +404,18 @@ class Supervisor {
   }
 
   int Finish(int code) {
+    if (took_over_) {
+      // Not served yet: the supervisor it came from still holds the connection and serves
+      // again once this one closes the socket.
+      device_->Release();
+      return code;
+    }
     if (device_) device_->Unmount();
     std::error_code ec;
     std::filesystem::remove_all(state_dir_, ec);
+    if (listener_) unlink(SupervisorSocketPath(config_.daemon.mountpoint).c_str());
     return code;
   }
-
   // The child's StartupReporter lines: notes, then "OK" or "ERR message".
   void ReadReport() {
     char buf[4096];
@@ -251,6 +446,16 @@ class Supervisor {
     child_.ready_at = std::chrono::steady_clock::now();
     if (!ever_ready_) {
       ever_ready_ = true;
+      if (took_over_) {
+        (void)WriteLine(took_over_.get(), "serving");
+        took_over_.reset();
+        const int64_t pause_ms = (MonotonicNs() - died_ns_) / 1000000;
+        longest_pause_ms_ = std::max(longest_pause_ms_, pause_ms);
+        spdlog::info(
+            "supervisor: took over; the mount is served again {} ms after the "
+            "connection was handed over",
+            pause_ms);
+      }
       reporter_.Ready();
       return;
     }
@@ -280,6 +485,10 @@ class Supervisor {
   std::optional<int> OnChildEnd(int status) {
     const bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     const std::string cause = DescribeEnd(status);
+    if (handover_ == HandOver::kStopping) {
+      child_ = Child{};
+      return SendHandOver();
+    }
     if (stopping_ || clean) {
       spdlog::info("supervisor: the daemon {}; unmounting", cause);
       if (!stopping_ && ever_ready_) reporter_.Stopping();  // an unmount ended it
@@ -324,6 +533,13 @@ class Supervisor {
   UniqueFd signals_;
   Child child_;
   std::optional<std::chrono::steady_clock::time_point> start_at_;
+  UniqueFd listener_;       // take-over requests
+  UniqueFd handover_conn_;  // the supervisor taking this mount over
+  HandOver handover_ = HandOver::kNone;
+  std::chrono::steady_clock::time_point handover_deadline_;
+  UniqueFd took_over_;  // the supervisor this one took over from, until its daemon serves
+  bool resume_next_ = false;
+  uint64_t take_overs_ = 0;
   bool ever_ready_ = false;
   bool stopping_ = false;
   int quick_deaths_ = 0;
@@ -341,11 +557,15 @@ std::optional<SupervisedRun> SupervisedRunFromEnvironment() {
   if (run == nullptr || dir == nullptr) return std::nullopt;
   SupervisedRun r;
   long long fd = -1, report = -1, died = 0, longest = 0;
-  unsigned long long restarts = 0;
-  if (std::sscanf(run, "%lld,%lld,%llu,%lld,%lld", &fd, &report, &restarts, &died, &longest) != 5 ||
+  unsigned long long restarts = 0, take_overs = 0;
+  int resume = 0;
+  if (std::sscanf(run, "%lld,%lld,%llu,%lld,%lld,%d,%llu", &fd, &report, &restarts, &died, &longest,
+                  &resume, &take_overs) != 7 ||
       fd < 0 || report < 0) {
     return std::nullopt;
   }
+  r.resume = resume != 0;
+  r.take_overs = take_overs;
   r.device_fd = static_cast<int>(fd);
   r.report_fd = static_cast<int>(report);
   r.restarts = restarts;
@@ -361,7 +581,7 @@ std::optional<SupervisedRun> SupervisedRunFromEnvironment() {
 }
 
 void RestartHistory::Served(int64_t died_ns) {
-  if (restarts == 0) return;
+  if (died_ns == 0) return;
   const int64_t pause = (MonotonicNs() - died_ns) / 1000000;
   pause_ms.store(pause);
   longest_pause_ms = std::max(longest_pause_ms, pause);
@@ -371,6 +591,7 @@ std::shared_ptr<RestartHistory> RegisterRestartMetrics(const SupervisedRun* run)
   auto history = std::make_shared<RestartHistory>();
   if (run != nullptr) {
     history->restarts = run->restarts;
+    history->take_overs = run->take_overs;
     history->last_cause = run->last_cause;
     history->longest_pause_ms = run->longest_pause_ms;
   }
@@ -379,6 +600,10 @@ std::shared_ptr<RestartHistory> RegisterRestartMetrics(const SupervisedRun* run)
                        "Daemon processes the supervisor started again on this mount after one "
                        "died.",
                        {}, [history] { return static_cast<double>(history->restarts); });
+  r.SetCallbackCounter("ossmount_daemon_take_overs_total",
+                       "Supervisors that took this mount over from the one before (upgrades "
+                       "with --take-over).",
+                       {}, [history] { return static_cast<double>(history->take_overs); });
   r.SetCallbackGauge("ossmount_daemon_restart_pause_seconds",
                      "From the death of the daemon before this one until this one served the "
                      "mount (0 when there was none).",

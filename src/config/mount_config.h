@@ -40,6 +40,9 @@ struct DaemonSettings {
   // A supervisor process holds the FUSE connection and restarts the daemon on it when it dies
   // (--no-supervise turns it off).
   bool supervise = true;
+  // Take the mount over from the supervisor serving the mount point (an upgrade in place)
+  // instead of mounting (--take-over).
+  bool take_over = false;
   bool allow_other = false;
   bool allow_root = false;
   bool nonempty = false;                 // allow mounting over a non-empty directory

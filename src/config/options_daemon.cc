@@ -19,6 +19,10 @@ class DaemonGroup final : public OptionGroup {
     d.Flag("--no-supervise", no_supervise_,
            "Serve the mount from this one process: if it dies, the mount fails until mounted "
            "again (default: a supervisor keeps the mount and restarts the daemon on it)");
+    d.Flag("--take-over", take_over_,
+           "Take the mount on MOUNTPOINT over from the ossmount serving it, without unmounting "
+           "(an upgrade): it hands over once its files open for writing are closed (30 s at "
+           "most) and exits once this one serves");
     d.Value("--log-file", log_file_,
             "Log to this file (default: stderr in the foreground, syslog otherwise)");
     d.Value("--log-level", log_level_, "trace, debug, info (default), warn or error");
@@ -39,6 +43,12 @@ class DaemonGroup final : public OptionGroup {
     DaemonSettings& d = c.daemon;
     d.foreground = foreground_;
     d.supervise = !no_supervise_;
+    d.take_over = take_over_;
+    if (take_over_ && no_supervise_) {
+      return InvalidOption(
+          "--take-over: a mount is taken over by its supervisor; drop "
+          "--no-supervise");
+    }
     Status st = ValidateLogs(ctx, d);
     if (!st.ok()) return st;
     if (ctx.given("--audit-log")) {
@@ -115,7 +125,7 @@ class DaemonGroup final : public OptionGroup {
     return Status::Ok();
   }
 
-  bool foreground_ = false, debug_ = false, no_supervise_ = false;
+  bool foreground_ = false, debug_ = false, no_supervise_ = false, take_over_ = false;
   std::string log_file_, log_level_, log_max_size_ = "100MiB", log_max_files_ = "5";
   std::string audit_log_, metrics_address_, io_threads_;
 };

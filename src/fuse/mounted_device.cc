@@ -2,6 +2,12 @@
 
 #include <fuse_lowlevel.h>
 #include <spdlog/spdlog.h>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 namespace ossmount::fuse {
 
@@ -32,20 +38,51 @@ Result<std::unique_ptr<MountedDevice>> MountedDevice::Mount(const FuseServerOpti
                                             "' failed: check that /dev/fuse exists and is "
                                             "accessible, that fusermount3 is installed");
   }
-  return std::unique_ptr<MountedDevice>(new MountedDevice(se));
+  return std::unique_ptr<MountedDevice>(new MountedDevice(se, UniqueFd(), options.mountpoint));
+}
+
+std::unique_ptr<MountedDevice> MountedDevice::Adopt(UniqueFd fd, std::string mountpoint) {
+  return std::unique_ptr<MountedDevice>(
+      new MountedDevice(nullptr, std::move(fd), std::move(mountpoint)));
 }
 
 MountedDevice::~MountedDevice() {
   Unmount();
-  fuse_session_destroy(se_);
+  Release();
 }
 
-int MountedDevice::fd() const { return fuse_session_fd(se_); }
+int MountedDevice::fd() const { return se_ != nullptr ? fuse_session_fd(se_) : adopted_.get(); }
 
 void MountedDevice::Unmount() {
   if (!mounted_) return;
   mounted_ = false;
-  fuse_session_unmount(se_);
+  if (se_ != nullptr) {
+    fuse_session_unmount(se_);
+    return;
+  }
+  // Adopted: the session that mounted lives in another process. Lazily, as libfuse does.
+  if (geteuid() == 0) {
+    if (umount2(mountpoint_.c_str(), MNT_DETACH) != 0 && errno != EINVAL) {
+      spdlog::warn("cannot unmount {}: {}", mountpoint_, std::strerror(errno));
+    }
+  } else {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      execlp("fusermount3", "fusermount3", "-u", "-z", "--", mountpoint_.c_str(), nullptr);
+      _exit(127);
+    }
+    if (pid > 0) waitpid(pid, nullptr, 0);
+  }
+  adopted_.reset();
+}
+
+void MountedDevice::Release() {
+  mounted_ = false;
+  if (se_ != nullptr) {
+    fuse_session_destroy(se_);  // closes the descriptor; unmounts nothing
+    se_ = nullptr;
+  }
+  adopted_.reset();
 }
 
 }  // namespace ossmount::fuse

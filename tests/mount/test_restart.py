@@ -323,6 +323,145 @@ def writer_digest(seed):
     return digest.hexdigest()
 
 
+def other_version_binary(directory):
+    """A copy of ossmount that reports another version (its version string patched in place):
+    an upgrade without a second build."""
+    with open(harness.OSSMOUNT, "rb") as f:
+        binary = f.read()
+    version = subprocess.run([harness.OSSMOUNT, "--version"], capture_output=True, text=True,
+                             check=True).stdout.split()[-1].encode()
+    other = b"9" * len(version)
+    copy = os.path.join(directory, "ossmount-next")
+    with open(copy, "wb") as f:
+        f.write(binary.replace(b"\0" + version + b"\0", b"\0" + other + b"\0"))
+    os.chmod(copy, 0o755)
+    got = subprocess.run([copy, "--version"], capture_output=True, text=True, check=True).stdout
+    assert other.decode() in got, got
+    return copy, other.decode()
+
+
+def take_over(mount, server, binary=None, args=()):
+    """`ossmount ... --take-over` of `mount`'s mount point in the foreground; returns the new
+    supervisor's Popen and log path once it exits or says it serves."""
+    log = tempfile.NamedTemporaryFile(prefix="take-over-", suffix=".log", delete=False).name
+    cmd = harness.mount_command(server, mount.mountpoint,
+                                ["--metadata-ttl", "indefinite", "--take-over"] + list(args))
+    if binary:
+        cmd[0] = binary
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, env=server.env(), stdout=out, stderr=subprocess.STDOUT)
+    harness.wait_for(lambda: proc.poll() is not None or
+                     "the mount is served again" in harness.read_text(log), 90,
+                     "the new supervisor")
+    return proc, log
+
+
+class TakeOverTest(RestartCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.src = harness.ensure_dataset("imagefolder", "restart-images", "--classes", "8",
+                                         "--per-class", "150", "--seed", "50")
+        cls.manifest = harness.read_manifest(cls.src)
+        cls.server = harness.TestServer(os.path.dirname(cls.src), bucket="restart-images",
+                                        args=["--ttfb-ms", "35"])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.stop()
+
+    def test_a_take_over_mid_epoch_by_another_version_costs_no_error(self):
+        m = harness.Mount(self.server, args=["--metadata-ttl", "indefinite"])
+        self.addCleanup(m.close)
+        binary, version = other_version_binary(tempfile.mkdtemp(prefix="upgrade-"))
+        out = tempfile.NamedTemporaryFile(prefix="epoch-", suffix=".json", delete=False).name
+        epoch = subprocess.Popen(
+            ["/usr/bin/python3", "-c", EPOCH, m.mountpoint, out], stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True)
+        self.addCleanup(lambda: epoch.poll() is None and epoch.kill())
+        self.assertEqual(epoch.stdout.readline(), "scanned\n")
+        time.sleep(1)
+        self.assertIsNone(epoch.poll(), "the epoch ended before the take-over")
+        new, log = take_over(m, self.server, binary)
+        self.addCleanup(lambda: new.poll() is None and harness.stop_process(new))
+        self.assertIsNone(new.poll(), harness.read_text(log))
+        # The old supervisor hands over and exits 0 once the new one serves.
+        self.assertEqual(m.proc.wait(60), 0, m.output())
+        self.assertIn("the new ossmount serves", m.output())
+        rc = epoch.wait(600)
+        rest = epoch.stdout.read()
+        epoch.stdout.close()
+        self.assertEqual(rc, 0, rest)
+        with open(out) as f:
+            seen = json.load(f)["files"]
+        self.assertEqual(len(seen), len(self.manifest))
+        for rel, (size, digest) in self.manifest.items():
+            self.assertEqual(seen[rel], [size, digest], rel)
+        stats = json.loads(harness.stats_json(m.mountpoint).stdout)
+        self.assertEqual(stats["version"], version)
+        self.assertEqual(stats["take_overs"], 1)
+        self.assertEqual(stats["pid"], harness.serving_pid(new.pid))
+        self.assertIn("asked the kernel to resend", harness.read_text(log))
+        # The new supervisor owns the mount now: an unmount ends it cleanly.
+        subprocess.run(["fusermount3", "-u", m.mountpoint], check=True)
+        self.assertEqual(new.wait(60), 0)
+
+    def test_a_take_over_waits_for_a_file_being_written(self):
+        m = harness.Mount(self.server, args=["--metadata-ttl", "indefinite", "--allow-writes",
+                                             "--upload-journal",
+                                             tempfile.mkdtemp(prefix="journal-")])
+        self.addCleanup(m.close)
+        data = os.urandom(3 * MiB)
+        fd = os.open(m.path("saving.bin"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.write(fd, data[:MiB])
+        holder = {}
+
+        def start():
+            holder["new"], holder["log"] = take_over(m, self.server)
+
+        thread = threading.Thread(target=start)
+        thread.start()
+        harness.wait_for(lambda: "asks for the mount" in m.output(), 60, "the request")
+        time.sleep(1)
+        # Still waiting for the writer: the old daemon serves its writes.
+        self.assertIsNone(m.proc.poll())
+        os.write(fd, data[MiB:])
+        os.close(fd)  # saved by the old daemon; the hand-over follows
+        thread.join(120)
+        self.addCleanup(lambda: holder["new"].poll() is None and
+                        harness.stop_process(holder["new"]))
+        self.assertEqual(m.proc.wait(60), 0, m.output())
+        with open(os.path.join(self.server.root, "restart-images", "saving.bin"), "rb") as f:
+            self.assertEqual(f.read(), data)
+        with open(m.path("saving.bin"), "rb") as f:
+            self.assertEqual(f.read(), data)
+
+    def test_a_take_over_that_fails_leaves_the_old_supervisor_serving(self):
+        m = harness.Mount(self.server, args=["--metadata-ttl", "indefinite"])
+        self.addCleanup(m.close)
+        # A new daemon whose start fails: its bucket does not exist.
+        log = tempfile.NamedTemporaryFile(prefix="take-over-", suffix=".log", delete=False).name
+        cmd = harness.mount_command(self.server, m.mountpoint, ["--take-over"],
+                                    bucket_spec="no-such-bucket")
+        with open(log, "w") as out:
+            r = subprocess.run(cmd, env=self.server.env(), stdout=out, stderr=subprocess.STDOUT,
+                               timeout=120)
+        self.assertEqual(r.returncode, 1, harness.read_text(log))
+        harness.wait_for(lambda: "serving again" in m.output() or
+                         "the mount is served again" in m.output(), 60, "the old one serving")
+        self.assertIsNone(m.proc.poll())
+        rel, (size, digest) = next(iter(self.manifest.items()))
+        self.assertEqual(os.path.getsize(m.path(rel)), size)
+        self.assertIn("no hand-over: the new ossmount ended before it served", m.output())
+
+    def test_a_take_over_with_nothing_to_take_says_so(self):
+        mnt = tempfile.mkdtemp(prefix="ossmount-none-")
+        r = subprocess.run(harness.mount_command(self.server, mnt, ["--take-over"]),
+                           env=self.server.env(), capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("--take-over: no ossmount serves %s" % mnt, r.stdout + r.stderr)
+        self.assertFalse(harness.is_mounted(mnt))
+
+
 class CrashLoopTest(unittest.TestCase):
     def test_a_daemon_that_keeps_dying_ends_the_mount(self):
         root = tempfile.mkdtemp(prefix="restart-loop-")
