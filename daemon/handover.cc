@@ -29,14 +29,14 @@ Result<sockaddr_un> Address(const std::string& path) {
 
 }  // namespace
 
-std::string SupervisorSocketPath(const std::string& absolute_mountpoint) {
+std::string BesideControlSocket(const std::string& absolute_mountpoint, const std::string& suffix) {
   std::string path = control::SocketPathForMountpoint(absolute_mountpoint);
-  const std::string suffix = ".sock";
-  if (path.size() > suffix.size() &&
-      path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0) {
-    path.resize(path.size() - suffix.size());
+  const std::string sock = ".sock";
+  if (path.size() > sock.size() &&
+      path.compare(path.size() - sock.size(), sock.size(), sock) == 0) {
+    path.resize(path.size() - sock.size());
   }
-  return path + ".sup";
+  return path + suffix;
 }
 
 Result<UniqueFd> ListenForTakeOver(const std::string& path) {

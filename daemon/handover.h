@@ -23,8 +23,13 @@ namespace ossmount::daemon {
 // How long an old supervisor waits for the files open for writing to be closed.
 constexpr std::chrono::seconds kHandOverWait{30};
 
+// A path beside the control socket of `absolute_mountpoint` (its name, with `suffix` in
+// place of ".sock").
+std::string BesideControlSocket(const std::string& absolute_mountpoint, const std::string& suffix);
 // The socket of the supervisor serving `absolute_mountpoint`.
-std::string SupervisorSocketPath(const std::string& absolute_mountpoint);
+inline std::string SupervisorSocketPath(const std::string& absolute_mountpoint) {
+  return BesideControlSocket(absolute_mountpoint, ".sup");
+}
 
 // Listens on `path` (replacing a stale socket), non-blocking, close-on-exec; only the
 // supervisor's own user (or root) may hand over (checked at accept, AcceptPeer).

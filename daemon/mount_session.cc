@@ -265,6 +265,9 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
     }
     fs_client = *manifest_client;
     config.fs.list_for_lookups = false;
+  } else if (supervised != nullptr && supervised->verified) {
+    // A restart: a daemon with these options served already, and readers wait for this one.
+    spdlog::info("restarted with the options a daemon before served with: no start-up probe");
   } else if (Status st = ProbeBucket(*client, config, probe_timeout, note); !st.ok()) {
     Fail(reporter, st.message());
     return 1;
@@ -300,7 +303,10 @@ int RunMountSession(const config::MountConfig& config_in, StartupReporter& repor
   }
   // Cache the root listing before the mount appears, so the first lookups under the root
   // (ImageFolder's stat of MOUNT/train) are answered without probing requests.
-  WarmRootListing(*filesystem, std::chrono::seconds(10));
+  // (A restart has the kernel's names already.)
+  if (supervised == nullptr || !supervised->verified) {
+    WarmRootListing(*filesystem, std::chrono::seconds(10));
+  }
 
   // The control commands (`ossmount stats`, `ossmount warmup`, hints, ...), answered through
   // the mount's directory ioctls as soon as it is mounted, and through the control socket

@@ -20,7 +20,6 @@
 #include "common/metrics.h"
 #include "common/record_log.h"
 #include "common/unique_fd.h"
-#include "control/control_server.h"
 #include "fs/handle_records.h"
 #include "fuse/mounted_device.h"
 #include "handover.h"
@@ -73,6 +72,7 @@ struct ChildRun {
   uint64_t restarts = 0;
   uint64_t take_overs = 0;
   bool resume = false;
+  bool verified = false;
   std::string cause;
   int64_t died_ns = 0;
   int64_t longest_ms = 0;
@@ -102,7 +102,8 @@ Result<Child> StartChild(const std::vector<std::string>& args, const ChildRun& r
   env_text.push_back(std::string(kEnvRun) + "=" + std::to_string(run.device_fd) + "," +
                      std::to_string(write_end.get()) + "," + std::to_string(run.restarts) + "," +
                      std::to_string(run.died_ns) + "," + std::to_string(run.longest_ms) + "," +
-                     (run.resume ? "1" : "0") + "," + std::to_string(run.take_overs));
+                     (run.resume ? "1" : "0") + "," + std::to_string(run.take_overs) + "," +
+                     (run.verified ? "1" : "0"));
   env_text.push_back(std::string(kEnvStateDir) + "=" + run.state_dir);
   env_text.push_back(std::string(kEnvLastCause) + "=" + run.cause);
   std::vector<char*> argv, envp;
@@ -187,8 +188,16 @@ class Supervisor {
     for (;;) {
       if (child_.pid < 0 && start_at_ && std::chrono::steady_clock::now() >= *start_at_) {
         start_at_.reset();
-        ChildRun run{device_->fd(), state_dir_,  restarts_, take_overs_,
-                     resume_next_,  last_cause_, died_ns_,  longest_pause_ms_};
+        ChildRun run;
+        run.device_fd = device_->fd();
+        run.state_dir = state_dir_;
+        run.restarts = restarts_;
+        run.take_overs = take_overs_;
+        run.resume = resume_next_;
+        run.verified = ever_ready_;
+        run.cause = last_cause_;
+        run.died_ns = died_ns_;
+        run.longest_ms = longest_pause_ms_;
         auto started = StartChild(args_, run, child_mask_);
         if (!started.ok()) return GiveUp(started.status().message());
         child_ = std::move(*started);
@@ -558,13 +567,14 @@ std::optional<SupervisedRun> SupervisedRunFromEnvironment() {
   SupervisedRun r;
   long long fd = -1, report = -1, died = 0, longest = 0;
   unsigned long long restarts = 0, take_overs = 0;
-  int resume = 0;
-  if (std::sscanf(run, "%lld,%lld,%llu,%lld,%lld,%d,%llu", &fd, &report, &restarts, &died, &longest,
-                  &resume, &take_overs) != 7 ||
+  int resume = 0, verified = 0;
+  if (std::sscanf(run, "%lld,%lld,%llu,%lld,%lld,%d,%llu,%d", &fd, &report, &restarts, &died,
+                  &longest, &resume, &take_overs, &verified) != 8 ||
       fd < 0 || report < 0) {
     return std::nullopt;
   }
   r.resume = resume != 0;
+  r.verified = verified != 0;
   r.take_overs = take_overs;
   r.device_fd = static_cast<int>(fd);
   r.report_fd = static_cast<int>(report);
@@ -617,13 +627,7 @@ std::shared_ptr<RestartHistory> RegisterRestartMetrics(const SupervisedRun* run)
 }
 
 std::string StateDirForMountpoint(const std::string& absolute_mountpoint) {
-  std::string path = control::SocketPathForMountpoint(absolute_mountpoint);
-  const std::string suffix = ".sock";
-  if (path.size() > suffix.size() &&
-      path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0) {
-    path.resize(path.size() - suffix.size());
-  }
-  return path + ".state";
+  return BesideControlSocket(absolute_mountpoint, ".state");
 }
 
 sigset_t BlockSupervisorSignals() {

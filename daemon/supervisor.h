@@ -48,8 +48,11 @@ struct SupervisedRun {
   uint64_t restarts = 0;    // children the supervisors of this mount restarted after a death
   uint64_t take_overs = 0;  // supervisors that took this mount over from the one before
   bool resume = false;      // another daemon served the connection before this one
-  std::string last_cause;   // how the child before ended ("killed by signal 9", ...)
-  int64_t died_ns = 0;      // CLOCK_MONOTONIC when it did
+  // A daemon of this supervisor, with these options, served already: the bucket answered
+  // them, so a restart need not ask again (no start-up probe or root listing).
+  bool verified = false;
+  std::string last_cause;        // how the child before ended ("killed by signal 9", ...)
+  int64_t died_ns = 0;           // CLOCK_MONOTONIC when it did
   int64_t longest_pause_ms = 0;  // the longest pause a restart caused before this one
 };
 

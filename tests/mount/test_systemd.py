@@ -130,6 +130,8 @@ class UnitFileTest(unittest.TestCase):
                 settings.setdefault(k.strip(), []).append(v.strip())
         self.assertEqual(settings["Type"], ["notify"])
         self.assertEqual(settings["Restart"], ["on-failure"])
+        # An OOM kill of the supervised daemon is survived; systemd must not stop the unit.
+        self.assertEqual(settings["OOMPolicy"], ["continue"])
         self.assertIn("network-online.target", settings["After"])
         self.assertIn("network-online.target", settings["Wants"])
         self.assertIn("--config /etc/ossmount/%i.json", settings["ExecStart"][0])

@@ -733,6 +733,10 @@ TEST_CASE("Supervision: on by default, off with --no-supervise") {
   CHECK(Ok(With({})).daemon.supervise);
   CHECK_FALSE(Ok(With({"--no-supervise"})).daemon.supervise);
   CHECK_FALSE(Ok(With({"-o", "no_supervise"})).daemon.supervise);
+  CHECK_FALSE(Ok(With({})).daemon.take_over);
+  CHECK(Ok(With({"--take-over"})).daemon.take_over);
+  Fails(With({"--take-over", "--no-supervise"}),
+        "--take-over: a mount is taken over by its supervisor");
 }
 
 TEST_CASE("The control memory: 256MiB by default, a size of at least 1MiB") {
