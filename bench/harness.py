@@ -139,10 +139,14 @@ class Harness:
         self.server = None
         self.cases = []
         self.stamp = datetime.datetime.utcnow().strftime("%Y%m%dT%H%M%SZ")
-        # ossmount's FUSE transport (--fuse-io-uring): the rings where this kernel has them
-        # (the daemon turns the kernel's switch on, as root), unless told otherwise; the
-        # remount and hints cases also measure /dev/fuse beside them.
-        self.fuse_io_uring = args.fuse_io_uring or ("on" if uring_available() else "off")
+        # ossmount's FUSE transport: /dev/fuse by default, as a supervised mount (the
+        # product's default) serves; with --fuse-io-uring on, an unsupervised mount over the
+        # rings (the daemon turns the kernel's switch on, as root), and the remount and hints
+        # cases also measure /dev/fuse beside them.
+        self.fuse_io_uring = args.fuse_io_uring or "off"
+        if self.fuse_io_uring == "on" and not uring_available():
+            raise SystemExit("--fuse-io-uring on: this kernel has no FUSE over io_uring, or "
+                             "this is not root")
 
     # ---- helpers -------------------------------------------------------------------
     def record(self, workload, params, result, daemon=None):
@@ -157,6 +161,8 @@ class Harness:
     def mount(self, peer, bucket, cache_dir=None, extra=None):
         if peer == "ossmount" and not any(a == "--fuse-io-uring" for a in extra or []):
             extra = ["--fuse-io-uring", self.fuse_io_uring] + list(extra or [])
+        if peer == "ossmount" and self.fuse_io_uring == "on":
+            extra = list(extra) + ["--no-supervise"]  # rings only without a supervisor
         return Mount(peer, self.build, self.work, self.server.endpoint, bucket,
                      cache_dir=cache_dir, extra=extra)
 
@@ -465,8 +471,8 @@ def main():
                    help="prefetch workload: read a random subset of K images per epoch "
                         "(0 = all; for a small indicative run)")
     p.add_argument("--fuse-io-uring", choices=["on", "off"],
-                   help="ossmount's FUSE transport: on (io_uring rings; the default where the "
-                        "kernel has them and this is root) or off (/dev/fuse)")
+                   help="ossmount's FUSE transport: off (/dev/fuse, the default: a supervised "
+                        "mount) or on (io_uring rings, unsupervised: --no-supervise)")
     p.add_argument("--report", metavar="RESULTS_JSON",
                    help="only re-render RESULTS_JSON's Markdown report (next to it, .md)")
     args = p.parse_args()

@@ -37,7 +37,7 @@ RCLONE_RW_FLAGS = ["--no-modtime", "--no-checksum", "--dir-cache-time", "1h", "-
 PEER_OPTIONS = {
     "ossmount": "ossmount BUCKET MNT --endpoint http://127.0.0.1:PORT --path-style "
                 "--region cn-bench --metadata-ttl indefinite -f [--cache DIR] "
-                "[--fuse-io-uring on|off] (OSS API, V4 signatures; other options at their "
+                "[--fuse-io-uring off | --fuse-io-uring on --no-supervise] (OSS API, V4 signatures; other options at their "
                 "defaults; the transport is said at the top)",
     "s3fs": "s3fs BUCKET MNT -f -o passwd_file=F," + S3FS_OPTS.format(endpoint="http://127.0.0.1:PORT"),
     "rclone-off": "rclone mount bench:BUCKET MNT " + " ".join(RCLONE_FLAGS) +

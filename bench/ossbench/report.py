@@ -347,9 +347,9 @@ def markdown(doc):
                           " ".join(m["loadavg_start"]), " ".join(m.get("loadavg_end", ["?"])),
                           m.get("ossmount_binary", "?"), m["server"]),
         "ossmount's FUSE transport: %s.\n" % {
-            "on": "io_uring rings (`--fuse-io-uring on`; the remount and hints cases also "
-                  "measure /dev/fuse beside them)",
-            "off": "/dev/fuse (`--fuse-io-uring off`)"}.get(m.get("fuse_io_uring"),
+            "on": "io_uring rings (`--fuse-io-uring on --no-supervise`; the remount and hints "
+                  "cases also measure /dev/fuse beside them)",
+            "off": "/dev/fuse (`--fuse-io-uring off`; supervised, the default)"}.get(m.get("fuse_io_uring"),
                                                            "/dev/fuse (before FUSE over io_uring)"),
         "Server warmed before the cases (every image read once, unmeasured; 1g.bin read into "
         "the page cache before each sequential case): %s.\n" % json.dumps(m.get("server_warmup")),
