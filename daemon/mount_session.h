@@ -4,7 +4,7 @@
 
 #include "background.h"
 #include "config/mount_config.h"
-#include "supervisor.h"
+#include "supervised_run.h"
 
 namespace ossmount::daemon {
 

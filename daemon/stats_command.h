@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "supervisor.h"
+#include "supervised_run.h"
 
 namespace ossmount::daemon {
 

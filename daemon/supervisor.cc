@@ -13,11 +13,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <memory>
 
-#include "common/metrics.h"
 #include "common/record_log.h"
 #include "common/unique_fd.h"
 #include "fs/handle_records.h"
@@ -28,17 +26,6 @@ extern char** environ;
 
 namespace ossmount::daemon {
 namespace {
-
-// The environment a supervised child reads (SupervisedRunFromEnvironment).
-constexpr const char* kEnvRun = "OSSMOUNT_SUPERVISED";  // fd,report,restarts,died_ns,longest_ms
-constexpr const char* kEnvStateDir = "OSSMOUNT_STATE_DIR";
-constexpr const char* kEnvLastCause = "OSSMOUNT_LAST_CAUSE";
-
-int64_t MonotonicNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 std::string DescribeEnd(int status) {
   if (WIFSIGNALED(status)) {
@@ -65,22 +52,10 @@ struct Child {
   std::chrono::steady_clock::time_point ready_at;
 };
 
-// What a child is told (its environment: SupervisedRunFromEnvironment).
-struct ChildRun {
-  int device_fd = -1;
-  std::string state_dir;
-  uint64_t restarts = 0;
-  uint64_t take_overs = 0;
-  bool resume = false;
-  bool verified = false;
-  std::string cause;
-  int64_t died_ns = 0;
-  int64_t longest_ms = 0;
-};
-
 // Starts the child with the signals of `mask` (the caller's, before the supervisor blocked its
 // own). Between fork and exec only async-signal-safe calls.
-Result<Child> StartChild(const std::vector<std::string>& args, const ChildRun& run,
+// `run` says what the child is told; its report_fd is made here.
+Result<Child> StartChild(const std::vector<std::string>& args, SupervisedRun run,
                          const sigset_t& mask) {
   int pipe_fds[2];
   if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
@@ -89,23 +64,15 @@ Result<Child> StartChild(const std::vector<std::string>& args, const ChildRun& r
   UniqueFd read_end(pipe_fds[0]), write_end(pipe_fds[1]);
   std::vector<std::string> argv_text = {"ossmount"};
   argv_text.insert(argv_text.end(), args.begin(), args.end());
+  run.report_fd = write_end.get();
   std::vector<std::string> env_text;
   for (char** e = environ; *e != nullptr; ++e) {
-    std::string_view entry(*e);
+    std::string entry(*e);
     // systemd hears from the supervisor only; the supervisor's own variables are replaced.
-    if (entry.rfind("NOTIFY_SOCKET=", 0) == 0 || entry.rfind("OSSMOUNT_SUPERVISED=", 0) == 0 ||
-        entry.rfind("OSSMOUNT_STATE_DIR=", 0) == 0 || entry.rfind("OSSMOUNT_LAST_CAUSE=", 0) == 0) {
-      continue;
-    }
-    env_text.emplace_back(entry);
+    if (entry.rfind("NOTIFY_SOCKET=", 0) == 0 || IsSupervisedRunEntry(entry)) continue;
+    env_text.push_back(std::move(entry));
   }
-  env_text.push_back(std::string(kEnvRun) + "=" + std::to_string(run.device_fd) + "," +
-                     std::to_string(write_end.get()) + "," + std::to_string(run.restarts) + "," +
-                     std::to_string(run.died_ns) + "," + std::to_string(run.longest_ms) + "," +
-                     (run.resume ? "1" : "0") + "," + std::to_string(run.take_overs) + "," +
-                     (run.verified ? "1" : "0"));
-  env_text.push_back(std::string(kEnvStateDir) + "=" + run.state_dir);
-  env_text.push_back(std::string(kEnvLastCause) + "=" + run.cause);
+  for (std::string& entry : SupervisedRunEnvironment(run)) env_text.push_back(std::move(entry));
   std::vector<char*> argv, envp;
   for (std::string& a : argv_text) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -186,18 +153,20 @@ class Supervisor {
 
     start_at_ = std::chrono::steady_clock::now();
     for (;;) {
-      if (child_.pid < 0 && start_at_ && std::chrono::steady_clock::now() >= *start_at_) {
+      // (No child while the mount is being handed over: the new supervisor's serves next.)
+      if (child_.pid < 0 && start_at_ && handover_ == HandOver::kNone &&
+          std::chrono::steady_clock::now() >= *start_at_) {
         start_at_.reset();
-        ChildRun run;
+        SupervisedRun run;
         run.device_fd = device_->fd();
         run.state_dir = state_dir_;
         run.restarts = restarts_;
         run.take_overs = take_overs_;
         run.resume = resume_next_;
         run.verified = ever_ready_;
-        run.cause = last_cause_;
+        run.last_cause = last_cause_;
         run.died_ns = died_ns_;
-        run.longest_ms = longest_pause_ms_;
+        run.longest_pause_ms = longest_pause_ms_;
         auto started = StartChild(args_, run, child_mask_);
         if (!started.ok()) return GiveUp(started.status().message());
         child_ = std::move(*started);
@@ -211,7 +180,7 @@ class Supervisor {
                        {listener_.get(), POLLIN, 0},
                        {handover_conn_.get(), POLLIN, 0}};
       int timeout = -1;
-      if (start_at_) {
+      if (start_at_ && handover_ == HandOver::kNone) {
         timeout = static_cast<int>(
             std::max<int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(
                                      *start_at_ - std::chrono::steady_clock::now())
@@ -559,76 +528,6 @@ class Supervisor {
 };
 
 }  // namespace
-
-std::optional<SupervisedRun> SupervisedRunFromEnvironment() {
-  const char* run = std::getenv(kEnvRun);
-  const char* dir = std::getenv(kEnvStateDir);
-  if (run == nullptr || dir == nullptr) return std::nullopt;
-  SupervisedRun r;
-  long long fd = -1, report = -1, died = 0, longest = 0;
-  unsigned long long restarts = 0, take_overs = 0;
-  int resume = 0, verified = 0;
-  if (std::sscanf(run, "%lld,%lld,%llu,%lld,%lld,%d,%llu,%d", &fd, &report, &restarts, &died,
-                  &longest, &resume, &take_overs, &verified) != 8 ||
-      fd < 0 || report < 0) {
-    return std::nullopt;
-  }
-  r.resume = resume != 0;
-  r.verified = verified != 0;
-  r.take_overs = take_overs;
-  r.device_fd = static_cast<int>(fd);
-  r.report_fd = static_cast<int>(report);
-  r.restarts = restarts;
-  r.died_ns = died;
-  r.longest_pause_ms = longest;
-  r.state_dir = dir;
-  if (const char* cause = std::getenv(kEnvLastCause)) r.last_cause = cause;
-  // Not for the children this process may start (a shell in a test, say).
-  unsetenv(kEnvRun);
-  unsetenv(kEnvStateDir);
-  unsetenv(kEnvLastCause);
-  return r;
-}
-
-void RestartHistory::Served(int64_t died_ns) {
-  if (died_ns == 0) return;
-  const int64_t pause = (MonotonicNs() - died_ns) / 1000000;
-  pause_ms.store(pause);
-  longest_pause_ms = std::max(longest_pause_ms, pause);
-}
-
-std::shared_ptr<RestartHistory> RegisterRestartMetrics(const SupervisedRun* run) {
-  auto history = std::make_shared<RestartHistory>();
-  if (run != nullptr) {
-    history->restarts = run->restarts;
-    history->take_overs = run->take_overs;
-    history->last_cause = run->last_cause;
-    history->longest_pause_ms = run->longest_pause_ms;
-  }
-  auto& r = metrics::Registry::Global();
-  r.SetCallbackCounter("ossmount_daemon_restarts_total",
-                       "Daemon processes the supervisor started again on this mount after one "
-                       "died.",
-                       {}, [history] { return static_cast<double>(history->restarts); });
-  r.SetCallbackCounter("ossmount_daemon_take_overs_total",
-                       "Supervisors that took this mount over from the one before (upgrades "
-                       "with --take-over).",
-                       {}, [history] { return static_cast<double>(history->take_overs); });
-  r.SetCallbackGauge("ossmount_daemon_restart_pause_seconds",
-                     "From the death of the daemon before this one until this one served the "
-                     "mount (0 when there was none).",
-                     {},
-                     [history] { return std::max<int64_t>(0, history->pause_ms.load()) / 1e3; });
-  r.SetCallbackGauge("ossmount_daemon_longest_restart_pause_seconds",
-                     "The longest pause any restart of this mount's daemon caused.", {}, [history] {
-                       return std::max(history->longest_pause_ms, history->pause_ms.load()) / 1e3;
-                     });
-  return history;
-}
-
-std::string StateDirForMountpoint(const std::string& absolute_mountpoint) {
-  return BesideControlSocket(absolute_mountpoint, ".state");
-}
 
 sigset_t BlockSupervisorSignals() {
   const sigset_t handled = HandledSignals();
