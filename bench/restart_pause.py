@@ -10,6 +10,9 @@ Against one ossmount-testserver at 35 ms to first byte, over a generated ImageFo
     read. From the daemon's log, each restart's parts: the new child's start (kill to its
     first log line), recovery (to "resuming the mount": nodes and handles restored), resend
     (to the kernel's resend) and serving (to the supervisor's "served again").
+  - take-overs: the same readers while --take-overs new supervisors (`ossmount ...
+    --take-over`) take the mount over one after another, 2 s apart: each pause, and the new
+    daemon's time to serve after the hand-over (from its log).
   - epochs: one ImageFolder epoch (8 DataLoader workers, fresh mount) without a crash, one
     with 5 crashes spread over it, and one with --no-supervise (no crash).
 Results: bench/results/restart-<timestamp>.json and .md.
@@ -117,7 +120,9 @@ class Run:
                 raise RuntimeError("no restart after a kill: %s" % m.log_tail())
             time.sleep(0.005)
 
-    def pauses(self):
+    def with_readers(self, m, events, count, spacing):
+        """Reads the tree in 4 threads while `events(n)` happens `count` times, `spacing` s
+        apart; returns (event times, reads as (start, end), errors)."""
         reads, errors, stop = [], [], threading.Event()
         lock = threading.Lock()
 
@@ -135,40 +140,87 @@ class Run:
                     reads.append((start, time.monotonic()))
                 i += 7
 
-        with self.mount() as m:
-            os.listdir(os.path.join(m.mnt, "train"))
-            threads = [threading.Thread(target=reader, args=(k * 997,)) for k in range(4)]
-            for t in threads:
-                t.start()
-            time.sleep(2)
-            kills = []
-            for n in range(1, self.args.crashes + 1):
-                kills.append(time.monotonic())
-                self.kill(m, n)
-                # Apart by more than the supervisor's steady run (10 s), so that each is a crash
-                # of its own and not a crash loop, which it meets with growing delays.
-                time.sleep(self.args.spacing)
-            stop.set()
-            for t in threads:
-                t.join()
-            parts = restart_parts(m.log_path, m.proc.pid)
+        os.listdir(os.path.join(m.mnt, "train"))
+        threads = [threading.Thread(target=reader, args=(k * 997,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        time.sleep(2)
+        times = []
+        for n in range(1, count + 1):
+            times.append(time.monotonic())
+            events(n)
+            time.sleep(spacing)
+        stop.set()
+        for t in threads:
+            t.join()
+        return times, reads, errors
+
+    @staticmethod
+    def summarize(times, reads, errors, parts):
         pauses = []
-        for k in kills:
+        for k in times:
             spanning = [end - start for start, end in reads if start <= k <= end]
             pauses.append(max(spanning) * 1000 if spanning else 0.0)
         normal = statistics.median(end - start for start, end in reads) * 1000
         summary = {"errors": errors, "reads": len(reads), "median_read_ms": round(normal, 1),
                    "pause_ms": [round(p, 1) for p in pauses], "parts_ms": parts}
         for name, values in [("pause", pauses)] + [
-                (key, [p[key] for p in parts]) for key in ("start", "recovery", "resend",
-                                                           "serving")]:
+                (key, [p[key] for p in parts if key in p])
+                for key in ("start", "recovery", "resend", "serving")]:
             if values:
                 summary[name] = {"median": round(statistics.median(values), 1),
                                  "p99": round(percentile(values, 0.99), 1),
                                  "max": round(max(values), 1)}
+        return summary
+
+    def pauses(self):
+        with self.mount() as m:
+            # Apart by more than the supervisor's steady run (10 s), so that each is a crash of
+            # its own and not a crash loop, which it meets with growing delays.
+            times, reads, errors = self.with_readers(m, lambda n: self.kill(m, n),
+                                                     self.args.crashes, self.args.spacing)
+            parts = restart_parts(m.log_path, m.proc.pid)
+        summary = self.summarize(times, reads, errors, parts)
         self.result["pauses"] = summary
         log("pauses: %s" % json.dumps({k: v for k, v in summary.items()
                                         if k not in ("pause_ms", "parts_ms")}))
+
+    def take_overs(self):
+        """--take-over-count take-overs, each by a new supervisor of the same build."""
+        supervisors = []
+        with self.mount() as m:
+            cmd, env = m._command()
+
+            def take_over(n):
+                log_path = os.path.join(self.work, "take-over-%d.log" % n)
+                with open(log_path, "w") as out:
+                    proc = subprocess.Popen(cmd + ["--take-over"], stdout=out,
+                                            stderr=subprocess.STDOUT, env=env,
+                                            stdin=subprocess.DEVNULL)
+                supervisors.append((proc, log_path))
+                deadline = time.monotonic() + 120
+                while "took over; the mount is served again" not in open(log_path).read():
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError("take-over %d failed: %s" % (n, open(log_path).read()))
+                    time.sleep(0.005)
+
+            times, reads, errors = self.with_readers(m, take_over, self.args.take_overs, 2.0)
+            served = []
+            for proc, log_path in supervisors:
+                found = re.search(r"served again (\d+) ms after the connection was handed over",
+                                  open(log_path).read())
+                if found:
+                    served.append({"serving": float(found.group(1))})
+        # The last supervisor unmounted with the mount (Mount's teardown): each exits.
+        for proc, _ in supervisors:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        summary = self.summarize(times, reads, errors, served)
+        self.result["take_overs"] = summary
+        log("take-overs: %s" % json.dumps({k: v for k, v in summary.items()
+                                            if k not in ("pause_ms", "parts_ms")}))
 
     def epoch(self, crashes, expected_s, extra=()):
         with self.mount(extra) as m:
@@ -215,6 +267,16 @@ class Run:
             if key in p:
                 lines.append("| %s | %s | %s | %s |" % (label, p[key]["median"], p[key]["p99"],
                                                         p[key]["max"]))
+        t = self.result.get("take_overs")
+        if t:
+            lines += ["", "%d take-overs (`--take-over`, 2 s apart), the same readers; reader "
+                      "errors: %d." % (len(t["pause_ms"]), len(t["errors"])), "",
+                      "| ms | median | p99 | max |", "|---|---|---|---|"]
+            for key, label in [("pause", "pause a reader saw"),
+                               ("serving", "served again after the hand-over")]:
+                if key in t:
+                    lines.append("| %s | %s | %s | %s |" % (label, t[key]["median"],
+                                                            t[key]["p99"], t[key]["max"]))
         lines += ["", "| epoch (8 workers) | files | seconds | files/s |", "|---|---|---|---|"]
         for key, label in [("no_crash", "supervised, no crash"),
                            ("five_crashes", "supervised, five crashes"),
@@ -236,17 +298,23 @@ def main():
     p.add_argument("--build", default=os.path.join(REPO, "build"))
     p.add_argument("--crashes", type=int, default=20)
     p.add_argument("--spacing", type=float, default=11.0, help="seconds between crashes")
+    p.add_argument("--take-overs", type=int, default=20,
+                   help="take-overs by a new supervisor, 2 s apart (0: none)")
     p.add_argument("--classes", type=int, default=8)
     p.add_argument("--per-class", type=int, default=200)
     args = p.parse_args()
     run = Run(args)
     try:
         run.pauses()
+        if args.take_overs:
+            run.take_overs()
         run.epochs()
         run.save()
     finally:
         run.close()
-    return 1 if run.result.get("pauses", {}).get("errors") else 0
+    failed = run.result.get("pauses", {}).get("errors") or \
+        run.result.get("take_overs", {}).get("errors")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -37,6 +37,15 @@ struct HandleRecord {
   std::optional<uint64_t> crc64;
   bool appendable = false;
 
+  // A handle of `kind` with no version (a directory, a file open for writing).
+  static HandleRecord Of(Kind kind, InodeId ino, std::string path) {
+    HandleRecord r;
+    r.kind = kind;
+    r.ino = ino;
+    r.path = std::move(path);
+    return r;
+  }
+
   std::string Encode() const;
   static std::optional<HandleRecord> Decode(std::string_view payload);
 };

@@ -270,7 +270,7 @@ void ObjectFilesystem::OpenDir(InodeId ino, Callback<uint64_t> done) {
   }
   const uint64_t fh = next_fh_.fetch_add(1, std::memory_order_relaxed);
   if (handle_records_) {
-    handle_records_->Opened(fh, {HandleRecord::Kind::kDirectory, ino, node->path});
+    handle_records_->Opened(fh, HandleRecord::Of(HandleRecord::Kind::kDirectory, ino, node->path));
   }
   dir_handles_.Insert(fh, std::make_shared<DirHandle>(ino, node->path));
   done(fh);

@@ -179,7 +179,8 @@ void WriteService::DropOwnership(const WriteHandle& handle) {
 
 uint64_t WriteService::Register(std::shared_ptr<WriteHandle> handle) {
   const uint64_t fh = next_fh_.fetch_add(1, std::memory_order_relaxed);
-  if (records_) records_->Opened(fh, {HandleRecord::Kind::kWrite, handle->ino, handle->path()});
+  if (records_)
+    records_->Opened(fh, HandleRecord::Of(HandleRecord::Kind::kWrite, handle->ino, handle->path()));
   handles_.Insert(fh, std::move(handle));
   return fh;
 }
@@ -435,7 +436,8 @@ Result<uint64_t> WriteService::OpenReader(const std::shared_ptr<WriteHandle>& ow
                   /*retryable=*/owner->closing.load() || owner->releasing.load());
   }
   const uint64_t fh = next_fh_.fetch_add(1, std::memory_order_relaxed);
-  if (records_) records_->Opened(fh, {HandleRecord::Kind::kWrite, owner->ino, owner->path()});
+  if (records_)
+    records_->Opened(fh, HandleRecord::Of(HandleRecord::Kind::kWrite, owner->ino, owner->path()));
   readers_.Insert(fh, owner);
   return fh;
 }
