@@ -100,10 +100,15 @@ void RecordLog::Append(char op, uint64_t key, std::string_view payload) {
 
 void RecordLog::Put(uint64_t key, std::string_view payload) { Append(kPut, key, payload); }
 
-void RecordLog::Erase(uint64_t key) { Append(kErase, key, {}); }
+void RecordLog::Erase(uint64_t key) {
+  Append(kErase, key, {});
+  MarkDead(0);
+}
+
+void RecordLog::MarkDead(size_t payload_size) { dead_bytes_ += kHeader + payload_size + kTrailer; }
 
 bool RecordLog::CompactionDue() const {
-  return error_.ok() && bytes_ >= kMinCompactBytes && bytes_ > 2 * bytes_after_rewrite_;
+  return error_.ok() && bytes_ >= kMinCompactBytes && dead_bytes_ * 2 > bytes_;
 }
 
 void RecordLog::Rewrite(const std::function<void(const Emit&)>& emit_all) {
@@ -136,7 +141,8 @@ void RecordLog::Rewrite(const std::function<void(const Emit&)>& emit_all) {
     return;
   }
   fd_ = std::move(fd);
-  bytes_ = bytes_after_rewrite_ = written;
+  bytes_ = written;
+  dead_bytes_ = 0;
 }
 
 RecordWriter& RecordWriter::U64(uint64_t value) {

@@ -5,8 +5,10 @@
 // at any point leaves every record before the one in flight and at worst a torn last one,
 // which Load ignores (each record carries its length and a checksum). The file lives on a
 // tmpfs such as /run: it outlives the process, not the machine, and nothing is synced.
-// The file grows with every record; the owner rewrites it from its live state when
-// CompactionDue() says the file is mostly dead records.
+// The file grows with every record; the owner says which records died (MarkDead: a put
+// replaced or erased since) and rewrites the file from its live state when CompactionDue()
+// says it is mostly dead records. A file of live records only (names the kernel keeps) is
+// never rewritten.
 //
 // Thread-safety: none; the owner serializes every call (it records under the lock that
 // guards the state it records, so the file's order is the state's order).
@@ -40,8 +42,11 @@ class RecordLog {
   // The first failure is kept (error()) and later calls do nothing: a record missing from
   // the middle would make the file lie.
   void Put(uint64_t key, std::string_view payload);
+  // Erases `key`; the erase record itself counts as dead.
   void Erase(uint64_t key);
-  // The file holds more than twice what it held after the last rewrite, and at least 1 MiB.
+  // A record with a payload of `payload_size` bytes no longer counts (replaced or erased).
+  void MarkDead(size_t payload_size);
+  // More than half the file is dead records, and it holds at least 1 MiB.
   bool CompactionDue() const;
   // Replaces the file by one holding exactly the records `emit_all` emits (a new file renamed
   // over the old one, so a process killed meanwhile leaves one or the other whole).
@@ -58,7 +63,7 @@ class RecordLog {
   const std::string path_;
   UniqueFd fd_;
   uint64_t bytes_ = 0;
-  uint64_t bytes_after_rewrite_ = 0;
+  uint64_t dead_bytes_ = 0;
   Status error_;
 };
 

@@ -30,12 +30,17 @@ void HandleRecords::Opened(uint64_t fh, const HandleRecord& record) {
   std::string payload = record.Encode();
   std::lock_guard lock(mu_);
   log_->Put(fh, payload);
-  live_[fh] = std::move(payload);
+  std::string& live = live_[fh];
+  if (!live.empty()) log_->MarkDead(live.size());  // a number given twice: the last counts
+  live = std::move(payload);
 }
 
 void HandleRecords::Released(uint64_t fh) {
   std::lock_guard lock(mu_);
-  if (live_.erase(fh) == 0) return;
+  auto it = live_.find(fh);
+  if (it == live_.end()) return;
+  log_->MarkDead(it->second.size());
+  live_.erase(it);
   log_->Erase(fh);
   if (log_->CompactionDue()) {
     log_->Rewrite([this](const RecordLog::Emit& emit) {

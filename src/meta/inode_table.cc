@@ -25,6 +25,8 @@ namespace {
 
 constexpr uint64_t kDirFlag = 1;
 constexpr uint64_t kDetachedFlag = 2;
+// A node record's payload: flags (8 bytes), the path's length (8) and the path.
+constexpr size_t kPayloadFixed = 16;
 // A restored node's lookup count: the kernel can never forget it down to zero.
 constexpr uint64_t kRestoredLookups = std::numeric_limits<uint64_t>::max() / 2;
 
@@ -67,13 +69,20 @@ size_t InodeTable::Restore(const RecordLog::Records& records) {
 void InodeTable::RecordLocked(InodeId ino, Node& node) {
   if (!log_ || ino == kRootInodeId || node.nlookup == 0) return;
   const uint64_t flags = (node.is_dir ? kDirFlag : 0) | (node.detached ? kDetachedFlag : 0);
+  // The node's earlier record dies (about the same size: a move changes the path).
+  if (node.recorded) log_->MarkDead(kPayloadFixed + node.path.size());
   log_->Put(ino, RecordWriter().U64(flags).Str(node.path).bytes());
   node.recorded = true;
   if (log_->CompactionDue()) CompactLocked();
 }
 
 void InodeTable::RecordDropLocked(InodeId ino, const Node& node) {
-  if (log_ && node.recorded) log_->Erase(ino);
+  if (log_ && node.recorded) {
+    log_->MarkDead(kPayloadFixed + node.path.size());
+    log_->Erase(ino);
+    // (The dropped node has no kernel reference: a rewrite leaves it out.)
+    if (log_->CompactionDue()) CompactLocked();
+  }
 }
 
 void InodeTable::CompactLocked() {
