@@ -55,6 +55,8 @@ class RestartCase(unittest.TestCase):
         out = mount.output()
         self.assertEqual(out.count("the mount is served again"), times, out[-3000:])
         self.assertEqual(out.count("asked the kernel to resend"), times, out[-3000:])
+        # Each restarted daemon skipped the bucket probe the first one made.
+        self.assertEqual(out.count("no start-up probe"), times, out[-3000:])
         self.assertIn("FUSE over io_uring off: not used on a connection that outlives", out)
 
 
@@ -221,6 +223,7 @@ class TreeRestartTest(RestartCase):
         found = out.split()
         self.assertEqual(len(found), 10000)
         self.assertEqual(len(set(found)), 10000)
+        self.assert_resumed(m, kills)
         # What a user asks: how often, why, and how long readers waited.
         stats = json.loads(harness.stats_json(m.mountpoint).stdout)
         self.assertEqual(stats["restarts"], kills)
@@ -246,6 +249,7 @@ class TreeRestartTest(RestartCase):
                     kill_daemon(self, m)
         self.assertEqual(sorted(names), self.wide)
         self.assertEqual(len(names), len(set(names)))
+        self.assert_resumed(m, 1)
         self.assertRegex(m.output(), r"\d+ nodes, \d+ files open for reading, 1 directories open")
 
 
@@ -401,6 +405,8 @@ class TakeOverTest(RestartCase):
         self.assertEqual(stats["take_overs"], 1)
         self.assertEqual(stats["pid"], harness.serving_pid(new.pid))
         self.assertIn("asked the kernel to resend", harness.read_text(log))
+        # The new daemon checked the bucket with its own options before it served.
+        self.assertNotIn("no start-up probe", harness.read_text(log))
         # The new supervisor owns the mount now: an unmount ends it cleanly.
         subprocess.run(["fusermount3", "-u", m.mountpoint], check=True)
         self.assertEqual(new.wait(60), 0)
