@@ -137,15 +137,9 @@ class Supervisor {
       spdlog::info("supervisor: mounted {} (FUSE descriptor {}); the daemon runs as its child",
                    mountpoint, device_->fd());
     }
-    // Where a later `ossmount --take-over` asks for the mount (replacing the socket of the
-    // supervisor this one took over from).
-    auto listening = ListenForTakeOver(SupervisorSocketPath(mountpoint));
-    if (listening.ok()) {
-      listener_ = std::move(*listening);
-    } else {
-      spdlog::warn("supervisor: no take-over socket ({}); upgrades must remount",
-                   listening.status().message());
-    }
+    // A supervisor that takes over listens once its daemon serves: until then the one it
+    // takes over from may serve again, and must stay reachable.
+    if (!took_over_) Listen();
 
     const sigset_t handled = HandledSignals();
     signals_.reset(signalfd(-1, &handled, SFD_CLOEXEC));
@@ -280,6 +274,18 @@ class Supervisor {
     spdlog::info("supervisor: took the mount over (FUSE descriptor {}); starting its daemon",
                  device_->fd());
     return Status::Ok();
+  }
+
+  // Where a later `ossmount --take-over` asks for the mount (replacing the socket of the
+  // supervisor this one took over from).
+  void Listen() {
+    auto listening = ListenForTakeOver(SupervisorSocketPath(config_.daemon.mountpoint));
+    if (listening.ok()) {
+      listener_ = std::move(*listening);
+    } else {
+      spdlog::warn("supervisor: no take-over socket ({}); upgrades must remount",
+                   listening.status().message());
+    }
   }
 
   void OnTakeOverRequest() {
@@ -427,6 +433,7 @@ class Supervisor {
       if (took_over_) {
         (void)WriteLine(took_over_.get(), "serving");
         took_over_.reset();
+        Listen();
         const int64_t pause_ms = (MonotonicNs() - died_ns_) / 1000000;
         longest_pause_ms_ = std::max(longest_pause_ms_, pause_ms);
         spdlog::info(

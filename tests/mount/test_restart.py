@@ -458,6 +458,11 @@ class TakeOverTest(RestartCase):
         rel, (size, digest) = next(iter(self.manifest.items()))
         self.assertEqual(os.path.getsize(m.path(rel)), size)
         self.assertIn("no hand-over: the new ossmount ended before it served", m.output())
+        # Its socket is still the one a take-over reaches: the next one succeeds.
+        new, log = take_over(m, self.server)
+        self.addCleanup(lambda: new.poll() is None and harness.stop_process(new))
+        self.assertIsNone(new.poll(), harness.read_text(log))
+        self.assertEqual(m.proc.wait(60), 0, m.output())
 
     def test_a_take_over_with_nothing_to_take_says_so(self):
         mnt = tempfile.mkdtemp(prefix="ossmount-none-")
