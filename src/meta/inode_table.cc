@@ -27,6 +27,12 @@ constexpr uint64_t kDirFlag = 1;
 constexpr uint64_t kDetachedFlag = 2;
 // A node record's payload: flags (8 bytes), the path's length (8) and the path.
 constexpr size_t kPayloadFixed = 16;
+// A node's record: its flags, then its path (Restore reads it back).
+std::string NodePayload(const InodeTable::Node& node) {
+  const uint64_t flags = (node.is_dir ? kDirFlag : 0) | (node.detached ? kDetachedFlag : 0);
+  return RecordWriter().U64(flags).Str(node.path).bytes();
+}
+
 // A restored node's lookup count: the kernel can never forget it down to zero.
 constexpr uint64_t kRestoredLookups = std::numeric_limits<uint64_t>::max() / 2;
 
@@ -68,10 +74,9 @@ size_t InodeTable::Restore(const RecordLog::Records& records) {
 
 void InodeTable::RecordLocked(InodeId ino, Node& node) {
   if (!log_ || ino == kRootInodeId || node.nlookup == 0) return;
-  const uint64_t flags = (node.is_dir ? kDirFlag : 0) | (node.detached ? kDetachedFlag : 0);
   // The node's earlier record dies (about the same size: a move changes the path).
   if (node.recorded) log_->MarkDead(kPayloadFixed + node.path.size());
-  log_->Put(ino, RecordWriter().U64(flags).Str(node.path).bytes());
+  log_->Put(ino, NodePayload(node));
   node.recorded = true;
   if (log_->CompactionDue()) CompactLocked();
 }
@@ -90,8 +95,7 @@ void InodeTable::CompactLocked() {
   log_->Rewrite([this](const RecordLog::Emit& emit) {
     for (auto& [ino, node] : by_ino_) {
       if (ino == kRootInodeId || node.nlookup == 0) continue;
-      const uint64_t flags = (node.is_dir ? kDirFlag : 0) | (node.detached ? kDetachedFlag : 0);
-      emit(ino, RecordWriter().U64(flags).Str(node.path).bytes());
+      emit(ino, NodePayload(node));
       node.recorded = true;
     }
   });

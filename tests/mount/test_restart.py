@@ -60,7 +60,10 @@ class RestartCase(unittest.TestCase):
         self.assertIn("FUSE over io_uring off: not used on a connection that outlives", out)
 
 
-class ImageFolderRestartTest(RestartCase):
+class EpochCase(RestartCase):
+    """An ImageFolder tree on a server 35 ms to first byte, and an epoch over a mount of it
+    in a process of its own (EPOCH)."""
+
     @classmethod
     def setUpClass(cls):
         cls.src = harness.ensure_dataset("imagefolder", "restart-images", "--classes", "8",
@@ -73,28 +76,39 @@ class ImageFolderRestartTest(RestartCase):
     def tearDownClass(cls):
         cls.server.stop()
 
-    def test_five_kills_during_an_epoch_cost_no_error(self):
-        m = harness.Mount(self.server, args=["--metadata-ttl", "indefinite"])
-        self.addCleanup(m.close)
+    def start_epoch(self, m):
+        """The epoch's process, once ImageFolder has listed the tree, and its output file."""
         out = tempfile.NamedTemporaryFile(prefix="epoch-", suffix=".json", delete=False).name
         epoch = subprocess.Popen(
             ["/usr/bin/python3", "-c", EPOCH, m.mountpoint, out], stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True)
         self.addCleanup(lambda: epoch.poll() is None and epoch.kill())
         self.assertEqual(epoch.stdout.readline(), "scanned\n")
-        for _ in range(5):
-            time.sleep(0.4)
-            self.assertIsNone(epoch.poll(), "the epoch ended before the kills")
-            kill_daemon(self, m)
+        return epoch, out
+
+    def check_epoch(self, epoch, out):
+        """The epoch ended with no error, and every file's bytes are the object's."""
         rc = epoch.wait(600)
         rest = epoch.stdout.read()
         epoch.stdout.close()
         self.assertEqual(rc, 0, rest)
         with open(out) as f:
-            seen = json.load(f)
-        self.assertEqual(len(seen["files"]), len(self.manifest))
+            seen = json.load(f)["files"]
+        self.assertEqual(len(seen), len(self.manifest))
         for rel, (size, digest) in self.manifest.items():
-            self.assertEqual(seen["files"][rel], [size, digest], rel)
+            self.assertEqual(seen[rel], [size, digest], rel)
+
+
+class ImageFolderRestartTest(EpochCase):
+    def test_five_kills_during_an_epoch_cost_no_error(self):
+        m = harness.Mount(self.server, args=["--metadata-ttl", "indefinite"])
+        self.addCleanup(m.close)
+        epoch, out = self.start_epoch(m)
+        for _ in range(5):
+            time.sleep(0.4)
+            self.assertIsNone(epoch.poll(), "the epoch ended before the kills")
+            kill_daemon(self, m)
+        self.check_epoch(epoch, out)
         self.assert_resumed(m, 5)
         # Five kills, each answered by a new child on the same mount: the last epoch's pid.
         self.assertIn("restart 5", m.output())
@@ -360,29 +374,12 @@ def take_over(mount, server, binary=None, args=()):
     return proc, log
 
 
-class TakeOverTest(RestartCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.src = harness.ensure_dataset("imagefolder", "restart-images", "--classes", "8",
-                                         "--per-class", "150", "--seed", "50")
-        cls.manifest = harness.read_manifest(cls.src)
-        cls.server = harness.TestServer(os.path.dirname(cls.src), bucket="restart-images",
-                                        args=["--ttfb-ms", "35"])
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.server.stop()
-
+class TakeOverTest(EpochCase):
     def test_a_take_over_mid_epoch_by_another_version_costs_no_error(self):
         m = harness.Mount(self.server, args=["--metadata-ttl", "indefinite"])
         self.addCleanup(m.close)
         binary, version = other_version_binary(tempfile.mkdtemp(prefix="upgrade-"))
-        out = tempfile.NamedTemporaryFile(prefix="epoch-", suffix=".json", delete=False).name
-        epoch = subprocess.Popen(
-            ["/usr/bin/python3", "-c", EPOCH, m.mountpoint, out], stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True)
-        self.addCleanup(lambda: epoch.poll() is None and epoch.kill())
-        self.assertEqual(epoch.stdout.readline(), "scanned\n")
+        epoch, out = self.start_epoch(m)
         time.sleep(1)
         self.assertIsNone(epoch.poll(), "the epoch ended before the take-over")
         new, log = take_over(m, self.server, binary)
@@ -391,15 +388,7 @@ class TakeOverTest(RestartCase):
         # The old supervisor hands over and exits 0 once the new one serves.
         self.assertEqual(m.proc.wait(60), 0, m.output())
         self.assertIn("the new ossmount serves", m.output())
-        rc = epoch.wait(600)
-        rest = epoch.stdout.read()
-        epoch.stdout.close()
-        self.assertEqual(rc, 0, rest)
-        with open(out) as f:
-            seen = json.load(f)["files"]
-        self.assertEqual(len(seen), len(self.manifest))
-        for rel, (size, digest) in self.manifest.items():
-            self.assertEqual(seen[rel], [size, digest], rel)
+        self.check_epoch(epoch, out)
         stats = json.loads(harness.stats_json(m.mountpoint).stdout)
         self.assertEqual(stats["version"], version)
         self.assertEqual(stats["take_overs"], 1)
