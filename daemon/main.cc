@@ -13,8 +13,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -24,11 +26,13 @@
 #include "config/mount_config.h"
 #include "config/mountpoint_check.h"
 #include "data/disk_block_cache.h"
+#include "fuse/mounted_device.h"
 #include "heap_metrics.h"
 #include "logging.h"
 #include "mount_session.h"
 #include "stats_command.h"
 #include "supervisor.h"
+#include "systemd_store.h"
 #include "warmup_command.h"
 
 namespace {
@@ -108,6 +112,40 @@ std::string Absolute(const std::string& path) {
   return abs.ok() ? *abs : path;
 }
 
+// The mount of this systemd unit's last run, which systemd kept in its descriptor store
+// (systemd_store.h) across a restart: the supervisor resumes it. One whose connection ended,
+// that is not mounted on the mount point, or that this start does not supervise is dropped
+// (systemd closes its copy, the connection ends, and the dead mount is cleared as usual).
+ossmount::UniqueFd TakeStoredMount(config::MountConfig& cfg) {
+  std::optional<ossmount::UniqueFd> fd =
+      daemon_ns::TakePassedDescriptor(daemon_ns::kStoredFuseName);
+  if (!fd) return ossmount::UniqueFd();
+  std::string why;
+  if (!cfg.daemon.supervise) {
+    why = "--no-supervise is given";
+  } else if (cfg.daemon.take_over) {
+    why = "--take-over is given";
+  } else if (!ossmount::fuse::MountedDevice::ConnectionAlive(fd->get())) {
+    why = "its connection has ended";
+  } else {
+    std::ifstream in("/proc/self/mountinfo");
+    std::stringstream mountinfo;
+    mountinfo << in.rdbuf();
+    auto entry = config::FindMountEntry(mountinfo.str(), cfg.daemon.mountpoint);
+    if (!entry || !config::IsOssmountEntry(*entry)) {
+      why = "it is not mounted on " + cfg.daemon.mountpoint;
+    }
+  }
+  if (why.empty()) return std::move(*fd);
+  (void)daemon_ns::RemoveStoredDescriptor(daemon_ns::kStoredFuseName);
+  const std::string note =
+      "systemd kept the FUSE connection of this unit's last mount, which is not resumed (" + why +
+      "); mounting anew";
+  std::fprintf(stderr, "ossmount: %s\n", note.c_str());
+  cfg.warnings.push_back(note);
+  return ossmount::UniqueFd();
+}
+
 int Mount(const std::vector<std::string>& args) {
   auto parsed = config::ParseCommandLine(args);
   if (!parsed.ok()) {
@@ -150,9 +188,14 @@ int Mount(const std::vector<std::string>& args) {
     }
     cfg.daemon.mountpoint = *mountpoint;
   }
-  if (supervised || cfg.daemon.take_over || config::FuseFdMountPoint(cfg.daemon.mountpoint)) {
-    // Mounted already: by the supervisor, by the one to take over from, or by whoever passed
-    // the descriptor.
+  ossmount::UniqueFd stored_mount;
+  if (!supervised && !config::FuseFdMountPoint(cfg.daemon.mountpoint)) {
+    stored_mount = TakeStoredMount(cfg);
+  }
+  if (supervised || cfg.daemon.take_over || config::FuseFdMountPoint(cfg.daemon.mountpoint) ||
+      stored_mount) {
+    // Mounted already: by the supervisor, by the one to take over from, by whoever passed
+    // the descriptor, or by this unit's last run (kept by systemd).
   } else {
     // A mount left by a daemon that was killed (systemd Restart=on-failure lands here).
     auto recovered = config::RecoverDeadMount(cfg.daemon.mountpoint);
@@ -201,7 +244,7 @@ int Mount(const std::vector<std::string>& args) {
     return 1;
   }
   if (supervise) {
-    int code = daemon_ns::RunSupervisor(cfg, reporter, args, child_mask);
+    int code = daemon_ns::RunSupervisor(cfg, reporter, args, child_mask, std::move(stored_mount));
     spdlog::shutdown();
     return code;
   }

@@ -10,7 +10,7 @@
 
 namespace ossmount::daemon {
 
-Status NotifySocket(const std::string& socket_path, const std::string& state) {
+Status NotifySocket(const std::string& socket_path, const std::string& state, int fd_to_send) {
   if (socket_path.empty()) return Status::Ok();
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -26,10 +26,25 @@ Status NotifySocket(const std::string& socket_path, const std::string& state) {
   if (fd < 0) {
     return Status(ErrorCode::kInternal, std::string("notify socket: ") + std::strerror(errno));
   }
+  iovec iov{const_cast<char*>(state.data()), state.size()};
+  msghdr msg{};
+  msg.msg_name = &addr;
+  msg.msg_namelen = len;
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  if (fd_to_send >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(cmsg), &fd_to_send, sizeof(int));
+  }
   ssize_t n;
   do {
-    n = sendto(fd, state.data(), state.size(), MSG_NOSIGNAL, reinterpret_cast<sockaddr*>(&addr),
-               len);
+    n = sendmsg(fd, &msg, MSG_NOSIGNAL);
   } while (n < 0 && errno == EINTR);
   int err = errno;
   close(fd);
@@ -40,10 +55,10 @@ Status NotifySocket(const std::string& socket_path, const std::string& state) {
   return Status::Ok();
 }
 
-Status NotifySystemd(const std::string& state) {
+Status NotifySystemd(const std::string& state, int fd) {
   const char* socket_path = std::getenv("NOTIFY_SOCKET");
   if (socket_path == nullptr) return Status::Ok();
-  return NotifySocket(socket_path, state);
+  return NotifySocket(socket_path, state, fd);
 }
 
 }  // namespace ossmount::daemon

@@ -14,12 +14,13 @@
 
 namespace ossmount::daemon {
 
-// Sends `state` (e.g. "READY=1\nSTATUS=serving") to `socket_path` ("" = nothing). Errors
-// say what failed; callers log them and carry on (a lost notification makes systemd time the
+// Sends `state` (e.g. "READY=1\nSTATUS=serving") to `socket_path` ("" = nothing), with
+// descriptor `fd` attached when it is >= 0 (SCM_RIGHTS, as "FDSTORE=1" wants). Errors say
+// what failed; callers log them and carry on (a lost notification makes systemd time the
 // start out, which is the right outcome for a daemon that cannot talk to it).
-Status NotifySocket(const std::string& socket_path, const std::string& state);
+Status NotifySocket(const std::string& socket_path, const std::string& state, int fd = -1);
 
 // NotifySocket to $NOTIFY_SOCKET; OK and nothing sent when it is unset.
-Status NotifySystemd(const std::string& state);
+Status NotifySystemd(const std::string& state, int fd = -1);
 
 }  // namespace ossmount::daemon

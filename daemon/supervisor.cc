@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "common/record_log.h"
@@ -21,6 +22,7 @@
 #include "fs/handle_records.h"
 #include "fuse/mounted_device.h"
 #include "handover.h"
+#include "systemd_store.h"
 
 extern char** environ;
 
@@ -42,6 +44,10 @@ sigset_t HandledSignals() {
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGUSR2, SIGCHLD}) sigaddset(&set, sig);
   return set;
 }
+
+// How long a supervisor that systemd restarts waits for the files open for writing to close
+// (below ossmount@.service's TimeoutStopSec=30, after which systemd kills the unit anyway).
+constexpr std::chrono::seconds kRestartWait{20};
 
 struct Child {
   pid_t pid = -1;
@@ -115,14 +121,21 @@ size_t WritersOpen(const std::string& state_dir) {
 class Supervisor {
  public:
   Supervisor(const config::MountConfig& config, StartupReporter& reporter,
-             const std::vector<std::string>& args, const sigset_t& child_mask)
-      : config_(config), reporter_(reporter), args_(args), child_mask_(child_mask) {}
+             const std::vector<std::string>& args, const sigset_t& child_mask,
+             UniqueFd stored_mount)
+      : config_(config),
+        reporter_(reporter),
+        args_(args),
+        child_mask_(child_mask),
+        stored_mount_(std::move(stored_mount)) {}
 
   int Run() {
     const std::string& mountpoint = config_.daemon.mountpoint;
     state_dir_ = StateDirForMountpoint(mountpoint);
     if (config_.daemon.take_over) {
       if (Status st = TakeOver(); !st.ok()) return Fail(st.message());
+    } else if (stored_mount_) {
+      ResumeStoredMount();
     } else {
       if (Status st = FreshStateDir(); !st.ok()) return Fail(st.message());
       fuse::FuseServerOptions options;
@@ -197,7 +210,18 @@ class Supervisor {
           if (std::optional<int> code = Reap()) return *code;
         } else if (sig == SIGUSR2 || sig == SIGHUP) {
           if (child_.pid > 0) kill(child_.pid, sig);  // debug toggle, log reopening
+        } else if (leaving_for_restart_) {
+          continue;  // leaving already, the mount kept for the next start
         } else {
+          if (sig == SIGTERM && stored_in_systemd_ && handover_ == HandOver::kNone && !stopping_) {
+            std::string why;
+            if (SystemdRestartsThisUnit(&why)) {
+              BeginLeavingForRestart();
+              if (std::optional<int> code = MaybeStopForHandOver()) return *code;
+              continue;
+            }
+            spdlog::info("supervisor: unmounting: {}", why);
+          }
           spdlog::info("supervisor: signal {}; stopping the daemon", sig);
           if (!stopping_ && ever_ready_) reporter_.Stopping();
           stopping_ = true;
@@ -230,6 +254,74 @@ class Supervisor {
     }
     std::filesystem::permissions(state_dir_, std::filesystem::perms::owner_all, ec);
     return Status::Ok();
+  }
+
+  // The mount of this unit's last run, kept by systemd across its restart.
+  void ResumeStoredMount() {
+    device_ = fuse::MountedDevice::Adopt(std::move(stored_mount_), config_.daemon.mountpoint);
+    const int64_t left_ns = LoadCounters();
+    ++restarts_;
+    resume_next_ = true;
+    resumed_stored_mount_ = true;
+    last_cause_ = left_ns > 0
+                      ? "was restarted by systemd"
+                      : "was killed with its supervisor, and systemd started the unit again";
+    // A supervisor killed with its daemon left no time: the pause is counted from this start.
+    died_ns_ = left_ns > 0 ? left_ns : MonotonicNs();
+    spdlog::info(
+        "supervisor: systemd kept the mount of {} (FUSE descriptor {}); the daemon resumes it",
+        config_.daemon.mountpoint, device_->fd());
+  }
+
+  // The history `ossmount stats` shows, kept in the state directory for a supervisor that
+  // resumes a mount systemd kept; `left_ns` is when this one left it (0: it serves).
+  void SaveCounters(int64_t left_ns) {
+    std::ofstream out(state_dir_ + "/supervisor", std::ios::trunc);
+    out << restarts_ << ' ' << take_overs_ << ' ' << longest_pause_ms_ << ' ' << left_ns << '\n';
+  }
+  int64_t LoadCounters() {
+    std::ifstream in(state_dir_ + "/supervisor");
+    uint64_t restarts = 0, take_overs = 0;
+    int64_t longest = 0, left_ns = 0;
+    if (!(in >> restarts >> take_overs >> longest >> left_ns)) return 0;
+    restarts_ = restarts;
+    take_overs_ = take_overs;
+    longest_pause_ms_ = longest;
+    return left_ns;
+  }
+
+  // Stores the mount's descriptor in systemd's store, for the unit's next start.
+  void StoreInSystemd() {
+    if (std::getenv("NOTIFY_SOCKET") == nullptr) return;
+    if (Status st = StoreDescriptor(device_->fd(), kStoredFuseName); !st.ok()) {
+      spdlog::warn(
+          "supervisor: systemd's descriptor store refused the mount ({}); a restart "
+          "of the unit will remount",
+          st.message());
+      return;
+    }
+    stored_in_systemd_ = true;
+  }
+
+  // systemd restarts the unit: the daemon stops as for a hand-over, and the mount waits in
+  // systemd's descriptor store for the next start.
+  void BeginLeavingForRestart() {
+    leaving_for_restart_ = true;
+    reporter_.Stopping();
+    spdlog::info(
+        "supervisor: systemd restarts this unit; the mount stays, held by systemd, for its next "
+        "start (once the files open for writing are closed, at most {} s)",
+        kRestartWait.count());
+    handover_ = HandOver::kWaitingForWriters;
+    handover_deadline_ = std::chrono::steady_clock::now() + kRestartWait;
+  }
+
+  int LeaveForRestart() {
+    SaveCounters(MonotonicNs());
+    if (listener_) unlink(SupervisorSocketPath(config_.daemon.mountpoint).c_str());
+    device_->Release();
+    spdlog::info("supervisor: the daemon stopped; systemd holds the mount for the next start");
+    return 0;
   }
 
   // --take-over: the connection (and the records) of the supervisor serving the mount.
@@ -319,7 +411,7 @@ class Supervisor {
     if (writers > 0 && !late) return std::nullopt;
     if (writers > 0) {
       spdlog::warn("supervisor: {} file(s) still open for writing after {} s; they get EIO",
-                   writers, kHandOverWait.count());
+                   writers, leaving_for_restart_ ? kRestartWait.count() : kHandOverWait.count());
     }
     handover_ = HandOver::kStopping;
     if (child_.pid > 0) {
@@ -328,6 +420,7 @@ class Supervisor {
       kill(child_.pid, SIGKILL);
       return std::nullopt;
     }
+    if (leaving_for_restart_) return LeaveForRestart();
     return SendHandOver();
   }
 
@@ -394,6 +487,7 @@ class Supervisor {
       device_->Release();
       return code;
     }
+    if (stored_in_systemd_) (void)RemoveStoredDescriptor(kStoredFuseName);
     if (device_) device_->Unmount();
     std::error_code ec;
     std::filesystem::remove_all(state_dir_, ec);
@@ -430,6 +524,7 @@ class Supervisor {
     child_.ready_at = std::chrono::steady_clock::now();
     if (!ever_ready_) {
       ever_ready_ = true;
+      StoreInSystemd();
       if (took_over_) {
         (void)WriteLine(took_over_.get(), "serving");
         took_over_.reset();
@@ -441,9 +536,16 @@ class Supervisor {
             "connection was handed over",
             pause_ms);
       }
+      if (resumed_stored_mount_) LogResumedPause();
+      if (stored_in_systemd_) SaveCounters(0);
       reporter_.Ready();
       return;
     }
+    LogResumedPause();
+    if (stored_in_systemd_) SaveCounters(0);
+  }
+
+  void LogResumedPause() {
     const int64_t pause_ms = (MonotonicNs() - died_ns_) / 1000000;
     longest_pause_ms_ = std::max(longest_pause_ms_, pause_ms);
     spdlog::info("supervisor: the mount is served again, {} ms after the daemon {}", pause_ms,
@@ -472,6 +574,7 @@ class Supervisor {
     const std::string cause = DescribeEnd(status);
     if (handover_ == HandOver::kStopping) {
       child_ = Child{};
+      if (leaving_for_restart_) return LeaveForRestart();
       return SendHandOver();
     }
     if (stopping_ || clean) {
@@ -515,6 +618,10 @@ class Supervisor {
   std::string state_dir_;
   std::unique_ptr<fuse::MountedDevice> device_;
   const sigset_t child_mask_;
+  UniqueFd stored_mount_;              // systemd's copy of the mount's descriptor, until adopted
+  bool stored_in_systemd_ = false;     // systemd holds the descriptor for the unit's next start
+  bool leaving_for_restart_ = false;   // systemd restarts the unit; the mount stays
+  bool resumed_stored_mount_ = false;  // this supervisor started on the mount systemd kept
   UniqueFd signals_;
   Child child_;
   std::optional<std::chrono::steady_clock::time_point> start_at_;
@@ -544,8 +651,9 @@ sigset_t BlockSupervisorSignals() {
 }
 
 int RunSupervisor(const config::MountConfig& config, StartupReporter& reporter,
-                  const std::vector<std::string>& args, const sigset_t& child_mask) {
-  Supervisor supervisor(config, reporter, args, child_mask);
+                  const std::vector<std::string>& args, const sigset_t& child_mask,
+                  UniqueFd stored_mount) {
+  Supervisor supervisor(config, reporter, args, child_mask, std::move(stored_mount));
   return supervisor.Run();
 }
 

@@ -16,6 +16,11 @@
 // Signals: SIGTERM, SIGINT and SIGHUP stop the child (which drains) and then the supervisor;
 // SIGUSR2 is passed on (debug logging). The child gets SIGTERM if the supervisor dies.
 // Readiness (the background parent's verdict, systemd's READY=1) is the first child's.
+//
+// Under systemd the supervisor keeps the descriptor in systemd's store too
+// (daemon/systemd_store.h): a SIGTERM that is half of `systemctl restart` stops the daemon as
+// for a hand-over and leaves the mount to the unit's next start, and a unit whose processes
+// were all killed resumes its mount when Restart= starts it again.
 #pragma once
 
 #include <signal.h>
@@ -25,6 +30,7 @@
 #include <vector>
 
 #include "background.h"
+#include "common/unique_fd.h"
 #include "config/mount_config.h"
 #include "supervised_run.h"
 
@@ -47,7 +53,10 @@ sigset_t BlockSupervisorSignals();
 // children kept dying. `args`: the command line the children get (the daemon's own).
 // REQUIRES: BlockSupervisorSignals() before any thread, logging set up, and
 // config.daemon.mountpoint absolute and checked.
+// `stored_mount`: the descriptor of this systemd unit's last mount (systemd_store.h), which
+// the supervisor then resumes instead of mounting; invalid for none.
 int RunSupervisor(const config::MountConfig& config, StartupReporter& reporter,
-                  const std::vector<std::string>& args, const sigset_t& child_mask);
+                  const std::vector<std::string>& args, const sigset_t& child_mask,
+                  UniqueFd stored_mount);
 
 }  // namespace ossmount::daemon

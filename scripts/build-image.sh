@@ -4,6 +4,7 @@
 #
 #   scripts/build-image.sh                 build localhost/ossmount:latest (and :VERSION)
 #   scripts/build-image.sh --rebuild-base  also remake the Debian base image from scratch
+#   scripts/build-image.sh --base-only     only make the base image (test images start from it)
 #
 # Steps: install podman, runc and mmdebstrap if missing; make a minimal Debian 12 root file
 # system with mmdebstrap and import it as localhost/ossmount-base:bookworm (kept, so later
@@ -16,10 +17,12 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 rebuild_base=0
+base_only=0
 for arg in "$@"; do
   case "$arg" in
     --rebuild-base) rebuild_base=1 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --base-only) base_only=1 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "build-image.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
@@ -89,6 +92,7 @@ if ! "${PODMAN[@]}" image exists "$BASE_IMAGE"; then
   echo "build-image: importing $BASE_TAR as $BASE_IMAGE"
   "${PODMAN[@]}" import --change 'CMD ["/bin/bash"]' "$BASE_TAR" "$BASE_IMAGE" >/dev/null
 fi
+if [ "$base_only" -eq 1 ]; then exit 0; fi
 
 tags=(--tag "$IMAGE")
 if [ -n "$VERSION" ]; then tags+=(--tag "localhost/ossmount:$VERSION"); fi

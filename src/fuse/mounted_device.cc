@@ -1,6 +1,7 @@
 #include "fuse/mounted_device.h"
 
 #include <fuse_lowlevel.h>
+#include <poll.h>
 #include <spdlog/spdlog.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
@@ -39,6 +40,14 @@ Result<std::unique_ptr<MountedDevice>> MountedDevice::Mount(const FuseServerOpti
                                             "accessible, that fusermount3 is installed");
   }
   return std::unique_ptr<MountedDevice>(new MountedDevice(se, UniqueFd(), options.mountpoint));
+}
+
+bool MountedDevice::ConnectionAlive(int fd) {
+  // The kernel answers POLLERR for a connection that has ended; a live one is readable or not,
+  // and nothing is read here.
+  pollfd p{fd, POLLIN, 0};
+  if (poll(&p, 1, 0) < 0) return false;
+  return (p.revents & (POLLERR | POLLNVAL)) == 0;
 }
 
 std::unique_ptr<MountedDevice> MountedDevice::Adopt(UniqueFd fd, std::string mountpoint) {

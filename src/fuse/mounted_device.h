@@ -27,6 +27,9 @@ class MountedDevice {
   static Result<std::unique_ptr<MountedDevice>> Mount(const FuseServerOptions& options);
   // The descriptor of a mount on `mountpoint` that another process made and handed over.
   static std::unique_ptr<MountedDevice> Adopt(UniqueFd fd, std::string mountpoint);
+  // Whether the connection of /dev/fuse descriptor `fd` still lives (it ends when its mount
+  // is unmounted or aborted, or when every descriptor of it was closed before).
+  static bool ConnectionAlive(int fd);
   ~MountedDevice();
   MountedDevice(const MountedDevice&) = delete;
   MountedDevice& operator=(const MountedDevice&) = delete;

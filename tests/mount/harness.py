@@ -282,12 +282,24 @@ class NotifyListener:
         self.sock.bind(self.path)
 
     def receive(self, timeout):
-        """The next notification's text, or None when none came within `timeout` s."""
+        """The next notification's text, or None when none came within `timeout` s. A
+        descriptor attached is closed: one held here would keep a FUSE connection alive."""
+        message = self.receive_with_fds(timeout)
+        if message is None:
+            return None
+        for fd in message[1]:
+            os.close(fd)
+        return message[0]
+
+    def receive_with_fds(self, timeout):
+        """The next notification's text and the descriptors attached to it (FDSTORE=1), or
+        None when none came within `timeout` s. The caller closes the descriptors."""
         self.sock.settimeout(timeout)
         try:
-            return self.sock.recv(4096).decode()
+            data, fds, _, _ = socket.recv_fds(self.sock, 4096, 4)
         except socket.timeout:
             return None
+        return data.decode(), fds
 
     def close(self):
         self.sock.close()

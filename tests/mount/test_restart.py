@@ -35,6 +35,7 @@ import unittest
 import harness
 
 MiB = 1 << 20
+DIGEST_EPOCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "digest_epoch.py")
 
 
 def served_again(mount):
@@ -62,7 +63,7 @@ class RestartCase(unittest.TestCase):
 
 class EpochCase(RestartCase):
     """An ImageFolder tree on a server 35 ms to first byte, and an epoch over a mount of it
-    in a process of its own (EPOCH)."""
+    in a process of its own (digest_epoch.py)."""
 
     @classmethod
     def setUpClass(cls):
@@ -80,7 +81,7 @@ class EpochCase(RestartCase):
         """The epoch's process, once ImageFolder has listed the tree, and its output file."""
         out = tempfile.NamedTemporaryFile(prefix="epoch-", suffix=".json", delete=False).name
         epoch = subprocess.Popen(
-            ["/usr/bin/python3", "-c", EPOCH, m.mountpoint, out], stdout=subprocess.PIPE,
+            ["/usr/bin/python3", DIGEST_EPOCH, m.mountpoint, out], stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT, text=True)
         self.addCleanup(lambda: epoch.poll() is None and epoch.kill())
         self.assertEqual(epoch.stdout.readline(), "scanned\n")
@@ -114,39 +115,6 @@ class ImageFolderRestartTest(EpochCase):
         self.assertIn("restart 5", m.output())
 
 
-# One ImageFolder epoch through DataLoader workers; each sample is the file's size and
-# sha256. Prints "scanned" once ImageFolder has listed the tree, writes what it saw to
-# argv[2], and fails (exit 1, with the traceback) on any error.
-EPOCH = r"""
-import hashlib, json, os, sys, warnings
-import torch, torchvision
-warnings.filterwarnings("ignore", message=".*worker processes in total.*")
-root, out = sys.argv[1], sys.argv[2]
-
-def loader(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    return [len(data), hashlib.sha256(data).hexdigest()]
-
-class DS(torch.utils.data.Dataset):
-    def __init__(self):
-        self.inner = torchvision.datasets.ImageFolder(root, loader=loader)
-    def __len__(self):
-        return len(self.inner)
-    def __getitem__(self, i):
-        (size, digest), _ = self.inner[i]
-        return os.path.relpath(self.inner.samples[i][0], root), size, digest
-
-ds = DS()
-print("scanned", flush=True)
-files = {}
-for rels, sizes, digests in torch.utils.data.DataLoader(ds, batch_size=8, shuffle=True,
-                                                         num_workers=8):
-    for rel, size, digest in zip(rels, sizes, digests):
-        files[rel] = [int(size), digest]
-with open(out, "w") as f:
-    json.dump({"files": files}, f)
-"""
 
 
 class LargeFileRestartTest(RestartCase):

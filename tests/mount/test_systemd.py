@@ -69,8 +69,16 @@ class NotifyTest(unittest.TestCase):
 
     def test_ready_after_the_mount_answers_and_stopping_at_stop(self):
         self.start()
+        # First the mount's /dev/fuse descriptor for systemd's store (so that `systemctl
+        # restart` keeps the mount), then READY=1.
+        stored = self.listener.receive_with_fds(60)
+        self.assertIsNotNone(stored, "no notification: %s" % self.output())
+        self.assertEqual(stored[0].split("\n"), ["FDSTORE=1", "FDNAME=ossmount-fuse"])
+        self.assertEqual(len(stored[1]), 1)
+        self.assertEqual(os.readlink("/proc/self/fd/%d" % stored[1][0]), "/dev/fuse")
+        os.close(stored[1][0])
         msg = self.listener.receive(60)
-        self.assertIsNotNone(msg, "no notification: %s" % self.output())
+        self.assertIsNotNone(msg, "no READY=1: %s" % self.output())
         self.assertIn("READY=1", msg.split("\n"))
         # At the moment READY=1 arrives the mount must already answer.
         self.assertTrue(harness.is_mounted(self.mnt))
@@ -82,6 +90,10 @@ class NotifyTest(unittest.TestCase):
         msg = self.listener.receive(30)
         self.assertIsNotNone(msg, "no STOPPING=1: %s" % self.output())
         self.assertIn("STOPPING=1", msg.split("\n"))
+        # Not a restart (no systemd job says so): the descriptor leaves the store, then the
+        # mount goes.
+        msg = self.listener.receive(30)
+        self.assertEqual(msg, "FDSTOREREMOVE=1\nFDNAME=ossmount-fuse", self.output())
         self.assertEqual(self.proc.wait(30), 0, self.output())
         self.assertFalse(harness.is_mounted(self.mnt))  # clean unmount on stop
 
@@ -132,6 +144,9 @@ class UnitFileTest(unittest.TestCase):
         self.assertEqual(settings["Restart"], ["on-failure"])
         # An OOM kill of the supervised daemon is survived; systemd must not stop the unit.
         self.assertEqual(settings["OOMPolicy"], ["continue"])
+        # systemd keeps the mount's descriptor across `systemctl restart` and a kill of the
+        # whole unit (scripts/test-systemd.sh tries both under a real systemd).
+        self.assertEqual(settings["FileDescriptorStoreMax"], ["1"])
         self.assertIn("network-online.target", settings["After"])
         self.assertIn("network-online.target", settings["Wants"])
         self.assertIn("--config /etc/ossmount/%i.json", settings["ExecStart"][0])
