@@ -93,6 +93,12 @@ std::string StatsResult(const std::string& mountpoint,
   string(mountpoint);
   w.Key("pid");
   w.Int(getpid());
+  // Which PID namespace the pid is in ("pid:[INODE]"): a container's readiness probe compares
+  // it with its own, to tell its daemon from another pod's serving the same mount.
+  w.Key("pid_namespace");
+  char ns[64] = {};
+  const ssize_t ns_len = readlink("/proc/self/ns/pid", ns, sizeof ns - 1);
+  string(ns_len > 0 ? std::string(ns, static_cast<size_t>(ns_len)) : std::string());
   w.Key("version");
   string(OSSMOUNT_VERSION);
   w.Key("uptime_seconds");

@@ -13,9 +13,11 @@
 # container that gets D at /data read-only with rslave propagation. Then, through the same
 # trainer container, torchvision ImageFolder reads every image and compares it with the
 # source: after the first start, after a clean restart of the mount container (podman stop,
-# as a pod deletion does), and after a crash (SIGKILL, which leaves a dead FUSE mount that the
-# next container's entrypoint detaches). A prober in the trainer records what a reader sees
-# during each restart. Everything is removed at the end, also on failure.
+# as a pod deletion does), after a crash (SIGKILL, which leaves a dead FUSE mount that the
+# next container's entrypoint detaches), and while a second mount container takes the mount
+# over from the first (the DaemonSet's rolling update, both sharing the node's /run/ossmount):
+# that one must cost the reader no error. A prober in the trainer records what a reader sees
+# during each. Everything is removed at the end, also on failure.
 # Environment: BUILD_DIR (where the host build has tests/server/ossmount-testserver, default
 # build), WORK (default /tmp/ossmount-container-test; kept on failure), KEEP=1 keeps it always.
 set -euo pipefail
@@ -30,6 +32,7 @@ BUILD_DIR=${BUILD_DIR:-build}
 TESTSERVER=$BUILD_DIR/tests/server/ossmount-testserver
 WORK=${WORK:-/tmp/ossmount-container-test}
 MOUNT_CTR=ossmount-test-mount
+NEW_MOUNT_CTR=ossmount-test-mount-new  # the pod a rolling update starts beside the old one
 TRAINER_CTR=ossmount-test-trainer
 WRONG_CTR=ossmount-test-wrong-bind  # given the mount point itself, not its parent
 # runc and explicit limits: see scripts/build-image.sh.
@@ -74,7 +77,9 @@ server_pid=""
 ok=0
 cleanup() {
   set +e
-  for c in "$MOUNT_CTR" "$TRAINER_CTR" "$WRONG_CTR"; do "${PODMAN[@]}" rm -f -t 5 "$c" >/dev/null 2>&1; done
+  for c in "$MOUNT_CTR" "$NEW_MOUNT_CTR" "$TRAINER_CTR" "$WRONG_CTR"; do
+    "${PODMAN[@]}" rm -f -t 5 "$c" >/dev/null 2>&1
+  done
   [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null
   # A dead FUSE mount, then the bind mount of D itself.
   if grep -q " $D/dataset " /proc/self/mountinfo; then umount -l "$D/dataset"; fi
@@ -87,14 +92,14 @@ cleanup() {
 }
 trap cleanup EXIT
 # Leftovers of an interrupted run.
-for c in "$MOUNT_CTR" "$TRAINER_CTR" "$WRONG_CTR"; do
+for c in "$MOUNT_CTR" "$NEW_MOUNT_CTR" "$TRAINER_CTR" "$WRONG_CTR"; do
   "${PODMAN[@]}" rm -f -t 1 "$c" >/dev/null 2>&1 || true
 done
 if [ -d "$D" ]; then
   grep -q " $D/dataset " /proc/self/mountinfo && umount -l "$D/dataset"
   while grep -q " $D " /proc/self/mountinfo; do umount -l "$D"; done
 fi
-mkdir -p "$WORK" "$D" "$WORK/secret" "$WORK/config" "$WORK/cache" "$WORK/scripts"
+mkdir -p "$WORK" "$D" "$WORK/secret" "$WORK/config" "$WORK/cache" "$WORK/scripts" "$WORK/run"
 
 DATA=$WORK/data
 if [ ! -f "$DATA/sample/MANIFEST.tsv" ]; then
@@ -139,20 +144,21 @@ mount_args=(
   -v "$WORK/secret:/etc/ossmount-secret:ro"
   -v "$WORK/config:/etc/ossmount:ro"
   -v "$WORK/cache:/var/cache/ossmount"
+  -v "$WORK/run:/run/ossmount"
 )
 daemon_args=(sample "$MP_IN_MOUNT" --credentials-file /etc/ossmount-secret/credentials
   --cache /var/cache/ossmount)
 
-# Waits until ossmount-ready answers 0 in the mount container (20 s at most), or the
-# container exits.
+# Waits until ossmount-ready answers 0 in the mount container (default $MOUNT_CTR; 20 s at
+# most), or the container exits.
 wait_ready() {
-  local reason="" deadline=$((SECONDS + 20))
+  local ctr=${1:-$MOUNT_CTR} reason="" deadline=$((SECONDS + 20))
   while [ "$SECONDS" -lt "$deadline" ]; do
-    if reason=$("${PODMAN[@]}" exec "$MOUNT_CTR" ossmount-ready "$MP_IN_MOUNT" 2>&1); then
+    if reason=$("${PODMAN[@]}" exec "$ctr" ossmount-ready "$MP_IN_MOUNT" 2>&1); then
       say "readiness: $reason"
       return 0
     fi
-    if [ "$("${PODMAN[@]}" inspect --format '{{.State.Running}}' "$MOUNT_CTR" 2>/dev/null)" != true ]; then
+    if [ "$("${PODMAN[@]}" inspect --format '{{.State.Running}}' "$ctr" 2>/dev/null)" != true ]; then
       return 1
     fi
     sleep 0.2
@@ -327,11 +333,60 @@ say "what the trainer saw during the crash and restart:"
 probe_stop crash
 read_all "read 3 (same trainer container, after the crash)"
 
+# ---- rolling update: a new mount container takes the mount over ---------------------
+# As the DaemonSet's update (maxSurge 1): the new pod starts beside the old one, its entrypoint
+# finds the live mount and takes it over through the shared /run/ossmount, and the old pod is
+# deleted once the new one is ready. A reader reads the whole dataset meanwhile.
+probe_start takeover
+# Whole passes over the dataset, one after the other, from before the new container starts
+# until the old one is stopped; each must read every image right.
+rm -f "$WORK/probe/reads-done"
+"${PODMAN[@]}" exec "$TRAINER_CTR" sh -c 'n=0; while [ ! -e /probe/reads-done ]; do
+    python3 /scripts/check_imagefolder.py /data/dataset/train /source/train || exit 1
+    n=$((n + 1)); done; echo "$n passes over the dataset"' \
+  >"$WORK/read-during-takeover.log" 2>&1 &
+reader_pid=$!
+# The first pass done, the next ones run back to back through the take-over.
+for _ in $(seq 300); do grep -q "^imagefolder:" "$WORK/read-during-takeover.log" && break; sleep 0.1; done
+"${PODMAN[@]}" run -d --name "$NEW_MOUNT_CTR" "${ULIMITS[@]}" "${security_args[@]}" \
+  "${mount_args[@]}" "$IMAGE" "${daemon_args[@]}" >/dev/null
+if ! wait_ready "$NEW_MOUNT_CTR"; then
+  "${PODMAN[@]}" logs "$NEW_MOUNT_CTR" >"$WORK/mount-new.log" 2>&1
+  fail "the new mount container did not take over ($WORK/mount-new.log)"
+fi
+"${PODMAN[@]}" logs "$MOUNT_CTR" >"$WORK/mount-3.log" 2>&1
+grep -q "ossmount-entrypoint: handed .* over" "$WORK/mount-3.log" ||
+  fail "the old mount container did not hand the mount over ($WORK/mount-3.log)"
+[ "$("${PODMAN[@]}" inspect --format '{{.State.Running}}' "$MOUNT_CTR")" = true ] ||
+  fail "the old mount container ended after the hand-over (its restart would take the mount back)"
+say "the new mount container serves; the old one waits to be deleted"
+"${PODMAN[@]}" stop -t 30 "$MOUNT_CTR" >/dev/null
+code=$("${PODMAN[@]}" inspect --format '{{.State.ExitCode}}' "$MOUNT_CTR")
+[ "$code" = 0 ] || fail "the old mount container exited $code after SIGTERM"
+grep -q " $D/dataset " /proc/self/mountinfo || fail "stopping the old container unmounted"
+touch "$WORK/probe/reads-done"
+wait "$reader_pid" || fail "a read during the take-over failed: $(tail -3 "$WORK/read-during-takeover.log")"
+passes=$(grep -c "^imagefolder:" "$WORK/read-during-takeover.log" || true)
+[ "$passes" -ge 2 ] || fail "only $passes pass(es) over the dataset during the take-over"
+say "read 4 (during the take-over and the old container's stop): $passes passes over the dataset, each image byte-identical to the source"
+
+sleep 0.3
+say "what the trainer saw during the take-over and the old container's stop:"
+probe_stop takeover
+if grep -v " ok (" "$WORK/probe/takeover.log" >/dev/null; then
+  fail "the prober saw an error during the take-over"
+fi
+"${PODMAN[@]}" exec "$NEW_MOUNT_CTR" ossmount stats "$MP_IN_MOUNT" --once >"$WORK/stats-new.txt"
+grep -q "took this mount over" "$WORK/stats-new.txt" ||
+  fail "ossmount stats in the new container does not report the take-over ($WORK/stats-new.txt)"
+say "$(grep -m1 "took this mount over" "$WORK/stats-new.txt")"
+MOUNT_CTR=$NEW_MOUNT_CTR
+
 # ---- final stop ---------------------------------------------------------------------
 "${PODMAN[@]}" stop -t 30 "$MOUNT_CTR" >/dev/null
-"${PODMAN[@]}" logs "$MOUNT_CTR" >"$WORK/mount-3.log" 2>&1
+"${PODMAN[@]}" logs "$MOUNT_CTR" >"$WORK/mount-4.log" 2>&1
 code=$("${PODMAN[@]}" inspect --format '{{.State.ExitCode}}' "$MOUNT_CTR")
-[ "$code" = 0 ] || fail "the mount container exited $code after SIGTERM ($WORK/mount-3.log)"
+[ "$code" = 0 ] || fail "the mount container exited $code after SIGTERM ($WORK/mount-4.log)"
 no_mount_left || fail "podman stop left a mount on $D/dataset"
 say "final podman stop: exit code 0, nothing left mounted"
 ok=1

@@ -202,11 +202,21 @@ const MUTATIONS = [
     "needs a toleration with operator Exists and no key",
   ],
   [
-    "a surge would run two daemons on one mount point",
+    "a surge with a pod down as well would run two updates on one node",
     (m) => {
-      doc(m.docs, "DaemonSet", "ossmount").spec.updateStrategy.rollingUpdate.maxSurge = 1;
+      doc(m.docs, "DaemonSet", "ossmount").spec.updateStrategy.rollingUpdate.maxUnavailable = 1;
     },
-    "maxSurge must be 0",
+    "rollingUpdate must be maxSurge 1 with maxUnavailable 0 (take-over)",
+  ],
+  [
+    "a surge pod without the node's /run/ossmount cannot take the mount over",
+    (m) => {
+      const pod = podOf(m.docs, "DaemonSet", "ossmount");
+      pod.containers[0].volumeMounts = pod.containers[0].volumeMounts.filter(
+        (v) => v.mountPath !== "/run/ossmount",
+      );
+    },
+    "rollingUpdate.maxSurge 1 needs /run/ossmount mounted from a hostPath",
   ],
   [
     "the kustomization leaves out what the DaemonSet uses",

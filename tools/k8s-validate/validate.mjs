@@ -400,19 +400,27 @@ export function crossCheck(docs, kustomization, files) {
       );
     }
     if (spec.hostNetwork) problems.push(`${where(d)}: hostNetwork is not needed`);
+    // Updates: the new pod starts beside the old one and takes the mount over through the
+    // node's /run/ossmount (maxSurge 1, maxUnavailable 0), or the old pod stops first and the
+    // new one mounts again (maxSurge 0, maxUnavailable 1), or by hand (OnDelete).
     const strategy = d.doc.spec.updateStrategy || {};
     if (strategy.type === "RollingUpdate") {
       const ru = strategy.rollingUpdate || {};
-      if (String(ru.maxUnavailable) !== "1")
-        problems.push(`${where(d)}: rollingUpdate.maxUnavailable must be 1`);
-      if (ru.maxSurge !== undefined && String(ru.maxSurge) !== "0")
+      const surge = String(ru.maxSurge ?? "0");
+      const unavailable = String(ru.maxUnavailable ?? "1");
+      if (surge === "1" && unavailable === "0") {
+        const run = volumeAt(c, volumes, "/run/ossmount/x");
+        if (!run?.volume?.hostPath || run.mount.mountPath !== "/run/ossmount")
+          problems.push(
+            `${w}: rollingUpdate.maxSurge 1 needs /run/ossmount mounted from a hostPath, where the new pod finds the old one to take the mount over from`,
+          );
+      } else if (!(surge === "0" && unavailable === "1")) {
         problems.push(
-          `${where(d)}: rollingUpdate.maxSurge must be 0 (two daemons cannot share a mount point or a cache)`,
+          `${where(d)}: rollingUpdate must be maxSurge 1 with maxUnavailable 0 (take-over) or maxSurge 0 with maxUnavailable 1 (remount); two pods may not serve one node otherwise`,
         );
+      }
     } else if (strategy.type !== "OnDelete") {
-      problems.push(
-        `${where(d)}: updateStrategy must be RollingUpdate (maxUnavailable 1) or OnDelete`,
-      );
+      problems.push(`${where(d)}: updateStrategy must be RollingUpdate or OnDelete`);
     }
 
     // The mount point: strictly inside a Bidirectional hostPath mounted at the same path.

@@ -205,6 +205,11 @@ TEST_CASE("stats: the result carries the mount, the pid and the registry") {
   auto doc = Parse(StatsResult("/mnt/x", std::chrono::steady_clock::now() - 5s, restarts));
   CHECK(std::string(doc["mountpoint"].GetString()) == "/mnt/x");
   CHECK(doc["pid"].GetInt() == getpid());
+  // The namespace the pid is in, as /proc names it (a readiness probe compares it).
+  char ns[64] = {};
+  REQUIRE(readlink("/proc/self/ns/pid", ns, sizeof ns - 1) > 0);
+  CHECK(std::string(doc["pid_namespace"].GetString()) == ns);
+  CHECK(std::string(doc["pid_namespace"].GetString()).rfind("pid:[", 0) == 0);
   CHECK(std::string(doc["version"].GetString()) == OSSMOUNT_VERSION);
   CHECK(doc["uptime_seconds"].GetDouble() >= 5);
   CHECK(doc["restarts"].GetUint64() == 0);
