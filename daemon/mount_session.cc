@@ -190,25 +190,38 @@ Status SetUpResumption(fs::ObjectFilesystem& filesystem, const SupervisedRun& ru
                        fuse::FuseServerOptions& fuse_options) {
   const std::string nodes_path = run.state_dir + "/nodes";
   const std::string handles_path = run.state_dir + "/handles";
+  const std::string listings_path = run.state_dir + "/listings";
   RecordLog::Records nodes, handles;
+  std::vector<meta::ListingRecords::Restored> listings;
   if (run.resume) {
     if (auto loaded = RecordLog::Load(nodes_path); loaded.ok()) nodes = std::move(*loaded);
     if (auto loaded = RecordLog::Load(handles_path); loaded.ok()) handles = std::move(*loaded);
-    const auto restored = filesystem.RestoreSession(nodes, fs::HandleRecords::Decode(handles));
+    if (auto loaded = RecordLog::Load(listings_path); loaded.ok()) {
+      listings = meta::ListingRecords::Decode(*loaded);
+      // Only what is still fresh carries on into the next file.
+      const auto now = std::chrono::steady_clock::now();
+      std::erase_if(listings,
+                    [&](const auto& l) { return !meta::TtlPolicy::Fresh(l.expiry, now); });
+    }
+    const auto restored =
+        filesystem.RestoreSession(nodes, fs::HandleRecords::Decode(handles), listings);
     spdlog::info(
         "resuming the mount after the daemon before this one {} (restart {}, take-over {}): {} "
-        "nodes, {} "
-        "files open for reading, {} directories open, {} files open for writing (these get "
-        "EIO: their bytes died with it)",
+        "nodes, {} files open for reading, {} directories open, {} files open for writing (these "
+        "get EIO: their bytes died with it), {} directory listings",
         run.last_cause, run.restarts, run.take_overs, restored.nodes, restored.read_handles,
-        restored.dir_handles, restored.lost_writers);
+        restored.dir_handles, restored.lost_writers, restored.listings);
   }
   auto node_log = RecordLog::Create(nodes_path, nodes);
   if (!node_log.ok()) return node_log.status();
   auto handle_log = RecordLog::Create(handles_path, handles);
   if (!handle_log.ok()) return handle_log.status();
-  filesystem.RecordSession(std::move(*node_log), std::make_shared<fs::HandleRecords>(
-                                                     std::move(*handle_log), std::move(handles)));
+  auto listing_log = meta::ListingRecords::Create(listings_path, listings);
+  if (!listing_log.ok()) return listing_log.status();
+  filesystem.RecordSession(
+      std::move(*node_log),
+      std::make_shared<fs::HandleRecords>(std::move(*handle_log), std::move(handles)),
+      std::shared_ptr<meta::ListingRecords>(std::move(*listing_log)));
   fuse_options.resumable =
       fuse::ResumableConnection{run.device_fd, run.state_dir + "/init", run.resume};
   return Status::Ok();

@@ -35,6 +35,7 @@
 #include "fs/write_handle.h"
 #include "fs/write_service.h"
 #include "meta/inode_table.h"
+#include "meta/listing_records.h"
 #include "ossmount/object_client.h"
 #include "upload/staging_area.h"
 #include "upload/upload_gate.h"
@@ -114,19 +115,23 @@ class ObjectFilesystem : public Filesystem,
   // --- Outliving the daemon process (session_restore.cc). ---
   // Records from now on the nodes (RecordLog, InodeTable::RecordTo) and handles the kernel
   // holds, before each is handed to it, so that the next process on this FUSE connection can
-  // restore them. Once, before the mount serves (after RestoreSession).
-  void RecordSession(std::unique_ptr<RecordLog> nodes, std::shared_ptr<HandleRecords> handles);
+  // restore them, and the listings held (ListingRecords), so that it need not list every
+  // directory again. Once, before the mount serves (after RestoreSession).
+  void RecordSession(std::unique_ptr<RecordLog> nodes, std::shared_ptr<HandleRecords> handles,
+                     std::shared_ptr<meta::ListingRecords> listings);
   // What an earlier process on this connection recorded, restored.
   struct RestoredSession {
     size_t nodes = 0;
     size_t read_handles = 0;  // each reads the version it opened, as before
     size_t dir_handles = 0;   // listed again at their next read
     size_t lost_writers = 0;  // EIO from now on (WriteService::RestoreLost)
+    size_t listings = 0;      // directories known without listing them again
   };
-  // Brings back the nodes and handles an earlier process recorded (their logs' contents).
-  // Before the mount serves and before RecordSession.
+  // Brings back the nodes, handles and listings an earlier process recorded (their logs'
+  // contents). Before the mount serves and before RecordSession.
   RestoredSession RestoreSession(const RecordLog::Records& nodes,
-                                 const std::map<uint64_t, HandleRecord>& handles);
+                                 const std::map<uint64_t, HandleRecord>& handles,
+                                 const std::vector<meta::ListingRecords::Restored>& listings);
   // The first error writing either record (OK when none, or nothing is recorded).
   Status record_error() const;
 

@@ -8,8 +8,10 @@
 namespace ossmount::fs {
 
 void ObjectFilesystem::RecordSession(std::unique_ptr<RecordLog> nodes,
-                                     std::shared_ptr<HandleRecords> handles) {
+                                     std::shared_ptr<HandleRecords> handles,
+                                     std::shared_ptr<meta::ListingRecords> listings) {
   inodes_.RecordTo(std::move(nodes));
+  if (listings) listings_->cache().KeepListingsIn(std::move(listings));
   handle_records_ = handles;
   writes_->RecordHandles(std::move(handles));
 }
@@ -20,9 +22,14 @@ Status ObjectFilesystem::record_error() const {
 }
 
 ObjectFilesystem::RestoredSession ObjectFilesystem::RestoreSession(
-    const RecordLog::Records& nodes, const std::map<uint64_t, HandleRecord>& handles) {
+    const RecordLog::Records& nodes, const std::map<uint64_t, HandleRecord>& handles,
+    const std::vector<meta::ListingRecords::Restored>& listings) {
   RestoredSession restored;
   restored.nodes = inodes_.Restore(nodes);
+  for (const meta::ListingRecords::Restored& listing : listings) {
+    listings_->cache().RestoreListing(listing.dir_path, listing.listing, listing.expiry);
+  }
+  restored.listings = listings_->cache().listing_count();
   std::vector<uint64_t> lost;
   uint64_t next = 1;
   for (const auto& [fh, record] : handles) {

@@ -68,6 +68,7 @@ std::unordered_map<std::string, MetadataCache::Listing>::iterator MetadataCache:
     listed_names_ -= it->second.snapshot->size();
     listing_bytes_ -= it->second.snapshot->MemoryBytes();
   }
+  if (sink_) sink_->Dropped(it->first);
   return listings_.erase(it);
 }
 
@@ -253,6 +254,9 @@ void MetadataCache::Erase(const std::string& path) {
 void MetadataCache::Invalidate(const std::string& path) {
   std::lock_guard lock(mu_);
   SetEntryLocked(path, Entry{Entry::kInvalid, NodeAttr(), TimePoint::max(), ++seq_});
+  // The listing stays for this process, where the entry overrides it; the next process would
+  // have the listing alone.
+  if (sink_) sink_->Dropped(std::string(SplitPath(path).first));
 }
 
 void MetadataCache::PutListing(const std::string& dir_path,
@@ -300,6 +304,7 @@ std::shared_ptr<const DirSnapshot> MetadataCache::PutListing(
   slot = Listing{listing, ttl_.PositiveExpiry(now), asked.seq, asked.seq};
   slot.used = ++tick_;
   lookup_demand_.erase(dir_path);
+  if (sink_ && listing) sink_->Kept(dir_path, listing, slot.expiry);
   EvictLocked();
   return listing;
 }
@@ -326,6 +331,27 @@ void MetadataCache::RecordChange(const std::string& path, std::optional<NodeAttr
   listing_bytes_ -= old.MemoryBytes();
   l->second.snapshot = std::move(patched);
   l->second.seq = ++seq_;
+  if (sink_) sink_->Kept(dir, l->second.snapshot, l->second.expiry);
+}
+
+void MetadataCache::KeepListingsIn(std::shared_ptr<ListingSink> sink) {
+  std::lock_guard lock(mu_);
+  sink_ = std::move(sink);
+}
+
+void MetadataCache::RestoreListing(const std::string& dir_path,
+                                   std::shared_ptr<const DirSnapshot> listing, TimePoint expiry) {
+  const TimePoint now = ttl_.Now();
+  if (!listing || !TtlPolicy::Fresh(expiry, now)) return;
+  std::lock_guard lock(mu_);
+  Listing& slot = listings_[dir_path];
+  if (slot.snapshot) return;
+  listed_names_ += listing->size();
+  listing_bytes_ += listing->MemoryBytes();
+  ++seq_;
+  slot = Listing{std::move(listing), expiry, seq_, seq_};
+  slot.used = ++tick_;
+  EvictLocked();
 }
 
 void MetadataCache::ForgetTree(const std::string& path) {

@@ -118,6 +118,24 @@ class MetadataCache {
   // The cached listing of dir_path if still fresh, else null.
   std::shared_ptr<const DirSnapshot> FreshListing(const std::string& dir_path) const;
 
+  // Where the listings held are kept for the next daemon process on this mount
+  // (ListingRecords). Called under this cache's lock, in its order: Kept for each listing
+  // cached or patched (RecordChange), Dropped for each one no longer held (evicted, forgotten,
+  // or its directory's entry invalidated). Must not call back into the cache.
+  class ListingSink {
+   public:
+    virtual ~ListingSink() = default;
+    virtual void Kept(const std::string& dir_path, std::shared_ptr<const DirSnapshot> listing,
+                      TimePoint expiry) = 0;
+    virtual void Dropped(const std::string& dir_path) = 0;
+  };
+  // Set once, before the cache is used by more than one thread.
+  void KeepListingsIn(std::shared_ptr<ListingSink> sink);
+  // A listing an earlier process held, expiring at `expiry`: cached as if listed now, unless
+  // it expired or the directory has a listing already.
+  void RestoreListing(const std::string& dir_path, std::shared_ptr<const DirSnapshot> listing,
+                      TimePoint expiry);
+
   // Whether a lookup in `dir_path` that nothing fresh answers is better served by listing the
   // directory again than by asking the server about the one name. Under a finite TTL a
   // training epoch that outlasts it would otherwise send one request per file opened (a
@@ -258,6 +276,7 @@ class MetadataCache {
   mutable uint64_t tick_ = 0;
   size_t budget_ = 0;
   std::function<size_t()> other_bytes_;
+  std::shared_ptr<ListingSink> sink_;
   // Directories too large to list whole (MarkTooLarge), until when.
   std::unordered_map<std::string, TimePoint> too_large_;
 };

@@ -15,26 +15,38 @@ namespace {
 struct RecordFiles {
   std::string nodes = "/tmp/session_restore_test." + std::to_string(getpid()) + ".nodes";
   std::string handles = "/tmp/session_restore_test." + std::to_string(getpid()) + ".handles";
+  std::string listings = "/tmp/session_restore_test." + std::to_string(getpid()) + ".listings";
   ~RecordFiles() {
     std::remove(nodes.c_str());
     std::remove(handles.c_str());
+    std::remove(listings.c_str());
   }
 };
 
-void Record(Harness& h, const RecordFiles& files) {
+// Records what `h` serves; the listing records are returned so that a test can wait for them
+// (ListingRecords::Flush) before the "death".
+std::shared_ptr<meta::ListingRecords> Record(Harness& h, const RecordFiles& files) {
   auto nodes = RecordLog::Create(files.nodes);
   auto handles = RecordLog::Create(files.handles);
+  auto listings = meta::ListingRecords::Create(files.listings, {});
   REQUIRE(nodes.ok());
   REQUIRE(handles.ok());
-  h.fs->RecordSession(std::move(*nodes), std::make_shared<HandleRecords>(std::move(*handles)));
+  REQUIRE(listings.ok());
+  std::shared_ptr<meta::ListingRecords> kept = std::move(*listings);
+  h.fs->RecordSession(std::move(*nodes), std::make_shared<HandleRecords>(std::move(*handles)),
+                      kept);
+  return kept;
 }
 
 ObjectFilesystem::RestoredSession Restore(Harness& h, const RecordFiles& files) {
   auto nodes = RecordLog::Load(files.nodes);
   auto handles = RecordLog::Load(files.handles);
+  auto listings = RecordLog::Load(files.listings);
   REQUIRE(nodes.ok());
   REQUIRE(handles.ok());
-  return h.fs->RestoreSession(*nodes, HandleRecords::Decode(*handles));
+  REQUIRE(listings.ok());
+  return h.fs->RestoreSession(*nodes, HandleRecords::Decode(*handles),
+                              meta::ListingRecords::Decode(*listings));
 }
 
 }  // namespace
@@ -131,4 +143,71 @@ TEST_CASE("RestoreSession: a handle released before the death is not restored") 
   CHECK(decoded.at(kept).kind == HandleRecord::Kind::kRead);
   CHECK(decoded.at(kept).path == "a");
   CHECK(decoded.at(kept).size == 4);
+}
+
+TEST_CASE("RestoreSession: listings come back, with this mount's changes, without a LIST") {
+  RecordFiles files;
+  FsOptions options = WritableOptions();
+  options.metadata_ttl = std::nullopt;  // indefinite, as training mounts run
+  WriteRig h(options);
+  auto listings = Record(h, files);
+  for (int i = 0; i < 50; ++i) {
+    std::string key = "train/c";
+    h.fake->PutObject(key.append(std::to_string(i % 5)).append("/x").append(std::to_string(i)),
+                      "img");
+  }
+  h.fake->PutObject("ckpt/old.pt", "old");
+  const InodeId train = h.Lookup(kRootInode, "train")->attr.ino;
+  const InodeId c0 = h.Lookup(train, "c0")->attr.ino;
+  const InodeId ckpt = h.Lookup(kRootInode, "ckpt")->attr.ino;
+  for (InodeId dir : {kRootInode, train, c0, ckpt}) REQUIRE(h.List(dir).ok());
+  // This mount's changes after the listings: a file saved, one removed.
+  h.WriteFile(ckpt, "new.pt", "new bytes");
+  REQUIRE(h.Unlink(ckpt, "old.pt").ok());
+  listings->Flush();
+  REQUIRE(listings->error().ok());
+  CHECK(listings->recorded() >= 4);  // the root, train, train/c0, ckpt
+
+  h.fs = MakeObjectFilesystem(h.io, h.fake, options);
+  const auto restored = Restore(h, files);
+  CHECK(restored.listings >= 4);
+  h.fake->ResetCounters();
+  // Every name in the listed directories answers from the restored listings: no request.
+  for (int i = 0; i < 50; i += 5) {
+    std::string name = "x";
+    CHECK(h.Lookup(c0, name.append(std::to_string(i))).ok());
+  }
+  CHECK(h.Lookup(c0, "x1").status().ToErrno() == ENOENT);  // x1 is in c1
+  CHECK(h.Lookup(ckpt, "new.pt")->attr.size == 9);
+  CHECK(h.Lookup(ckpt, "old.pt").status().ToErrno() == ENOENT);
+  CHECK(h.fake->total_count() == 0);
+  // A directory that was not listed is asked about as usual.
+  const InodeId c1 = h.Lookup(train, "c1")->attr.ino;
+  CHECK(h.Lookup(c1, "x1").ok());
+  CHECK(h.fake->total_count() > 0);
+}
+
+TEST_CASE("RestoreSession: a listing the cache stopped trusting is not restored") {
+  RecordFiles files;
+  FsOptions options = WritableOptions();
+  options.metadata_ttl = std::nullopt;
+  WriteRig h(options);
+  auto listings = Record(h, files);
+  h.fake->PutObject("d/a", "aaaa");
+  h.fake->PutObject("e/b", "bbbb");
+  const InodeId d = h.Lookup(kRootInode, "d")->attr.ino;
+  const InodeId e = h.Lookup(kRootInode, "e")->attr.ino;
+  REQUIRE(h.List(d).ok());
+  REQUIRE(h.List(e).ok());
+  listings->Flush();
+  // Another client replaced d/a, and this mount noticed (a read found another version).
+  h.fs->listings()->cache().Invalidate("d/a");
+  // e was renamed away by this mount: its listing is forgotten.
+  REQUIRE(h.Rename(kRootInode, "e", kRootInode, "e2").ok());
+  listings->Flush();
+
+  h.fs = MakeObjectFilesystem(h.io, h.fake, options);
+  Restore(h, files);
+  CHECK_FALSE(h.fs->listings()->cache().FreshListing("d"));
+  CHECK_FALSE(h.fs->listings()->cache().FreshListing("e"));
 }
