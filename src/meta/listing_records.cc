@@ -124,7 +124,9 @@ std::vector<ListingRecords::Restored> ListingRecords::Decode(const RecordLog::Re
   std::vector<Restored> out;
   for (const auto& [key, payload] : records) {
     std::optional<Restored> one = DecodeOne(payload);
-    if (one && one->key == key) out.push_back(std::move(*one));
+    if (!one || one->key != key) continue;
+    one->payload = payload;
+    out.push_back(std::move(*one));
   }
   return out;
 }
@@ -132,7 +134,11 @@ std::vector<ListingRecords::Restored> ListingRecords::Decode(const RecordLog::Re
 Result<std::unique_ptr<ListingRecords>> ListingRecords::Create(
     const std::string& path, const std::vector<Restored>& initial) {
   RecordLog::Records records;
-  for (const Restored& r : initial) records[r.key] = Encode(r.dir_path, *r.listing, r.expiry);
+  // Records read from a file are taken as they are: compressing them again would hold up a
+  // restarted daemon's start by milliseconds per thousand names.
+  for (const Restored& r : initial) {
+    records[r.key] = r.payload.empty() ? Encode(r.dir_path, *r.listing, r.expiry) : r.payload;
+  }
   auto log = RecordLog::Create(path, records);
   if (!log.ok()) return log.status();
   std::unique_ptr<ListingRecords> out(new ListingRecords(std::move(*log)));

@@ -31,7 +31,8 @@ class ListingRecords : public MetadataCache::ListingSink {
     uint64_t key = 0;  // its record's
     std::string dir_path;
     std::shared_ptr<const DirSnapshot> listing;
-    TimePoint expiry;  // the cache's clock (CLOCK_MONOTONIC: the same in every process)
+    TimePoint expiry;     // the cache's clock (CLOCK_MONOTONIC: the same in every process)
+    std::string payload;  // the record as it was read, which a new file takes as it is
   };
   // The listings of `records` (RecordLog::Load of a file such as this one writes); records
   // that do not decode are left out.
